@@ -1,0 +1,261 @@
+"""The results contract of the book: tidy long CSVs, written atomically, read back with string IDs.
+
+Every experiment writes ``book/results/<paper>/<artifact>.csv`` with the columns
+
+    experiment (str, the paper's model ID: "0", "21b"), seed, metric, value
+    [+ optional layer, step, language]
+
+one row per (experiment, seed, metric[, layer, step, language]). Notebooks read these files,
+`summarise` them over seeds and put them `side_by_side` with the paper's numbers
+(:func:`xlrepro.reference.paper_numbers`). Claims and verdicts go through `write_claims`.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import pandas as pd
+
+REQUIRED = ("experiment", "seed", "metric", "value")
+OPTIONAL = ("layer", "step", "language")
+VERDICTS = ("reproduced", "partly", "not reproduced")
+CLAIM_COLUMNS = ("claim", "evidence", "verdict")
+MISSING = "–"  # en dash: shown where a number is missing
+ROOT_ENV = "XLREPRO_ROOT"
+ROOT_MARKERS = ("_toc.yml", "pyproject.toml")
+
+
+# ----------------------------------------------------------------------------- paths
+
+
+def repo_root(start: str | os.PathLike | None = None) -> Path:
+    """The book's root: $XLREPRO_ROOT if set, else the nearest folder at or above `start` (default:
+    the current working dir) that holds ``_toc.yml`` or ``pyproject.toml``, else `start` itself.
+
+    A ``_toc.yml`` inside a folder named ``book`` (the book's sources next to ``book/results``)
+    counts as its parent's marker, so running from ``book/`` does not give ``book/book/results``.
+    """
+    env = os.environ.get(ROOT_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+        if (folder / "_toc.yml").is_file():
+            if folder.name == "book" and (folder / "results").is_dir():
+                return folder.parent
+            return folder
+    return here
+
+
+def results_dir(paper: str, root: str | os.PathLike | None = None) -> Path:
+    """``<repo root>/book/results/<paper>``; `root` overrides the search done by `repo_root`."""
+    if not paper or os.sep in paper or (os.altsep and os.altsep in paper) or paper in (".", ".."):
+        raise ValueError(f"paper must be a plain name such as 'dufter2020'; got {paper!r}")
+    base = Path(root).expanduser().resolve() if root is not None else repo_root()
+    return base / "book" / "results" / paper
+
+
+# ----------------------------------------------------------------------------- atomic writing
+
+
+@contextmanager
+def _atomic_open(path: str | os.PathLike) -> Iterator:
+    """Open a temp file next to `path`; on success fsync and os.replace it onto `path`.
+
+    If the body raises, the temp file is removed and an existing `path` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    # Make the rename itself durable where the platform allows it.
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def check_long(df: pd.DataFrame) -> None:
+    """Raise ValueError unless `df` follows the contract (required columns, no missing IDs)."""
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"results frame lacks columns {missing}; required: {', '.join(REQUIRED)}"
+            f" (optional: {', '.join(OPTIONAL)})")
+    if df["experiment"].isna().any():
+        raise ValueError("results frame has rows without an experiment ID")
+
+
+def write_csv(df: pd.DataFrame, path: str | os.PathLike, *, check: bool = True) -> Path:
+    """Write a results frame to `path` atomically (temp file in the same folder, fsync, os.replace).
+
+    Parent folders are created. `experiment` is always written as a string. With `check` (default)
+    the frame must have the contract's columns (see `REQUIRED`). Returns the path written.
+    """
+    if check:
+        check_long(df)
+    out = df.copy()
+    if "experiment" in out.columns:
+        out["experiment"] = out["experiment"].astype(str)
+    path = Path(path)
+    with _atomic_open(path) as f:
+        out.to_csv(f, index=False)
+    return path
+
+
+def read_csv(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a results CSV; `experiment` (and `metric`, `language`) come back as strings, so "0"
+    stays "0" and "21b" stays "21b"; only empty cells are missing values."""
+    text_cols = {c: str for c in ("experiment", "metric", "language")}
+    df = pd.read_csv(path, dtype=text_cols, keep_default_na=False, na_values=[""])
+    if "experiment" in df.columns:
+        df["experiment"] = df["experiment"].astype(str)
+    return df
+
+
+# ----------------------------------------------------------------------------- summaries
+
+
+def _keys(df: pd.DataFrame) -> list[str]:
+    return ["experiment", "metric"] + [c for c in OPTIONAL if c in df.columns]
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std (ddof=1; NaN for a single seed) of `value` over seeds, per (experiment, metric
+    [, layer, step, language]), with `n` the number of seeds that have a value.
+
+    Groups keep the order of first appearance. Two rows for the same seed and key raise ValueError.
+    """
+    check_long(df)
+    keys = _keys(df)
+    dup = df.duplicated(subset=keys + ["seed"], keep=False)
+    if dup.any():
+        raise ValueError(f"{int(dup.sum())} rows repeat the same seed for the same {keys}; "
+                         f"first: {df[dup].iloc[0].to_dict()}")
+    work = df.copy()
+    work["experiment"] = work["experiment"].astype(str)
+    work["value"] = pd.to_numeric(work["value"])
+    g = work.groupby(keys, sort=False, dropna=False)["value"]
+    out = g.agg(mean="mean", std="std", n="count").reset_index()  # pandas std: ddof=1
+    out["n"] = out["n"].astype(int)
+    return out
+
+
+# ----------------------------------------------------------------------------- side by side
+
+
+def fmt(mean: float | None, std: float | None = None, digits: int = 2) -> str:
+    """'0.97 ± 0.01'; the mean alone where std is missing; '–' where the mean is missing."""
+    if mean is None or pd.isna(mean):
+        return MISSING
+    if std is None or pd.isna(std):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def _lookup(df: pd.DataFrame, what: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(experiment, metric) -> (mean, std); raises if a pair is ambiguous."""
+    df = df.copy()
+    df["experiment"] = df["experiment"].astype(str)
+    dup = df.duplicated(subset=["experiment", "metric"], keep=False)
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise ValueError(
+            f"{what} has several rows for experiment {first['experiment']!r}, metric "
+            f"{first['metric']!r}; filter it first (e.g. one table, epochs, layer or language)")
+    std = df["std"] if "std" in df.columns else pd.Series(float("nan"), index=df.index)
+    return {(e, m): (mu, sd) for e, m, mu, sd in zip(df["experiment"], df["metric"], df["mean"], std)}
+
+
+def side_by_side(ours_long: pd.DataFrame, paper_long: pd.DataFrame, experiments: Sequence,
+                 metrics: Sequence[str], *, formatted: bool = True, digits: int = 2) -> pd.DataFrame:
+    """One row per experiment (in the given order) with, per metric, our result next to the paper's.
+
+    `ours_long` is a results frame (experiment, seed, metric, value: summarised here) or an
+    already summarised one (with `mean`, `std`); `paper_long` is e.g. ``paper_numbers(p, table)``.
+    Each (experiment, metric) must be unique in both after summarising, else ValueError.
+
+    formatted=True: columns ``experiment``, then ``<metric> ours`` and ``<metric> paper`` as text
+    "mean ± std" ('–' where missing). formatted=False: the raw numbers, columns
+    ``<metric> ours mean``, ``<metric> ours std``, ``<metric> ours n``, ``<metric> paper mean``,
+    ``<metric> paper std`` (NaN where missing).
+    """
+    ours = summarise(ours_long) if "value" in ours_long.columns else ours_long
+    ours_map = _lookup(ours, "our results")
+    n_map = {}
+    if "n" in ours.columns:
+        n_map = {(str(e), m): n for e, m, n in zip(ours["experiment"], ours["metric"], ours["n"])}
+    paper_map = _lookup(paper_long, "the paper table")
+    nan = float("nan")
+    rows = []
+    for exp in experiments:
+        exp = str(exp)
+        row: dict[str, object] = {"experiment": exp}
+        for m in metrics:
+            o_mean, o_std = ours_map.get((exp, m), (nan, nan))
+            p_mean, p_std = paper_map.get((exp, m), (nan, nan))
+            if formatted:
+                row[f"{m} ours"] = fmt(o_mean, o_std, digits)
+                row[f"{m} paper"] = fmt(p_mean, p_std, digits)
+            else:
+                row[f"{m} ours mean"] = o_mean
+                row[f"{m} ours std"] = o_std
+                row[f"{m} ours n"] = n_map.get((exp, m), 0)
+                row[f"{m} paper mean"] = p_mean
+                row[f"{m} paper std"] = p_std
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out["experiment"] = out["experiment"].astype(str)
+    return out
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def write_claims(rows: Iterable[Mapping[str, object]], path: str | os.PathLike) -> Path:
+    """Write claim rows (dicts with `claim`, `evidence`, `verdict`) to a CSV atomically.
+
+    `verdict` must be one of VERDICTS, else ValueError naming them. Extra keys become extra columns.
+    """
+    rows = [dict(r) for r in rows]
+    for i, r in enumerate(rows):
+        missing = [k for k in CLAIM_COLUMNS if k not in r]
+        if missing:
+            raise ValueError(f"claim row {i} lacks {missing}; each row needs {', '.join(CLAIM_COLUMNS)}")
+        if r["verdict"] not in VERDICTS:
+            raise ValueError(f"claim row {i}: unknown verdict {r['verdict']!r}; "
+                             f"valid choices: {', '.join(map(repr, VERDICTS))}")
+    extra = [k for r in rows for k in r if k not in CLAIM_COLUMNS]
+    columns = list(CLAIM_COLUMNS) + list(dict.fromkeys(extra))
+    df = pd.DataFrame(rows, columns=columns)
+    path = Path(path)
+    with _atomic_open(path) as f:
+        df.to_csv(f, index=False)
+    return path
+
+
+def read_claims(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a claims CSV written by `write_claims`."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
