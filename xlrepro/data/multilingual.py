@@ -536,11 +536,19 @@ COLUMNS = ("book", "chapter", "verse", "split", "text")
 
 
 def default_cache_dir() -> Path:
-    """$XLREPRO_CACHE if set, else <repo>/.cache/xlrepro (git-ignored)."""
+    """$XLREPRO_CACHE if set, else <repo>/.cache/xlrepro (git-ignored).
+
+    The repository is found as `xlrepro.paths` finds it (the project's one place for this) when
+    that module exists, else as the checkout that holds this file.
+    """
     env = os.environ.get("XLREPRO_CACHE")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / ".cache" / "xlrepro"
+    try:
+        from xlrepro.paths import cache_dir
+    except ImportError:
+        return Path(__file__).resolve().parents[2] / ".cache" / "xlrepro"
+    return Path(cache_dir())
 
 
 def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
