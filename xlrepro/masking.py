@@ -1,0 +1,31 @@
+"""MLM masking (Devlin et al. 2019), vectorised over a stack of models on the GPU.
+
+15% of the word pieces (never [CLS]/[SEP]/[PAD]) are selected; a selected piece becomes [MASK] with p[mask],
+stays itself with p[id], and becomes a random piece of the whole doubled vocabulary with p[rand] (so an English
+sentence can receive a Fake-English piece, as in the authors' HF data collator).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def mask_tokens(ids: torch.Tensor, maskable: torch.Tensor, mask_id: torch.Tensor, probs: torch.Tensor,
+                vocab_size: int, mlm_probability: float, generator: torch.Generator | None = None):
+    """Return (inputs, labels): labels are -100 where nothing is predicted.
+
+    ids, maskable, mask_id: [..., L] (mask_id per position: Fake-English uses the shifted [MASK] under shift-special).
+    probs: (p[mask], p[id], p[rand]) in the last dimension, broadcastable to ids once it is dropped
+           (e.g. [M, 1, 1, 3] for a stack of M models).
+    """
+    u = torch.rand(ids.shape, device=ids.device, generator=generator)
+    selected = (u < mlm_probability) & maskable
+    labels = torch.where(selected, ids, torch.full_like(ids, -100))
+    r = torch.rand(ids.shape, device=ids.device, generator=generator)
+    p_mask = probs[..., 0]
+    p_keep = probs[..., 1]
+    to_mask = selected & (r < p_mask)
+    to_rand = selected & (r >= p_mask + p_keep)
+    random_ids = torch.randint(vocab_size, ids.shape, device=ids.device, generator=generator)
+    inputs = torch.where(to_mask, mask_id, ids)
+    inputs = torch.where(to_rand, random_ids, inputs)
+    return inputs, labels

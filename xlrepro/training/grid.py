@@ -1,0 +1,373 @@
+"""Train and evaluate a grid of (experiment, seed) models: stacks of models, resumable, over one or more GPUs.
+
+Layout of a run folder (`runs/<chapter>/`):
+  <exp>/<seed>/metrics.json   final Table-1 metrics of one model (its presence means "done")
+  <exp>/<seed>/curve.json     metrics at checkpoints during training (experiments with `curve: true`)
+  <exp>/<seed>/model.safetensors   weights (small models, and the first seed of large ones)
+  stacks/<key>/checkpoint.pt  training state of an unfinished stack, for resume
+  stacks/<key>/timing.json    wall time and throughput of a finished stack
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .. import atomic
+from ..config import Chapter, Experiment, check_seeds, load_chapter
+from ..data.lab import LabData, load_lab
+from ..evaluation.multilinguality import evaluate
+from ..masking import mask_tokens
+from ..models import count_parameters, init_model
+from ..paths import runs_dir
+from ..transforms import BilingualSet, build_bilingual
+from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+
+MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
+MAX_STACK = {"small": 64, "base": 5}
+
+
+@dataclass(frozen=True)
+class Member:
+    exp: Experiment
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.exp.id}/{self.seed}"
+
+
+def member_dir(root: Path, m: Member) -> Path:
+    return root / m.exp.id / str(m.seed)
+
+
+def is_done(root: Path, m: Member) -> bool:
+    return (member_dir(root, m) / "metrics.json").exists()
+
+
+def stack_key(members: list[Member]) -> str:
+    text = ",".join(m.key for m in members)
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None) -> list[list[Member]]:
+    """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart."""
+    max_stack = {**MAX_STACK, **(max_stack or {})}
+    groups: dict[tuple, list[Member]] = {}
+    for m in members:
+        groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs), []).append(m)
+    stacks = []
+    for (untrained, size, *_), group in groups.items():
+        cap = len(group) if untrained else max_stack[size]
+        stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
+    return stacks
+
+
+class StackBatches:
+    """Per-model data order (own seed), with length grouping aligned across the stack.
+
+    Each model shuffles its corpus with its own seed every epoch, as a plain DataLoader would. Shuffled indices are
+    cut into megabatches of 50 batches, sorted by length inside each megabatch (as HF's group_by_length does), and
+    the batch order inside a megabatch is permuted with one permutation shared by the stack. Every model therefore
+    sees, at each step, a batch of about the same length quantile, so padding the stack to a common width wastes
+    little. The last incomplete batch of an epoch is dropped (each epoch reshuffles, so no sentence is lost for good).
+    """
+
+    def __init__(self, sets: list[BilingualSet], seeds: list[int], batch_size: int, stack_seed: int):
+        self.sets, self.seeds, self.batch_size, self.stack_seed = sets, seeds, batch_size, stack_seed
+        n = {len(s) for s in sets}
+        assert len(n) == 1, "models of one stack need corpora of one size"
+        self.n = n.pop()
+        self.steps_per_epoch = self.n // batch_size
+        self._epoch, self._schedule = None, None
+
+    def _epoch_schedule(self, epoch: int) -> np.ndarray:
+        shared = np.random.default_rng([self.stack_seed, epoch, 1])
+        out = np.empty((len(self.sets), self.steps_per_epoch, self.batch_size), dtype=np.int64)
+        spm = MEGABATCH
+        perms_inside = [shared.permutation(min(spm, self.steps_per_epoch - s)) for s in range(0, self.steps_per_epoch, spm)]
+        for i, (data, seed) in enumerate(zip(self.sets, self.seeds)):
+            order = np.random.default_rng([seed, epoch]).permutation(self.n)[: self.steps_per_epoch * self.batch_size]
+            batches = []
+            for k, start in enumerate(range(0, self.steps_per_epoch, spm)):
+                chunk = order[start * self.batch_size:(start + spm) * self.batch_size]
+                chunk = chunk[np.argsort(-data.lengths[chunk], kind="stable")]
+                mb = chunk.reshape(-1, self.batch_size)
+                batches.append(mb[perms_inside[k]])
+            out[i] = np.concatenate(batches)
+        return out
+
+    def rows(self, step: int) -> np.ndarray:
+        """[M, batch] row indices of every model at a global step."""
+        epoch, within = divmod(step, self.steps_per_epoch)
+        if epoch != self._epoch:
+            self._epoch, self._schedule = epoch, self._epoch_schedule(epoch)
+        return self._schedule[:, within]
+
+
+def _stack_seed(members: list[Member]) -> int:
+    return int(stack_key(members), 16) % (2**31)
+
+
+class StackRun:
+    """Train one stack to the end (or until the time limit), evaluating and saving each model."""
+
+    def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
+                 epochs: int | None = None, max_sentences: int | None = None, eval_batch: int = 256):
+        self.chapter, self.members, self.lab, self.root = chapter, members, lab, root
+        self.device = torch.device(device)
+        self.cfg = chapter.training
+        self.size = chapter.size(members[0].exp)
+        self.epochs = epochs or members[0].exp.epochs
+        self.eval_batch = eval_batch
+        self.folder = root / "stacks" / stack_key(members)
+        lab = self.lab = lab.subset(max_sentences)
+        pieces = lab.train_pieces
+        self.sets = {}
+        for m in members:
+            if m.exp.id not in self.sets:
+                self.sets[m.exp.id] = build_bilingual(lab.fe, pieces, m.exp, self.cfg.max_length)
+        self.vocab_size = lab.fe.vocab_size
+
+    # ---------------------------------------------------------------- device-side data
+    def _device_data(self):
+        exps = list(self.sets)
+        width = max(s.ids.shape[1] for s in self.sets.values())
+        n = len(next(iter(self.sets.values())))
+        ids = torch.full((len(exps), n, width), self.lab.fe.pad, dtype=torch.int64)
+        for e, exp_id in enumerate(exps):
+            s = self.sets[exp_id]
+            ids[e, :, :s.ids.shape[1]] = torch.as_tensor(s.ids)
+        dev = self.device
+        exp_of = torch.tensor([exps.index(m.exp.id) for m in self.members], device=dev)
+        per_exp = lambda f: torch.tensor([f(self.sets[e], self.chapter.experiment(e)) for e in exps], device=dev)
+        return dict(
+            ids=ids.to(dev), exp_of=exp_of,
+            lengths=torch.stack([torch.as_tensor(self.sets[e].lengths) for e in exps]).to(dev),
+            fake=torch.stack([torch.as_tensor(self.sets[e].fake) for e in exps]).to(dev),
+            lang_pos=torch.tensor([m.exp.lang_pos for m in self.members], device=dev),
+            shift_special=torch.tensor([m.exp.shift_special for m in self.members], device=dev),
+            probs=torch.tensor([m.exp.mask_probs for m in self.members], device=dev).view(-1, 1, 1, 3),
+        )
+
+    def _batch(self, d, rows_np: np.ndarray, lengths_np: list[np.ndarray]):
+        """Inputs of one step for all models, padded to the longest sentence in the step."""
+        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
+        maskable = int(max((l[r] - 2).sum() for l, r in zip(lengths_np, rows_np)))
+        rows = torch.as_tensor(rows_np, device=self.device)
+        e = d["exp_of"][:, None]
+        ids = d["ids"][e, rows, :width]  # [M, B, W]
+        lengths = d["lengths"][e, rows]  # [M, B]
+        fake = d["fake"][e, rows]  # [M, B]
+        pos = torch.arange(width, device=self.device)
+        content = (pos >= 1) & (pos[None, None, :] < (lengths - 1)[..., None])
+        lp = (fake & d["lang_pos"][:, None])[..., None]
+        position_ids = pos + lp.long() * self.cfg.max_length
+        token_type_ids = lp.long().expand_as(ids)
+        mask_id = torch.where(fake & d["shift_special"][:, None], self.lab.fe.mask + self.lab.fe.shift,
+                              self.lab.fe.mask)[..., None].expand_as(ids)
+        inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab_size, self.cfg.mlm_probability)
+        sel_index, sel_labels = select_masked(labels, masked_capacity(maskable, self.cfg.mlm_probability))
+        attention = (pos[None, None, :] < lengths[..., None])[:, :, None, None, :]  # [M, B, 1, 1, W] for SDPA
+        return inputs, attention, position_ids.expand_as(ids), token_type_ids, sel_index, sel_labels
+
+    # ---------------------------------------------------------------- evaluation and saving
+    def _evaluate(self, stack: ModelStack | None, models, i: int) -> dict[str, float]:
+        m = self.members[i]
+        model = stack.export(i) if stack is not None else models[i].to(self.device)
+        return evaluate(model, m.exp, self.lab, layers=self.cfg.eval_layers, max_length=self.cfg.max_length,
+                        batch_size=self.eval_batch, device=self.device, train_set=self.sets.get(m.exp.id))
+
+    def _save_member(self, stack, models, i: int, metrics: dict, curve: list, seconds: float, steps: int) -> None:
+        m = self.members[i]
+        folder = member_dir(self.root, m)
+        model = stack.export(i) if stack is not None else models[i]
+        if m.exp.size == "small" or m.seed == self.chapter.seeds[0]:
+            from safetensors.torch import save_model
+            with atomic.atomic_path(folder / "model.safetensors") as tmp:
+                save_model(model.float().cpu(), str(tmp))
+        if curve:
+            atomic.write_json(folder / "curve.json", curve)
+        atomic.write_json(folder / "metrics.json", {
+            "experiment": m.exp.id, "seed": m.seed, "metrics": metrics, "steps": steps,
+            "stack_size": len(self.members), "stack_seconds": seconds, "device": _device_name(self.device),
+            "parameters": count_parameters(model)})
+
+    # ---------------------------------------------------------------- training loop
+    def _new_stack(self) -> tuple[ModelStack, StackBatches, int]:
+        models = [init_model(self.size, self.vocab_size, m.seed) for m in self.members]
+        batches = StackBatches([self.sets[m.exp.id] for m in self.members], [m.seed for m in self.members],
+                               self.cfg.batch_size, _stack_seed(self.members))
+        total = batches.steps_per_epoch * self.epochs
+        optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
+                            warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
+        return ModelStack(models, optim, self.device), batches, total
+
+    def time_steps(self, steps: int, warmup: int = 5) -> float:
+        """Seconds per training step of this stack (after warm-up), for benchmarks and planning."""
+        stack, batches, _ = self._new_stack()
+        d = self._device_data()
+        lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
+        for step in range(warmup + steps):
+            if step == warmup:
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                t = time.perf_counter()
+            stack.train_step(*self._batch(d, batches.rows(step), lengths_np))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return (time.perf_counter() - t) / steps
+
+    def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
+        """Returns True when every model of the stack is done; False when stopped by the time limit."""
+        t0 = time.time()
+        if self.members[0].exp.untrained:
+            models = [init_model(self.size, self.vocab_size, m.seed) for m in self.members]
+            for i in range(len(self.members)):
+                self._save_member(None, models, i, self._evaluate(None, models, i), [], 0.0, 0)
+            return True
+        stack, batches, total = self._new_stack()
+        models = None
+        curve_members = [i for i, m in enumerate(self.members) if m.exp.curve]
+        curve_steps = sorted({round(total * k / self.cfg.curve_points) for k in range(self.cfg.curve_points + 1)})
+        curves: dict[int, list] = {i: [] for i in curve_members}
+        elapsed = 0.0
+        ckpt = self.folder / "checkpoint.pt"
+        if ckpt.exists():
+            state = torch.load(ckpt, map_location=self.device, weights_only=False)
+            stack.load_state_dict(state["stack"])
+            curves, elapsed = {int(k): v for k, v in state["curves"].items()}, state["elapsed"]
+        d = self._device_data()
+        lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
+        losses_log = []
+        bar = tqdm(total=total, initial=stack.step_count, disable=not progress,
+                   desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
+        last_save = time.time()
+        t_start = time.time()
+        while stack.step_count < total:
+            step = stack.step_count
+            if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
+                for i in curve_members:
+                    curves[i].append({"step": step, **self._evaluate(stack, models, i)})
+            torch.manual_seed(_stack_seed(self.members) * 100003 + step)  # masking + dropout: resumable streams
+            inputs = self._batch(d, batches.rows(step), lengths_np)
+            loss = stack.train_step(*inputs)
+            if step % 100 == 0:
+                losses_log.append(loss.float().mean().item())
+                bar.set_postfix(loss=f"{losses_log[-1]:.3f}")
+            bar.update(1)
+            over = time_limit is not None and time.time() - t0 > time_limit
+            if over or time.time() - last_save > 120:
+                self._checkpoint(stack, curves, elapsed + time.time() - t_start)
+                last_save = time.time()
+            if over:
+                bar.close()
+                return False
+        bar.close()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        train_seconds = elapsed + time.time() - t_start
+        for i in curve_members:
+            if not curves[i] or curves[i][-1]["step"] != total:
+                curves[i].append({"step": total, **self._evaluate(stack, models, i)})
+        for i in range(len(self.members)):
+            metrics = curves[i][-1] if i in curves else self._evaluate(stack, models, i)
+            metrics = {k: v for k, v in metrics.items() if k != "step"}
+            self._save_member(stack, models, i, metrics, curves.get(i, []), train_seconds, total)
+        atomic.write_json(self.folder / "timing.json", {
+            "members": [m.key for m in self.members], "size": self.size.name, "steps": total,
+            "train_seconds": train_seconds, "steps_per_second": (total - 0) / max(train_seconds, 1e-9),
+            "device": _device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed})
+        if ckpt.exists():
+            ckpt.unlink()
+        return True
+
+    def _checkpoint(self, stack: ModelStack, curves, elapsed: float) -> None:
+        with atomic.atomic_path(self.folder / "checkpoint.pt") as tmp:
+            torch.save({"stack": stack.state_dict(), "curves": curves, "elapsed": elapsed}, tmp)
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+# -------------------------------------------------------------------- the grid
+def members_of(chapter: Chapter, exp_ids, seeds) -> list[Member]:
+    seeds = check_seeds(list(seeds))
+    return [Member(chapter.experiment(e), s) for e in exp_ids for s in seeds]
+
+
+def available_devices() -> list[str]:
+    if torch.cuda.is_available():
+        return [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return ["cpu"]
+
+
+def run_grid(chapter_name: str, exp_ids, seeds, *, profile: str = "lab", devices: list[str] | None = None,
+             root: Path | None = None, epochs: int | None = None, max_sentences: int | None = None,
+             time_limit: float | None = None, max_stack: dict | None = None, progress: bool = True) -> bool:
+    """Train and evaluate every (experiment, seed) not done yet. Returns True when all are done.
+
+    `epochs`/`max_sentences` shrink the run (smoke tests); they go into the run folder's name so that a shrunk run
+    never mixes with a full one.
+    """
+    chapter = load_chapter(chapter_name)
+    root = Path(root or run_root(chapter_name, profile, epochs, max_sentences))
+    members = [m for m in members_of(chapter, exp_ids, seeds) if not is_done(root, m)]
+    if not members:
+        return True
+    stacks = plan_stacks(members, max_stack)
+    devices = devices or available_devices()
+    if len(devices) == 1 or len(stacks) == 1:
+        lab = load_lab(profile)
+        done = True
+        t0 = time.time()
+        for s in sorted(stacks, key=_cost, reverse=True):
+            left = None if time_limit is None else time_limit - (time.time() - t0)
+            if left is not None and left <= 0:
+                return False
+            done &= StackRun(chapter, s, lab, root, devices[0], epochs, max_sentences).run(left, progress)
+        return done
+    return _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit)
+
+
+def run_root(chapter_name: str, profile: str, epochs: int | None, max_sentences: int | None) -> Path:
+    name = profile if epochs is None and max_sentences is None else f"{profile}-e{epochs}-n{max_sentences}"
+    return runs_dir() / chapter_name / name
+
+
+def _cost(stack: list[Member]) -> float:
+    """Rough GPU cost, to hand out the largest jobs first."""
+    per_model = {"small": 1.0, "base": 12.0}[stack[0].exp.size]
+    return 0.0 if stack[0].exp.untrained else per_model * (len(stack) ** 0.5) * stack[0].exp.epochs
+
+
+def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit) -> bool:
+    """One worker process per GPU; workers take stacks from a shared queue of job files (largest first)."""
+    queue = root / "queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    for k, s in enumerate(sorted(stacks, key=_cost, reverse=True)):
+        atomic.write_json(queue / f"{k:03d}.json", {"members": [[m.exp.id, m.seed] for m in s]})
+    args = [sys.executable, "-m", "xlrepro.training.worker", "--chapter", chapter_name, "--root", str(root),
+            "--profile", profile]
+    if epochs is not None:
+        args += ["--epochs", str(epochs)]
+    if max_sentences is not None:
+        args += ["--max-sentences", str(max_sentences)]
+    if time_limit is not None:
+        args += ["--time-limit", str(time_limit)]
+    procs = [subprocess.Popen(args + ["--device", dev]) for dev in devices]
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        raise RuntimeError(f"grid workers failed with exit codes {codes}; see their output above")
+    return all(is_done(root, m) for s in stacks for m in s)

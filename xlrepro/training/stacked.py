@@ -1,0 +1,149 @@
+"""Train many independent BERT models at once, in one set of kernels.
+
+A tiny BERT (hidden 64) trained alone leaves a GPU idle: every step is a thousand small kernel launches.
+Here M models (different seeds and/or experiments of the same size) are stacked with `torch.func`: their
+parameters become tensors with a leading model dimension, and `vmap` runs HF's own `BertForMaskedLM` forward
+over that dimension, so every kernel does M models' work. Each model keeps its own data order, masking,
+dropout, gradient clipping and AdamW state, exactly as if it were trained alone. PyTorch has no multi-model
+trainer, so this file (and the per-model clipping below) is written by hand.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+from transformers import BertForMaskedLM
+
+NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
+
+
+class MaskedPositionsLM(nn.Module):
+    """BertForMaskedLM whose output layer runs only at the masked positions (the others carry no loss)."""
+
+    def __init__(self, mlm: BertForMaskedLM):
+        super().__init__()
+        self.mlm = mlm
+
+    def forward(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels):
+        hidden = self.mlm.bert(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                               token_type_ids=token_type_ids).last_hidden_state
+        hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, sel_index)
+        logits = self.mlm.cls(hidden).float()
+        return F.cross_entropy(logits, sel_labels, ignore_index=-100)
+
+
+def linear_schedule(warmup: int, total: int):
+    """HF's get_linear_schedule_with_warmup as a LambdaLR factor."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return step / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+    return factor
+
+
+@dataclass
+class OptimConfig:
+    lr: float
+    weight_decay: float
+    eps: float
+    warmup_steps: int
+    total_steps: int
+    max_grad_norm: float
+
+
+class ModelStack:
+    """M models of one architecture, trained together. `models[i]` is unchanged; read results with `export`."""
+
+    def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
+                 bf16: bool | None = None):
+        self.device = torch.device(device)
+        self.size = len(models)
+        wrapped = [MaskedPositionsLM(m) for m in models]
+        params, buffers = stack_module_state(wrapped)
+        self.params = {k: v.detach().to(self.device).requires_grad_() for k, v in params.items()}
+        self.buffers = {k: v.to(self.device) for k, v in buffers.items()}
+        # The module whose code runs; its own weights are never read (functional_call substitutes the stacks).
+        self.base = copy.deepcopy(wrapped[0]).to(self.device)
+        self.template = copy.deepcopy(models[0]).cpu()
+        self.bf16 = (self.device.type == "cuda") if bf16 is None else bf16
+        groups = [
+            {"params": [p for k, p in self.params.items() if not k.endswith(NO_DECAY)], "weight_decay": optim.weight_decay},
+            {"params": [p for k, p in self.params.items() if k.endswith(NO_DECAY)], "weight_decay": 0.0},
+        ]
+        fused = self.device.type == "cuda"
+        self.optimizer = torch.optim.AdamW(groups, lr=optim.lr, eps=optim.eps, fused=fused)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, linear_schedule(optim.warmup_steps, optim.total_steps))
+        self.max_grad_norm = optim.max_grad_norm
+        self.step_count = 0
+
+        def one_model_loss(p, b, *inputs):
+            return functional_call(self.base, (p, b), inputs)
+
+        self._losses = vmap(one_model_loss, randomness="different")
+
+    def train_step(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels) -> torch.Tensor:
+        """One optimiser step for every model; all inputs have a leading model dimension. Returns the M losses."""
+        self.base.train()
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            losses = self._losses(self.params, self.buffers, input_ids, attention_mask, position_ids,
+                                  token_type_ids, sel_index, sel_labels)
+        losses.sum().backward()  # the models share no parameter, so each gets exactly its own gradient
+        self._clip_per_model()
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step_count += 1
+        return losses.detach()
+
+    @torch.no_grad()
+    def _clip_per_model(self) -> None:
+        """torch.nn.utils.clip_grad_norm_ applied to each model separately (over its own parameters)."""
+        grads = [p.grad for p in self.params.values() if p.grad is not None]
+        sq = torch.stack([g.float().pow(2).reshape(self.size, -1).sum(1) for g in grads]).sum(0)
+        scale = (self.max_grad_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.view(-1, *([1] * (g.dim() - 1))).to(g.dtype))
+
+    def export(self, i: int) -> BertForMaskedLM:
+        """Model i as an ordinary HF model (a copy, on the stack's device)."""
+        model = copy.deepcopy(self.template).to(self.device)
+        state = {k.removeprefix("mlm."): v[i].detach() for k, v in self.params.items()}
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        # Only the tied decoder weight is absent from the stack (it is the word-embedding matrix).
+        assert not unexpected and all("decoder" in k for k in missing), (missing, unexpected)
+        model.tie_weights()
+        return model
+
+    def state_dict(self) -> dict:
+        return {"params": {k: v.detach() for k, v in self.params.items()}, "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "step": self.step_count}
+
+    def load_state_dict(self, state: dict) -> None:
+        with torch.no_grad():
+            for k, v in state["params"].items():
+                self.params[k].copy_(v)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step_count = state["step"]
+
+
+def select_masked(labels: torch.Tensor, capacity: int):
+    """Flat indices of the masked positions of each model, padded to `capacity` (padding has label -100).
+
+    A fixed capacity (from the batch's size, known on the host) avoids a device-to-host sync every step.
+    """
+    flat = labels.reshape(labels.shape[0], -1)
+    order = torch.argsort((flat == -100).to(torch.int8), dim=1, stable=True)[:, :capacity]
+    return order, torch.gather(flat, 1, order)
+
+
+def masked_capacity(maskable_tokens: int, mlm_probability: float) -> int:
+    """An upper bound on the number of selected pieces that is exceeded with negligible probability (>8 sigma)."""
+    mean = mlm_probability * maskable_tokens
+    return int(math.ceil(mean + 8 * math.sqrt(max(mean, 1.0)) + 8))

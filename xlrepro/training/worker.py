@@ -1,0 +1,57 @@
+"""A grid worker: bound to one device, it takes stack jobs from the queue folder until none is left.
+
+Started by `grid.run_grid` once per GPU. A job is claimed by renaming its file (atomic), so two workers never
+train the same stack; a job stopped by the time limit goes back to the queue and resumes from its checkpoint.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from ..config import load_chapter
+from ..data.lab import load_lab
+from .grid import Member, StackRun
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chapter", required=True)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--profile", default="lab")
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--epochs", type=int)
+    ap.add_argument("--max-sentences", type=int)
+    ap.add_argument("--time-limit", type=float)
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    chapter, lab, root = load_chapter(a.chapter), load_lab(a.profile), Path(a.root)
+    queue = root / "queue"
+    tag = a.device.replace(":", "")
+    while True:
+        jobs = sorted(queue.glob("[0-9]*.json"))
+        job = None
+        for candidate in jobs:
+            claimed = candidate.with_name(f"claimed-{tag}-{candidate.name}")
+            try:
+                os.rename(candidate, claimed)
+                job = claimed
+                break
+            except FileNotFoundError:
+                continue  # another worker took it
+        if job is None:
+            return
+        members = [Member(chapter.experiment(e), s) for e, s in json.loads(job.read_text())["members"]]
+        left = None if a.time_limit is None else a.time_limit - (time.time() - t0)
+        done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences).run(left, progress=False)
+        if done:
+            job.unlink()
+        else:
+            os.rename(job, job.with_name(job.name.split("-", 2)[2]))
+            return
+
+
+if __name__ == "__main__":
+    main()
