@@ -123,14 +123,16 @@ class StackRun:
     """Train one stack to the end (or until the time limit), evaluating and saving each model."""
 
     def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
-                 epochs: int | None = None, max_sentences: int | None = None, eval_batch: int = 256):
-        self.chapter, self.members, self.lab, self.root = chapter, members, lab, root
+                 epochs: int | None = None, max_sentences: int | None = None, eval_batch: int = 256,
+                 graphs: bool = True):
+        self.chapter, self.members, self.lab, self.root = chapter, members, lab, Path(root)
         self.device = torch.device(device)
         self.cfg = chapter.training
         self.size = chapter.size(members[0].exp)
         self.epochs = epochs or members[0].exp.epochs
         self.eval_batch = eval_batch
-        self.folder = root / "stacks" / stack_key(members)
+        self.graphs = graphs and self.device.type == "cuda"
+        self.folder = self.root / "stacks" / stack_key(members)
         lab = self.lab = lab.subset(max_sentences)
         pieces = lab.train_pieces
         self.sets = {}
@@ -158,13 +160,14 @@ class StackRun:
             lang_pos=torch.tensor([m.exp.lang_pos for m in self.members], device=dev),
             shift_special=torch.tensor([m.exp.shift_special for m in self.members], device=dev),
             probs=torch.tensor([m.exp.mask_probs for m in self.members], device=dev).view(-1, 1, 1, 3),
+            rows=torch.zeros((len(self.members), self.cfg.batch_size), dtype=torch.int64, device=dev),
         )
 
-    def _batch(self, d, rows_np: np.ndarray, lengths_np: list[np.ndarray]):
-        """Inputs of one step for all models, padded to the longest sentence in the step."""
-        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
-        maskable = int(max((l[r] - 2).sum() for l, r in zip(lengths_np, rows_np)))
-        rows = torch.as_tensor(rows_np, device=self.device)
+    def _batch(self, d, rows: torch.Tensor, width: int):
+        """Inputs of one step for all models, from device tensors only (so that it can be captured in a graph).
+
+        rows: [M, B] sentence indices of every model; width: padded length of the step (a multiple of 8).
+        """
         e = d["exp_of"][:, None]
         ids = d["ids"][e, rows, :width]  # [M, B, W]
         lengths = d["lengths"][e, rows]  # [M, B]
@@ -177,9 +180,19 @@ class StackRun:
         mask_id = torch.where(fake & d["shift_special"][:, None], self.lab.fe.mask + self.lab.fe.shift,
                               self.lab.fe.mask)[..., None].expand_as(ids)
         inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab_size, self.cfg.mlm_probability)
-        sel_index, sel_labels = select_masked(labels, masked_capacity(maskable, self.cfg.mlm_probability))
-        attention = (pos[None, None, :] < lengths[..., None])[:, :, None, None, :]  # [M, B, 1, 1, W] for SDPA
+        capacity = masked_capacity(rows.shape[1] * (width - 2), self.cfg.mlm_probability)
+        sel_index, sel_labels = select_masked(labels, capacity)
+        # [M, B, 1, 1, W] additive mask (eager attention); HF passes a 4D mask through unchanged, which vmap needs
+        # (its own mask builder branches on the data).
+        attention = torch.where(pos[None, None, :] < lengths[..., None], 0.0, -1e9)[:, :, None, None, :]
         return inputs, attention, position_ids.expand_as(ids), token_type_ids, sel_index, sel_labels
+
+    def _step(self, stack: ModelStack, d, rows_np: np.ndarray, lengths_np, graphs: bool) -> torch.Tensor:
+        """One training step; the padded width is rounded up to a multiple of 8 so few graph shapes exist."""
+        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
+        width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
+        d["rows"].copy_(torch.as_tensor(rows_np))
+        return stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if graphs else None)
 
     # ---------------------------------------------------------------- evaluation and saving
     def _evaluate(self, stack: ModelStack | None, models, i: int) -> dict[str, float]:
@@ -205,7 +218,9 @@ class StackRun:
 
     # ---------------------------------------------------------------- training loop
     def _new_stack(self) -> tuple[ModelStack, StackBatches, int]:
-        models = [init_model(self.size, self.vocab_size, m.seed) for m in self.members]
+        # Eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides ("LSE is not
+        # correctly aligned"), and at ~30 pieces per sentence attention is a small share of the work.
+        models = [init_model(self.size, self.vocab_size, m.seed, attn="eager") for m in self.members]
         batches = StackBatches([self.sets[m.exp.id] for m in self.members], [m.seed for m in self.members],
                                self.cfg.batch_size, _stack_seed(self.members))
         total = batches.steps_per_epoch * self.epochs
@@ -213,7 +228,7 @@ class StackRun:
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
         return ModelStack(models, optim, self.device), batches, total
 
-    def time_steps(self, steps: int, warmup: int = 5) -> float:
+    def time_steps(self, steps: int, warmup: int = 5, graphs: bool = True) -> float:
         """Seconds per training step of this stack (after warm-up), for benchmarks and planning."""
         stack, batches, _ = self._new_stack()
         d = self._device_data()
@@ -223,7 +238,7 @@ class StackRun:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 t = time.perf_counter()
-            stack.train_step(*self._batch(d, batches.rows(step), lengths_np))
+            self._step(stack, d, batches.rows(step), lengths_np, graphs)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return (time.perf_counter() - t) / steps
@@ -249,6 +264,7 @@ class StackRun:
             curves, elapsed = {int(k): v for k, v in state["curves"].items()}, state["elapsed"]
         d = self._device_data()
         lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
+        torch.manual_seed(_stack_seed(self.members) * 100003 + stack.step_count)  # masking and dropout streams
         losses_log = []
         bar = tqdm(total=total, initial=stack.step_count, disable=not progress,
                    desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
@@ -259,9 +275,7 @@ class StackRun:
             if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
                 for i in curve_members:
                     curves[i].append({"step": step, **self._evaluate(stack, models, i)})
-            torch.manual_seed(_stack_seed(self.members) * 100003 + step)  # masking + dropout: resumable streams
-            inputs = self._batch(d, batches.rows(step), lengths_np)
-            loss = stack.train_step(*inputs)
+            loss = self._step(stack, d, batches.rows(step), lengths_np, self.graphs)
             if step % 100 == 0:
                 losses_log.append(loss.float().mean().item())
                 bar.set_postfix(loss=f"{losses_log[-1]:.3f}")

@@ -57,7 +57,12 @@ class OptimConfig:
 
 
 class ModelStack:
-    """M models of one architecture, trained together. `models[i]` is unchanged; read results with `export`."""
+    """M models of one architecture, trained together. `models[i]` is unchanged; read results with `export`.
+
+    On a GPU each step can be captured once per input shape as a CUDA graph (`step(..., graph_key=...)`):
+    batch assembly, masking, forward, backward, clipping and AdamW then replay as one launch, which removes the
+    thousands of kernel launches that otherwise bound a tiny model's step time.
+    """
 
     def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
                  bf16: bool | None = None):
@@ -70,36 +75,76 @@ class ModelStack:
         # The module whose code runs; its own weights are never read (functional_call substitutes the stacks).
         self.base = copy.deepcopy(wrapped[0]).to(self.device)
         self.template = copy.deepcopy(models[0]).cpu()
-        self.bf16 = (self.device.type == "cuda") if bf16 is None else bf16
+        cuda = self.device.type == "cuda"
+        self.bf16 = cuda if bf16 is None else bf16
         groups = [
             {"params": [p for k, p in self.params.items() if not k.endswith(NO_DECAY)], "weight_decay": optim.weight_decay},
             {"params": [p for k, p in self.params.items() if k.endswith(NO_DECAY)], "weight_decay": 0.0},
         ]
-        fused = self.device.type == "cuda"
-        self.optimizer = torch.optim.AdamW(groups, lr=optim.lr, eps=optim.eps, fused=fused)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, linear_schedule(optim.warmup_steps, optim.total_steps))
+        # On the GPU the learning rate is a device tensor, so that a captured step reads the current value.
+        self._lr = torch.tensor(optim.lr, device=self.device) if cuda else optim.lr
+        self.optimizer = torch.optim.AdamW(groups, lr=self._lr, eps=optim.eps, fused=cuda, capturable=cuda)
+        self.base_lr = optim.lr
+        self.lr_factor = linear_schedule(optim.warmup_steps, optim.total_steps)
         self.max_grad_norm = optim.max_grad_norm
         self.step_count = 0
+        self._graphs: dict = {}
+        self._pool = None
 
         def one_model_loss(p, b, *inputs):
             return functional_call(self.base, (p, b), inputs)
 
         self._losses = vmap(one_model_loss, randomness="different")
 
-    def train_step(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels) -> torch.Tensor:
-        """One optimiser step for every model; all inputs have a leading model dimension. Returns the M losses."""
+    def _set_lr(self) -> None:
+        lr = self.base_lr * self.lr_factor(self.step_count)
+        for group in self.optimizer.param_groups:
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+
+    def _body(self, inputs) -> torch.Tensor:
+        """Forward, backward, per-model clipping and the AdamW update; gradients must be None on entry."""
         self.base.train()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            losses = self._losses(self.params, self.buffers, input_ids, attention_mask, position_ids,
-                                  token_type_ids, sel_index, sel_labels)
+        # No autocast weight cache: a captured graph must re-cast the weights it reads at every replay.
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
+            losses = self._losses(self.params, self.buffers, *inputs)
         losses.sum().backward()  # the models share no parameter, so each gets exactly its own gradient
         self._clip_per_model()
         self.optimizer.step()
-        self.scheduler.step()
+        return losses.detach()
+
+    def train_step(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels) -> torch.Tensor:
+        """One eager optimiser step for every model; all inputs have a leading model dimension. Returns the M losses."""
+        return self.step(lambda: (input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels))
+
+    def step(self, make_inputs, graph_key=None) -> torch.Tensor:
+        """One optimiser step. `make_inputs()` builds the inputs from device tensors only; with a `graph_key`
+        (on a GPU, after the first step) the step is captured once per key and replayed afterwards."""
+        self._set_lr()
+        if graph_key is None or self.device.type != "cuda" or self.step_count == 0:
+            losses = self._body(make_inputs())
+        else:
+            if graph_key not in self._graphs:
+                self._capture(graph_key, make_inputs)
+            graph, out = self._graphs[graph_key]
+            graph.replay()
+            losses = out.clone()
         self.optimizer.zero_grad(set_to_none=True)
         self.step_count += 1
-        return losses.detach()
+        return losses
+
+    def _capture(self, key, make_inputs) -> None:
+        # Graphs of all shapes share one memory pool: they never run concurrently and keep nothing between replays
+        # (Adam's moments and the parameters live outside the pool).
+        self._pool = self._pool or torch.cuda.graph_pool_handle()
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.cuda.synchronize(self.device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            out = self._body(make_inputs())
+        self._graphs[key] = (graph, out)
 
     @torch.no_grad()
     def _clip_per_model(self) -> None:
@@ -122,14 +167,15 @@ class ModelStack:
 
     def state_dict(self) -> dict:
         return {"params": {k: v.detach() for k, v in self.params.items()}, "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "step": self.step_count}
+                "step": self.step_count}
 
     def load_state_dict(self, state: dict) -> None:
         with torch.no_grad():
             for k, v in state["params"].items():
                 self.params[k].copy_(v)
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        for group in self.optimizer.param_groups:  # keep the shared device learning rate after loading
+            group["lr"] = self._lr
         self.step_count = state["step"]
 
 
