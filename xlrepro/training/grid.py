@@ -34,7 +34,7 @@ from ..transforms import BilingualSet, build_bilingual
 from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
-MAX_STACK = {"small": 64, "base": 5}
+MAX_STACK = {"small": 20, "base": 1}
 
 
 @dataclass(frozen=True)
@@ -123,15 +123,20 @@ class StackRun:
     """Train one stack to the end (or until the time limit), evaluating and saving each model."""
 
     def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
-                 epochs: int | None = None, max_sentences: int | None = None, eval_batch: int = 256,
+                 epochs: int | None = None, max_sentences: int | None = None, eval_batch: int | None = None,
                  graphs: bool = True):
         self.chapter, self.members, self.lab, self.root = chapter, members, lab, Path(root)
         self.device = torch.device(device)
         self.cfg = chapter.training
         self.size = chapter.size(members[0].exp)
         self.epochs = epochs or members[0].exp.epochs
-        self.eval_batch = eval_batch
+        # Evaluation is launch-bound for small models: large batches; large models: memory-bound batches.
+        self.eval_batch = eval_batch or (2048 if self.size.hidden <= 256 else 512)
         self.graphs = graphs and self.device.type == "cuda"
+        # Stacks use eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides
+        # ("LSE is not correctly aligned"); at ~30 pieces per sentence attention is a small share of the work.
+        # A stack of one model runs without vmap and uses SDPA.
+        self.attn = "sdpa" if len(members) == 1 else "eager"
         self.folder = self.root / "stacks" / stack_key(members)
         lab = self.lab = lab.subset(max_sentences)
         pieces = lab.train_pieces
@@ -182,9 +187,10 @@ class StackRun:
         inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab_size, self.cfg.mlm_probability)
         capacity = masked_capacity(rows.shape[1] * (width - 2), self.cfg.mlm_probability)
         sel_index, sel_labels = select_masked(labels, capacity)
-        # [M, B, 1, 1, W] additive mask (eager attention); HF passes a 4D mask through unchanged, which vmap needs
-        # (its own mask builder branches on the data).
-        attention = torch.where(pos[None, None, :] < lengths[..., None], 0.0, -1e9)[:, :, None, None, :]
+        # A 4D mask [M, B, 1, 1, W], which HF passes through unchanged (its own mask builder branches on the data,
+        # which neither vmap nor graph capture allow): boolean for SDPA, additive for eager attention.
+        attend = (pos[None, None, :] < lengths[..., None])[:, :, None, None, :]
+        attention = attend if self.attn == "sdpa" else torch.where(attend, 0.0, -1e9)
         return inputs, attention, position_ids.expand_as(ids), token_type_ids, sel_index, sel_labels
 
     def _step(self, stack: ModelStack, d, rows_np: np.ndarray, lengths_np, graphs: bool) -> torch.Tensor:
@@ -218,9 +224,7 @@ class StackRun:
 
     # ---------------------------------------------------------------- training loop
     def _new_stack(self) -> tuple[ModelStack, StackBatches, int]:
-        # Eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides ("LSE is not
-        # correctly aligned"), and at ~30 pieces per sentence attention is a small share of the work.
-        models = [init_model(self.size, self.vocab_size, m.seed, attn="eager") for m in self.members]
+        models = [init_model(self.size, self.vocab_size, m.seed, attn=self.attn) for m in self.members]
         batches = StackBatches([self.sets[m.exp.id] for m in self.members], [m.seed for m in self.members],
                                self.cfg.batch_size, _stack_seed(self.members))
         total = batches.steps_per_epoch * self.epochs

@@ -94,7 +94,13 @@ class ModelStack:
         def one_model_loss(p, b, *inputs):
             return functional_call(self.base, (p, b), inputs)
 
-        self._losses = vmap(one_model_loss, randomness="different")
+        def single_model_loss(p, b, *inputs):
+            # A stack of one skips vmap, so the model may use PyTorch's fused SDPA attention kernels
+            # (their backward does not support vmap); the stacked leaves still receive the gradient.
+            first = lambda tree: {k: v[0] for k, v in tree.items()}
+            return one_model_loss(first(p), first(b), *(x[0] for x in inputs))[None]
+
+        self._losses = single_model_loss if self.size == 1 else vmap(one_model_loss, randomness="different")
 
     def _set_lr(self) -> None:
         lr = self.base_lr * self.lr_factor(self.step_count)

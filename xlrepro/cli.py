@@ -1,0 +1,94 @@
+"""The `xlrepro` command: prepare data, train a chapter's grid, execute chapters, benchmark.
+
+  xlrepro prepare [--profile lab]
+  xlrepro train dufter2020 [--ids 0 1 ...] [--seeds 0 42 ...] [--time-limit SECONDS]
+  xlrepro run dufter2020/architecture [-p seeds "[0, 42]"] ...
+  xlrepro bench [--cases small base mbert]
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+from .config import ConfigError, check_profile, load_chapter
+from .paths import repo_root
+
+
+def _value(text: str):
+    """papermill-style parameter values: Python literals where they parse, else the string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def chapters() -> dict[str, Path]:
+    root = repo_root() / "notebooks"
+    return {f"{p.parent.name}/{p.stem}": p for p in sorted(root.glob("*/*.ipynb"))}
+
+
+def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel: str = "python3") -> Path:
+    """Execute notebooks/<name>.ipynb with papermill into book/<name>.ipynb (the published run)."""
+    import papermill
+
+    known = chapters()
+    if name not in known:
+        raise ConfigError(f"unknown chapter {name!r}; valid choices: {', '.join(known)}")
+    output = output or repo_root() / "book" / f"{name}.ipynb"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.running")
+    papermill.execute_notebook(str(known[name]), str(tmp), parameters=parameters, kernel_name=kernel,
+                               cwd=str(known[name].parent), progress_bar=False)
+    tmp.replace(output)  # the published notebook changes only when the run succeeded
+    return output
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="xlrepro", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare", help="prepare the data cache")
+    p.add_argument("--profile", default="lab")
+    p.add_argument("--multilingual", action="store_true", help="also the 22-language Bible cache")
+    p = sub.add_parser("train", help="train and evaluate a chapter's grid (resumable)")
+    p.add_argument("chapter")
+    p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
+    p.add_argument("--seeds", nargs="*", type=int)
+    p.add_argument("--profile", default="lab")
+    p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p = sub.add_parser("run", help="execute one chapter notebook with papermill")
+    p.add_argument("chapter", help="e.g. dufter2020/architecture")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    p.add_argument("--output", type=Path)
+    p = sub.add_parser("bench", help="MLM training throughput, plain HF vs ours")
+    p.add_argument("--cases", nargs="*", default=["small", "base", "mbert"])
+    p.add_argument("--steps", type=int, default=20)
+    a = ap.parse_args(argv)
+    try:
+        if a.command == "prepare":
+            from .data.lab import prepare_lab
+            print(prepare_lab(check_profile(a.profile)))
+            if a.multilingual:
+                from .data.multilingual import prepare_multilingual_cache
+                prepare_multilingual_cache()
+        elif a.command == "train":
+            from .training.grid import run_grid
+            chapter = load_chapter(a.chapter)
+            ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
+            done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), profile=a.profile,
+                            time_limit=a.time_limit)
+            print("grid complete" if done else "time limit reached: run the same command again to resume")
+        elif a.command == "run":
+            print(run_chapter(a.chapter, {k: _value(v) for k, v in a.parameter}, a.output))
+        elif a.command == "bench":
+            from .bench import write_bench
+            print(write_bench(a.cases, a.steps))
+    except ConfigError as err:
+        print(f"xlrepro: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
