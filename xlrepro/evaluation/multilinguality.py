@@ -91,6 +91,7 @@ def vocabulary_set(lab: LabData, exp: Experiment, max_length: int) -> BilingualS
     """Every non-special English piece alone as `[CLS] piece [SEP]`, then its Fake-English twin."""
     fe = lab.fe
     pieces = [np.array([i]) for i in range(fe.tokenizer.get_vocab_size()) if i not in set(fe.special_ids.tolist())]
+    pieces = pieces[:lab.eval_vocab]
     rows = [english_sentence(fe, p) for p in pieces] + [fake_sentence(fe, p, exp) for p in pieces]
     fake = np.array([False] * len(pieces) + [True] * len(pieces))
     return pad_rows(rows, fake, fe.pad, max_length, exp.lang_pos)
@@ -135,19 +136,29 @@ def mask_ids_for(data: BilingualSet, lab: LabData, exp: Experiment) -> np.ndarra
     return np.where(data.fake & exp.shift_special, shifted, lab.fe.mask)
 
 
+class EvalSets:
+    """The inputs one experiment is evaluated on, built once and reused for every model and checkpoint."""
+
+    def __init__(self, lab: LabData, exp: Experiment, max_length: int = 128, train: BilingualSet | None = None):
+        self.dev = build_bilingual(lab.fe, lab.dev_pieces, exp, max_length, parallel_only=True)
+        self.vocab = vocabulary_set(lab, exp, max_length)
+        self.train = train or build_bilingual(lab.fe, lab.train_pieces, exp, max_length)
+
+
 @torch.no_grad()
 def evaluate(model: BertForMaskedLM, exp: Experiment, lab: LabData, layers=(0, 8), max_length: int = 128,
-             batch_size: int = 256, device=None, train_set: BilingualSet | None = None,
+             batch_size: int = 256, device=None, sets: EvalSets | None = None,
              with_perplexity: bool = True) -> dict[str, float]:
     """All Table 1 metrics for one model."""
     device = device or next(model.parameters()).device
     model.eval()
-    dev = build_bilingual(lab.fe, lab.dev_pieces, exp, max_length, parallel_only=True)
+    sets = sets or EvalSets(lab, exp, max_length)
+    dev = sets.dev
     with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=torch.device(device).type == "cuda"):
         result = sentence_metrics(model, dev, exp.inv_order, layers, batch_size, device)
-        result.update(word_translation(model, vocabulary_set(lab, exp, max_length), layers, 1024, device))
+        result.update(word_translation(model, sets.vocab, layers, max(batch_size, 1024), device))
         if with_perplexity:
-            train_set = train_set or build_bilingual(lab.fe, lab.train_pieces, exp, max_length)
+            train_set = sets.train
             result["ppl_train"] = mlm_perplexity(model, train_set, mask_ids_for(train_set, lab, exp), batch_size, device)
             result["ppl_dev"] = mlm_perplexity(model, dev, mask_ids_for(dev, lab, exp), batch_size, device)
     if 0 in layers and 8 in layers:

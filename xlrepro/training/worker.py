@@ -25,6 +25,7 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--max-sentences", type=int)
     ap.add_argument("--time-limit", type=float)
+    ap.add_argument("--batch-size", type=int)
     a = ap.parse_args(argv)
     t0 = time.time()
     chapter, lab, root = load_chapter(a.chapter), load_lab(a.profile), Path(a.root)
@@ -45,7 +46,8 @@ def main(argv=None) -> None:
             return
         members = [Member(chapter.experiment(e), s) for e, s in json.loads(job.read_text())["members"]]
         left = None if a.time_limit is None else a.time_limit - (time.time() - t0)
-        done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences).run(left, progress=False)
+        done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences,
+                        batch_size=a.batch_size).run(left, progress=False)
         if done:
             job.unlink()
         else:

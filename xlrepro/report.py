@@ -1,0 +1,237 @@
+"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames, figures, claims.
+
+The notebooks call these functions; each figure function returns a matplotlib Figure.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .config import Chapter, check_profile, check_seeds, load_chapter
+from .results import VERDICTS, read_claims, results_dir, write_claims
+from .training.grid import Member, member_dir, run_grid, run_root
+
+TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
+
+
+@dataclass
+class ChapterRun:
+    """What a notebook's parameters select: the run folder, the seeds per model size, where results go.
+
+    Results of the full lab run go to `book/results/<chapter>/` (the published ones); a shrunk run (smoke test,
+    fewer epochs or sentences) writes beside its own run folder, so it never overwrites the published results.
+    """
+
+    chapter: Chapter
+    profile: str
+    seeds: list[int]
+    large_seeds: list[int]
+    epochs: int | None
+    max_sentences: int | None
+    batch_size: int | None
+    root: Path
+    results: Path
+
+    def seeds_of(self, exp_id: str) -> list[int]:
+        return self.seeds if self.chapter.experiment(exp_id).size == "small" else self.large_seeds
+
+    def train(self, ids, time_limit: float | None = None) -> None:
+        done = run_grid(self.chapter.name, ids, self.seeds, large_seeds=self.large_seeds, profile=self.profile,
+                        root=self.root, epochs=self.epochs, max_sentences=self.max_sentences, time_limit=time_limit,
+                        batch_size=self.batch_size)
+        if not done:
+            raise RuntimeError("the time limit stopped training; run the notebook again to resume from checkpoints")
+
+    def results_frame(self, ids) -> pd.DataFrame:
+        return pd.concat([load_results(self.root, self.chapter, [e], self.seeds_of(e)) for e in ids],
+                         ignore_index=True)
+
+    def curves_frame(self, ids) -> pd.DataFrame:
+        return pd.concat([load_curves(self.root, self.chapter, [e], self.seeds_of(e)) for e in ids],
+                         ignore_index=True)
+
+
+def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds=None, epochs=None,
+                max_sentences=None, results: str | Path | None = None, batch_size=None) -> ChapterRun:
+    """Validate a notebook's parameters (errors name the valid choices) and locate its run."""
+    chapter = load_chapter(chapter_name)
+    check_profile(profile)
+    seeds = check_seeds(list(chapter.seeds) if seeds is None else seeds)
+    large_seeds = seeds if large_seeds is None else check_seeds(large_seeds)
+    for name, value in (("epochs", epochs), ("max_sentences", max_sentences), ("batch_size", batch_size)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be None (the paper's setting) or a positive integer; got {value!r}")
+    root = run_root(chapter_name, profile, epochs, max_sentences, batch_size)
+    full = (epochs, max_sentences, batch_size) == (None, None, None) and profile == "lab"
+    folder = Path(results) if results else results_dir(chapter_name) if full else root / "results"
+    return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder)
+
+
+def load_results(root: Path, chapter: Chapter, exp_ids, seeds) -> pd.DataFrame:
+    """Final metrics of every (experiment, seed) of a run folder, long format (the results contract)."""
+    rows = []
+    for e in exp_ids:
+        for s in seeds:
+            path = member_dir(root, Member(chapter.experiment(e), s)) / "metrics.json"
+            if not path.exists():
+                raise FileNotFoundError(f"model {e} seed {s} has no results in {root}; train it first")
+            for metric, value in json.loads(path.read_text())["metrics"].items():
+                rows.append({"experiment": str(e), "seed": s, "metric": metric, "value": float(value)})
+    return pd.DataFrame(rows)
+
+
+def load_curves(root: Path, chapter: Chapter, exp_ids, seeds) -> pd.DataFrame:
+    rows = []
+    for e in exp_ids:
+        for s in seeds:
+            path = member_dir(root, Member(chapter.experiment(e), s)) / "curve.json"
+            for point in json.loads(path.read_text()):
+                step = point.pop("step")
+                rows += [{"experiment": str(e), "seed": s, "step": step, "metric": k, "value": float(v)}
+                         for k, v in point.items()]
+    return pd.DataFrame(rows)
+
+
+def load_timings(root: Path) -> pd.DataFrame:
+    """Wall time and throughput of every trained stack of a run folder."""
+    rows = []
+    for path in sorted((root / "stacks").glob("*/timing.json")):
+        t = json.loads(path.read_text())
+        rows.append({"models": len(t["members"]), "size": t["size"], "steps": t["steps"],
+                     "train_seconds": t["train_seconds"], "steps_per_second": t["steps_per_second"],
+                     "seconds_per_model": t["train_seconds"] / len(t["members"]), "device": t["device"],
+                     "experiments": ",".join(sorted({m.split("/")[0] for m in t["members"]}))})
+    return pd.DataFrame(rows)
+
+
+def load_model(root: Path, chapter: Chapter, exp_id: str, seed: int, vocab_size: int):
+    """A trained model of the run (weights saved by the grid)."""
+    from safetensors.torch import load_model as load_weights
+
+    from .models import init_model
+    exp = chapter.experiment(exp_id)
+    model = init_model(chapter.size(exp), vocab_size, seed)
+    load_weights(model, str(member_dir(root, Member(exp, seed)) / "model.safetensors"))
+    return model.eval()
+
+
+# ------------------------------------------------------------------------------------------ claims
+def verdict(reproduced: bool, partly: bool = False) -> str:
+    return VERDICTS[0] if reproduced else VERDICTS[1] if partly else VERDICTS[2]
+
+
+def update_claims(folder: Path, chapter_name: str, rows: list[dict]) -> pd.DataFrame:
+    """Replace this notebook's rows in `<folder>/claims.csv` (the other notebooks' rows stay)."""
+    path = Path(folder) / "claims.csv"
+    old = read_claims(path) if path.exists() else pd.DataFrame(columns=["claim", "evidence", "verdict", "chapter"])
+    keep = old[old["chapter"] != chapter_name].to_dict("records") if "chapter" in old else []
+    new = [{**r, "chapter": chapter_name} for r in rows]
+    write_claims(keep + new, path)
+    return pd.DataFrame(new)
+
+
+def stats(df: pd.DataFrame, exp: str, metric: str) -> tuple[float, float]:
+    """Mean and std over seeds of one (experiment, metric) of a long results frame."""
+    v = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["value"]
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
+# ------------------------------------------------------------------------------------------ figures
+def plot_summary(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels: dict[str, str]):
+    """Figure 1: layer-8 alignment, retrieval and translation per model; bars ours (mean ± std), dots paper."""
+    import matplotlib.pyplot as plt
+
+    metrics = [("align_l8", "alignment F1"), ("retr_l8", "retrieval ρ"), ("trans_l8", "translation τ")]
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    width = 0.27
+    x = np.arange(len(ids))
+    for k, (m, name) in enumerate(metrics):
+        mean = [stats(ours, i, m)[0] for i in ids]
+        std = [stats(ours, i, m)[1] for i in ids]
+        ax.bar(x + (k - 1) * width, mean, width, yerr=np.nan_to_num(std), label=f"{name} (ours)", capsize=2)
+        p = paper[paper["metric"] == m].set_index("experiment")["mean"]
+        ax.scatter(x + (k - 1) * width, [p.get(i, np.nan) for i in ids], color="black", marker="_", s=120,
+                   zorder=3, label="paper" if k == 0 else None)
+    ax.set_xticks(x, [f"{i}\n{labels[i]}" for i in ids], fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("layer 8")
+    ax.legend(fontsize=7, ncol=4, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_token_pca(model, shift: int, specials: np.ndarray, sample: list[int], tokenizer, seed: int = 0):
+    """Figure 4: PCA of the layer-0 token embeddings (input embedding matrix) of English and Fake-English."""
+    import matplotlib.pyplot as plt
+
+    emb = model.bert.embeddings.word_embeddings.weight.detach().float().cpu().numpy()
+    english = np.array([i for i in range(shift) if i not in set(specials.tolist())])
+    both = np.concatenate([emb[english], emb[english + shift]])
+    centred = both - both.mean(0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    xy = centred @ vt[:2].T
+    n = len(english)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 8))
+    top.scatter(xy[:n, 0], xy[:n, 1], s=2, label="English", alpha=0.6)
+    top.scatter(xy[n:, 0], xy[n:, 1], s=2, label="Fake-English", alpha=0.6)
+    top.legend(markerscale=5)
+    top.set_title("all tokens")
+    pos = {t: k for k, t in enumerate(english)}
+    for t in sample:
+        k = pos[t]
+        word = tokenizer.id_to_token(int(t))
+        bottom.scatter(*xy[k], color="C0", s=10)
+        bottom.scatter(*xy[n + k], color="C1", s=10)
+        bottom.annotate(word, xy[k], fontsize=7, color="C0")
+        bottom.annotate("::" + word, xy[n + k], fontsize=7, color="C1")
+    bottom.set_title("a sample of tokens")
+    fig.tight_layout()
+    return fig
+
+
+def position_similarity(model) -> np.ndarray:
+    pos = model.bert.embeddings.position_embeddings.weight.detach().float()
+    pos = torch.nn.functional.normalize(pos, dim=1)
+    return (pos @ pos.T).cpu().numpy()
+
+
+def plot_position_similarity(models: dict[str, object], slots: int = 256):
+    """Figures 5/8: cosine similarity of position embeddings (0-127 English, 128-255 Fake-English under lang-pos)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 4), squeeze=False)
+    for ax, (title, model) in zip(axes[0], models.items()):
+        im = ax.imshow(position_similarity(model)[:slots, :slots], vmin=-1, vmax=1, cmap="viridis")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("position id")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
+    return fig
+
+
+def plot_curves(curves: pd.DataFrame, ids: list[str], labels: dict[str, str]):
+    """Figure 6: multilinguality and perplexity against training steps, mean ± std over seeds."""
+    import matplotlib.pyplot as plt
+
+    panels = [("retr_l0", "retr_l8", "trans_l0", "trans_l8", "mu"), ("ppl_train", "ppl_dev")]
+    fig, axes = plt.subplots(2, len(ids), figsize=(5 * len(ids), 6.5), squeeze=False, sharex="col")
+    for col, exp in enumerate(ids):
+        sub = curves[curves["experiment"] == str(exp)]
+        for row, metrics in enumerate(panels):
+            ax = axes[row][col]
+            for m in metrics:
+                g = sub[sub["metric"] == m].groupby("step")["value"]
+                mean, std = g.mean(), g.std(ddof=1).fillna(0)
+                ax.plot(mean.index, mean.values, label=m, lw=2 if m == "mu" else 1)
+                ax.fill_between(mean.index, mean - std, mean + std, alpha=0.2)
+            if row == 1:
+                ax.set_yscale("log")
+                ax.set_xlabel("training step")
+            ax.legend(fontsize=7)
+        axes[0][col].set_title(f"{exp}: {labels[str(exp)]}")
+    fig.tight_layout()
+    return fig
