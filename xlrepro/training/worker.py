@@ -46,8 +46,11 @@ def main(argv=None) -> None:
             return
         members = [Member(chapter.experiment(e), s) for e, s in json.loads(job.read_text())["members"]]
         left = None if a.time_limit is None else a.time_limit - (time.time() - t0)
+        t_stack = time.time()
         done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences,
                         batch_size=a.batch_size).run(left, progress=False)
+        print(f"[{a.device}] {'done' if done else 'paused'}: {len(members)} models "
+              f"({','.join(sorted({m.exp.id for m in members}))}) in {time.time() - t_stack:.0f} s", flush=True)
         if done:
             job.unlink()
         else:
