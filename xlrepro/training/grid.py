@@ -127,6 +127,9 @@ class StackRun:
                  graphs: bool = True, batch_size: int | None = None):
         self.chapter, self.members, self.lab, self.root = chapter, members, lab, Path(root)
         self.device = torch.device(device)
+        if self.device.type == "cuda":
+            # Graph capture records on the current device's stream: it must be the device the tensors live on.
+            torch.cuda.set_device(self.device)
         self.cfg = chapter.training if batch_size is None else replace(chapter.training, batch_size=batch_size)
         self.size = chapter.size(members[0].exp)
         self.epochs = epochs or members[0].exp.epochs
