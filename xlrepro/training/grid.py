@@ -135,10 +135,8 @@ class StackRun:
         self.epochs = epochs or members[0].exp.epochs
         # Evaluation is launch-bound for small models: large batches; large models: memory-bound batches.
         self.eval_batch = eval_batch or (2048 if self.size.hidden <= 256 else 512)
-        # CUDA graphs remove the launch overhead that bounds stacked small models. Single large models are
-        # compute-bound, and one capture of a BERT-base step failed on one GPU of our run
-        # (cudaErrorStreamCaptureInvalidated), so they train eagerly.
-        self.graphs = graphs and self.device.type == "cuda" and len(members) > 1
+        # CUDA graphs remove the launch overhead that bounds small models (and shorten BERT-base steps too).
+        self.graphs = graphs and self.device.type == "cuda"
         # Stacks use eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides
         # ("LSE is not correctly aligned"); at ~30 pieces per sentence attention is a small share of the work.
         # A stack of one model runs without vmap and uses SDPA.

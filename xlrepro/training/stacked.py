@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -19,7 +20,8 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
-NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
+NO_DECAY = ("bias", "LayerNorm.weight")
+WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as PyTorch's CUDA-graph notes advise)  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
 
 
 class MaskedPositionsLM(nn.Module):
@@ -90,6 +92,11 @@ class ModelStack:
         self.step_count = 0
         self._graphs: dict = {}
         self._pool = None
+        # Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace
+        # per stream, and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture
+        # invalidated). `_warm` counts eager steps on that stream in this process (a resumed run warms up again).
+        self._stream = torch.cuda.Stream(self.device) if cuda else None
+        self._warm = 0
 
         def one_model_loss(p, b, *inputs):
             return functional_call(self.base, (p, b), inputs)
@@ -129,11 +136,23 @@ class ModelStack:
         """One optimiser step. `make_inputs()` builds the inputs from device tensors only; with a `graph_key`
         (on a GPU, after the first step) the step is captured once per key and replayed afterwards."""
         self._set_lr()
-        if graph_key is None or self.device.type != "cuda" or self.step_count == 0:
+        if graph_key is None or self._stream is None:
             losses = self._body(make_inputs())
+        elif self._warm < WARMUP_STEPS:
+            self._stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(self._stream):
+                losses = self._body(make_inputs())
+            torch.cuda.current_stream(self.device).wait_stream(self._stream)
+            self._warm += 1
         else:
             if graph_key not in self._graphs:
-                self._capture(graph_key, make_inputs)
+                try:
+                    self._capture(graph_key, make_inputs)
+                except RuntimeError as err:  # never lose a run to a failed capture: continue eagerly
+                    warnings.warn(f"CUDA graph capture failed ({err}); this stack continues without graphs")
+                    self._stream = None
+                    self.optimizer.zero_grad(set_to_none=True)
+                    return self.step(make_inputs)
             graph, out = self._graphs[graph_key]
             graph.replay()
             losses = out.clone()
@@ -148,7 +167,7 @@ class ModelStack:
         self.optimizer.zero_grad(set_to_none=True)
         torch.cuda.synchronize(self.device)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
+        with torch.cuda.graph(graph, pool=self._pool, stream=self._stream):
             out = self._body(make_inputs())
         self._graphs[key] = (graph, out)
 

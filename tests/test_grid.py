@@ -1,0 +1,59 @@
+"""The grid on a CPU: stacks plan, an interrupted run resumes, bad parameters name the valid choices."""
+import json
+
+import pytest
+
+from xlrepro.config import ConfigError, check_seeds, load_chapter
+from xlrepro.report import chapter_run
+from xlrepro.training.grid import Member, grid_members, is_done, member_dir, plan_stacks, run_grid
+
+TINY = dict(epochs=2, max_sentences=24, batch_size=8)
+
+
+def test_plan_groups_by_size_corpus_and_training():
+    ch = load_chapter("dufter2020")
+    members = grid_members(ch, ["0", "1", "15", "21", "18"], [0, 42], large_seeds=[0])
+    stacks = plan_stacks(members, {"small": 3, "base": 1})
+    keys = sorted(tuple(m.key for m in s) for s in stacks)
+    assert keys == [("0/0", "0/42", "1/0"), ("1/42",), ("15/0",), ("18/0", "18/42"), ("21/0", "21/42")]
+
+
+def test_interrupted_training_resumes(tmp_path):
+    args = dict(root=tmp_path, devices=["cpu"], progress=False, **TINY)
+    assert run_grid("dufter2020", ["0", "3"], [0], time_limit=0.01, **args) is False
+    assert list(tmp_path.glob("stacks/*/checkpoint.pt"))  # stopped at a checkpoint, nothing marked done
+    ch = load_chapter("dufter2020")
+    assert not is_done(tmp_path, Member(ch.experiment("0"), 0))
+    assert run_grid("dufter2020", ["0", "3"], [0], **args) is True
+    assert not list(tmp_path.glob("stacks/*/checkpoint.pt"))
+    result = json.loads((member_dir(tmp_path, Member(ch.experiment("3"), 0)) / "metrics.json").read_text())
+    assert result["steps"] == 2 * (48 // 8)  # 24 sentences in two languages, batch 8, 2 epochs
+    assert set(result["metrics"]) >= {"mu", "align_l0", "retr_l8", "trans_l0", "ppl_train", "ppl_dev"}
+    curve = json.loads((member_dir(tmp_path, Member(ch.experiment("0"), 0)) / "curve.json").read_text())
+    assert curve[0]["step"] == 0 and curve[-1]["step"] == result["steps"]
+    # a finished grid is not trained again
+    assert run_grid("dufter2020", ["0", "3"], [0], **args) is True
+
+
+def test_bad_parameters_name_the_valid_choices():
+    ch = load_chapter("dufter2020")
+    with pytest.raises(ConfigError, match="unknown model ID '99'; valid choices: 0, 1, 2"):
+        ch.experiment("99")
+    with pytest.raises(ConfigError, match=r"valid layers are 0\.\.12"):
+        ch.check_layer(ch.experiment("0"), 13)
+    with pytest.raises(ConfigError, match="non-empty list of integers"):
+        check_seeds(0)
+    with pytest.raises(ConfigError, match="non-empty list"):
+        check_seeds("[0, 42]")
+    with pytest.raises(ConfigError, match="unknown profile 'wiki'; valid choices: lab, paper"):
+        chapter_run("dufter2020", profile="wiki")
+    with pytest.raises(ConfigError, match="unknown chapter"):
+        load_chapter("dufter2021")
+    with pytest.raises(ValueError, match="epochs must be None"):
+        chapter_run("dufter2020", epochs=0)
+
+
+def test_shrunk_runs_never_write_the_published_results():
+    full, smoke = chapter_run("dufter2020"), chapter_run("dufter2020", epochs=1)
+    assert full.results.parts[-3:] == ("book", "results", "dufter2020")
+    assert smoke.results.is_relative_to(smoke.root) and smoke.root != full.root

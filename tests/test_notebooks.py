@@ -1,0 +1,33 @@
+"""Every chapter notebook runs end to end through papermill with tiny parameters (CI's smoke run)."""
+import os
+from pathlib import Path
+
+import papermill
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*/*.ipynb"))
+TINY = {"epochs": 1, "max_sentences": 32, "batch_size": 8, "seeds": [0]}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    os.environ["XLREPRO_RUNS"] = str(folder)  # the kernels inherit it: smoke runs stay out of the repository
+    yield folder
+    del os.environ["XLREPRO_RUNS"]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_notebook_runs(notebook, runs, tmp_path):
+    out = tmp_path / notebook.name
+    papermill.execute_notebook(str(notebook), str(out), parameters=TINY, kernel_name="python3",
+                               cwd=str(notebook.parent), progress_bar=False)
+    assert '"output_type": "error"' not in out.read_text()
+
+
+def test_bad_parameter_stops_with_the_valid_choices(runs, tmp_path):
+    with pytest.raises(papermill.PapermillExecutionError, match="valid choices: lab, paper"):
+        papermill.execute_notebook(str(NOTEBOOKS[0]), str(tmp_path / "bad.ipynb"),
+                                   parameters={**TINY, "profile": "wikipedia"}, kernel_name="python3",
+                                   progress_bar=False)

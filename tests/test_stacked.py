@@ -1,0 +1,85 @@
+"""The stacked trainer trains each model exactly as if it were trained alone."""
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from xlrepro.training.stacked import ModelStack, OptimConfig, linear_schedule, select_masked
+
+
+def tiny(seed, attn):
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                     max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     attn_implementation=attn)
+    return BertForMaskedLM(cfg)
+
+
+def batch(g, m, b=4, w=8):
+    ids = torch.randint(5, 50, (m, b, w), generator=g)
+    lengths = torch.randint(4, w + 1, (m, b), generator=g)
+    pos = torch.arange(w)
+    attend = (pos < lengths[..., None])[:, :, None, None, :]
+    labels = torch.where((torch.rand(ids.shape, generator=g) < 0.3) & (pos < lengths[..., None]), ids, -100)
+    sel, lab = select_masked(labels, 12)
+    return ids, attend, pos.expand(m, b, w), torch.zeros_like(ids), sel, lab
+
+
+OPT = OptimConfig(lr=1e-2, weight_decay=0.01, eps=1e-6, warmup_steps=2, total_steps=10, max_grad_norm=0.5)
+
+
+def test_stack_of_two_equals_two_models_trained_alone():
+    g = torch.Generator().manual_seed(0)
+    steps = [batch(g, 2) for _ in range(3)]
+    stack = ModelStack([tiny(1, "eager"), tiny(2, "eager")], OPT, "cpu")
+    alone = [ModelStack([tiny(s, "sdpa")], OPT, "cpu") for s in (1, 2)]
+    for ids, attend, pos, types, sel, lab in steps:
+        additive = torch.where(attend, 0.0, -1e9)
+        losses = stack.train_step(ids, additive, pos, types, sel, lab)
+        for i, single in enumerate(alone):
+            one = single.train_step(ids[i:i + 1], attend[i:i + 1], pos[i:i + 1], types[i:i + 1], sel[i:i + 1],
+                                    lab[i:i + 1])
+            torch.testing.assert_close(losses[i], one[0], rtol=1e-4, atol=1e-5)
+    for i, single in enumerate(alone):
+        a, b = stack.export(i).state_dict(), single.export(0).state_dict()
+        for k in a:
+            torch.testing.assert_close(a[k], b[k], rtol=1e-4, atol=1e-5, msg=k)
+    # and the two models did train differently from their start
+    assert not torch.allclose(stack.export(0).bert.embeddings.word_embeddings.weight,
+                              tiny(1, "eager").bert.embeddings.word_embeddings.weight)
+
+
+def test_per_model_clipping_matches_clip_grad_norm():
+    g = torch.Generator().manual_seed(1)
+    ids, attend, pos, types, sel, lab = batch(g, 2)
+    stack = ModelStack([tiny(3, "eager"), tiny(4, "eager")], OPT, "cpu")
+    losses = stack._losses(stack.params, stack.buffers, ids, torch.where(attend, 0.0, -1e9), pos, types, sel, lab)
+    losses.sum().backward()
+    raw = {k: p.grad.clone() for k, p in stack.params.items()}
+    stack._clip_per_model()
+    for i in range(2):
+        grads = [raw[k][i].clone() for k in raw]
+        total = torch.sqrt(sum(x.pow(2).sum() for x in grads))
+        assert total > OPT.max_grad_norm  # the case where clipping acts
+        scale = OPT.max_grad_norm / (total + 1e-6)
+        for k, x in zip(raw, grads):
+            torch.testing.assert_close(stack.params[k].grad[i], x * scale, rtol=1e-5, atol=1e-7)
+
+
+def test_linear_schedule():
+    f = linear_schedule(warmup=2, total=10)
+    assert [f(s) for s in (0, 1, 2, 6, 10, 12)] == [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
+
+
+def test_state_round_trip():
+    g = torch.Generator().manual_seed(2)
+    steps = [batch(g, 2) for _ in range(4)]
+    run = lambda st, bs: [st.train_step(i, torch.where(a, 0.0, -1e9), p, t, s, l) for i, a, p, t, s, l in bs]
+    a = ModelStack([tiny(5, "eager"), tiny(6, "eager")], OPT, "cpu")
+    run(a, steps)
+    b = ModelStack([tiny(5, "eager"), tiny(6, "eager")], OPT, "cpu")
+    run(b, steps[:2])
+    c = ModelStack([tiny(7, "eager"), tiny(8, "eager")], OPT, "cpu")
+    c.load_state_dict(b.state_dict())  # resume from a checkpoint
+    run(c, steps[2:])
+    assert c.step_count == 4
+    for k in a.params:
+        torch.testing.assert_close(a.params[k], c.params[k], rtol=1e-5, atol=1e-6)
