@@ -121,8 +121,24 @@ def load_model(root: Path, chapter: Chapter, exp_id: str, seed: int, vocab_size:
 
 
 # ------------------------------------------------------------------------------------------ claims
-def verdict(reproduced: bool, partly: bool = False) -> str:
+def verdict(reproduced: bool, partly: bool = False, seeds: int | None = None) -> str:
+    """A claim's verdict. Evidence from fewer than two seeds (`seeds`) is at most "partly"."""
+    if reproduced and seeds is not None and seeds < 2:
+        return VERDICTS[1]
     return VERDICTS[0] if reproduced else VERDICTS[1] if partly else VERDICTS[2]
+
+
+def describe(df: pd.DataFrame, exp: str, metric: str = "mu") -> str:
+    """'0.55 ± 0.03 (5 seeds)' for the evidence column."""
+    from .results import fmt
+    mean, std = stats(df, exp, metric)
+    n = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["seed"].nunique()
+    return f"{fmt(mean, std)} ({n} seed{'s' if n != 1 else ''})"
+
+
+def seeds_of(df: pd.DataFrame, *exps: str) -> int:
+    """The smallest number of seeds behind the given experiments."""
+    return int(min(df[df["experiment"] == str(e)]["seed"].nunique() for e in exps))
 
 
 def update_claims(folder: Path, chapter_name: str, rows: list[dict]) -> pd.DataFrame:
@@ -147,7 +163,7 @@ def plot_summary(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels
     import matplotlib.pyplot as plt
 
     metrics = [("align_l8", "alignment F1"), ("retr_l8", "retrieval ρ"), ("trans_l8", "translation τ")]
-    fig, ax = plt.subplots(figsize=(9, 3.4))
+    fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.27
     x = np.arange(len(ids))
     for k, (m, name) in enumerate(metrics):
@@ -157,7 +173,7 @@ def plot_summary(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels
         p = paper[paper["metric"] == m].set_index("experiment")["mean"]
         ax.scatter(x + (k - 1) * width, [p.get(i, np.nan) for i in ids], color="black", marker="_", s=120,
                    zorder=3, label="paper" if k == 0 else None)
-    ax.set_xticks(x, [f"{i}\n{labels[i]}" for i in ids], fontsize=7)
+    ax.set_xticks(x, [f"{i}: {labels[i]}" for i in ids], fontsize=7, rotation=25, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("layer 8")
     ax.legend(fontsize=7, ncol=4, loc="upper right")

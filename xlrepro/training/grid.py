@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .. import atomic
 from ..config import Chapter, Experiment, check_profile, check_seeds, load_chapter
