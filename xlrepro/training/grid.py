@@ -31,6 +31,7 @@ from ..masking import mask_tokens
 from ..models import count_parameters, init_model
 from ..paths import runs_dir
 from ..transforms import BilingualSet, build_bilingual
+from .distributed import any_rank, barrier, init_from_env, world
 from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
@@ -136,7 +137,8 @@ class StackRun:
         # Evaluation is launch-bound for small models: large batches; large models: memory-bound batches.
         self.eval_batch = eval_batch or (2048 if self.size.hidden <= 256 else 512)
         # CUDA graphs remove the launch overhead that bounds small models (and shorten BERT-base steps too).
-        self.graphs = graphs and self.device.type == "cuda"
+        self.rank, self.world = world()  # data parallel under torchrun: each rank takes 1/world of every batch
+        self.graphs = graphs and self.device.type == "cuda" and self.world == 1
         # Stacks use eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides
         # ("LSE is not correctly aligned"); at ~30 pieces per sentence attention is a small share of the work.
         # A stack of one model runs without vmap and uses SDPA.
@@ -170,7 +172,8 @@ class StackRun:
             lang_pos=torch.tensor([m.exp.lang_pos for m in self.members], device=dev),
             shift_special=torch.tensor([m.exp.shift_special for m in self.members], device=dev),
             probs=torch.tensor([m.exp.mask_probs for m in self.members], device=dev).view(-1, 1, 1, 3),
-            rows=torch.zeros((len(self.members), self.cfg.batch_size), dtype=torch.int64, device=dev),
+            rows=torch.zeros((len(self.members), len(range(self.rank, self.cfg.batch_size, self.world))),
+                             dtype=torch.int64, device=dev),
         )
 
     def _batch(self, d, rows: torch.Tensor, width: int):
@@ -200,6 +203,7 @@ class StackRun:
 
     def _step(self, stack: ModelStack, d, rows_np: np.ndarray, lengths_np, graphs: bool) -> torch.Tensor:
         """One training step; the padded width is rounded up to a multiple of 8 so few graph shapes exist."""
+        rows_np = rows_np[:, self.rank::self.world]
         width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
         width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
         d["rows"].copy_(torch.as_tensor(rows_np))
@@ -275,9 +279,10 @@ class StackRun:
             curves, elapsed = {int(k): v for k, v in state["curves"].items()}, state["elapsed"]
         d = self._device_data()
         lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
-        torch.manual_seed(_stack_seed(self.members) * 100003 + stack.step_count)  # masking and dropout streams
+        # masking and dropout streams (each rank masks its own share of the batch)
+        torch.manual_seed(_stack_seed(self.members) * 100003 + stack.step_count + 7919 * self.rank)
         losses_log = []
-        bar = tqdm(total=total, initial=stack.step_count, disable=not progress,
+        bar = tqdm(total=total, initial=stack.step_count, disable=not progress or self.rank > 0,
                    desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
         last_save = time.time()
         t_start = time.time()
@@ -285,14 +290,20 @@ class StackRun:
             step = stack.step_count
             if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
                 for i in curve_members:
-                    curves[i].append({"step": step, **self._evaluate(stack, models, i)})
+                    if self.rank == 0:
+                        curves[i].append({"step": step, **self._evaluate(stack, models, i)})
+                    else:
+                        curves[i].append({"step": step})  # rank 0 holds the numbers
+                barrier()
             loss = self._step(stack, d, batches.rows(step), lengths_np, self.graphs)
             if step % 100 == 0:
                 losses_log.append(loss.float().mean().item())
                 bar.set_postfix(loss=f"{losses_log[-1]:.3f}")
             bar.update(1)
             over = time_limit is not None and time.time() - t0 > time_limit
-            if over or time.time() - last_save > 120:
+            if self.world > 1:  # every rank stops at the same step
+                over = any_rank(over) if step % 50 == 0 else False
+            if (over or time.time() - last_save > 120) and self.rank == 0:
                 self._checkpoint(stack, curves, elapsed + time.time() - t_start)
                 last_save = time.time()
             if over:
@@ -302,6 +313,9 @@ class StackRun:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         train_seconds = elapsed + time.time() - t_start
+        if self.rank > 0:  # rank 0 evaluates and writes; the others wait for it
+            barrier()
+            return True
         for i in curve_members:
             if not curves[i] or curves[i][-1]["step"] != total:
                 curves[i].append({"step": total, **self._evaluate(stack, models, i)})
@@ -315,6 +329,7 @@ class StackRun:
             "device": _device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed})
         if ckpt.exists():
             ckpt.unlink()
+        barrier()
         return True
 
     def _checkpoint(self, stack: ModelStack, curves, elapsed: float) -> None:
@@ -358,7 +373,8 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
     if not members:
         return True
     stacks = plan_stacks(members, max_stack)
-    devices = devices or available_devices()
+    ddp_device = init_from_env()  # under torchrun: all ranks train every stack together, one device each
+    devices = [ddp_device] if ddp_device else devices or available_devices()
     if len(devices) == 1 or len(stacks) == 1:
         lab = load_lab(profile)
         done = True

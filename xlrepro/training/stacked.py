@@ -20,6 +20,8 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
+from .distributed import average_gradients, world
+
 NO_DECAY = ("bias", "LayerNorm.weight")
 WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as PyTorch's CUDA-graph notes advise)  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
 
@@ -95,7 +97,7 @@ class ModelStack:
         # Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace
         # per stream, and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture
         # invalidated). `_warm` counts eager steps on that stream in this process (a resumed run warms up again).
-        self._stream = torch.cuda.Stream(self.device) if cuda else None
+        self._stream = torch.cuda.Stream(self.device) if cuda and world()[1] == 1 else None  # no graphs in DDP
         self._warm = 0
 
         def one_model_loss(p, b, *inputs):
@@ -124,6 +126,7 @@ class ModelStack:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
             losses = self._losses(self.params, self.buffers, *inputs)
         losses.sum().backward()  # the models share no parameter, so each gets exactly its own gradient
+        average_gradients([p.grad for p in self.params.values() if p.grad is not None])  # data parallel only
         self._clip_per_model()
         self.optimizer.step()
         return losses.detach()
