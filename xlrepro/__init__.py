@@ -3,3 +3,8 @@
 Pipeline: data -> tokenization/transforms -> models/training -> evaluation -> rendering.
 """
 __version__ = "0.1.0"
+
+import warnings
+
+# Notebooks run without ipywidgets; tqdm's rich progress bars then fall back to text, which is fine.
+warnings.filterwarnings("ignore", message="IProgress not found")
