@@ -261,10 +261,11 @@ class StackRun:
     def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
         """Returns True when every model of the stack is done; False when stopped by the time limit."""
         t0 = time.time()
-        if self.members[0].exp.untrained:
+        if self.members[0].exp.untrained:  # evaluated as initialised (by rank 0 alone under data parallel)
             models = [init_model(self.size, self.vocab_size, m.seed) for m in self.members]
-            for i in range(len(self.members)):
+            for i in range(len(self.members) if self.rank == 0 else 0):
                 self._save_member(None, models, i, self._evaluate(None, models, i), [], 0.0, 0)
+            barrier()
             return True
         stack, batches, total = self._new_stack()
         models = None
