@@ -1,0 +1,1 @@
+"""Downstream tasks built on the multilingual Bible data."""
