@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from pathlib import Path
 from typing import Iterable
 
