@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from .config import ModelSize
-from .models import init_model
+from .models import device_name, init_model
 from .training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 CASES = {
@@ -40,7 +40,7 @@ def model_flops(size: ModelSize, vocab: int, batch: int, length: int, mlm: float
 
 
 def peak_flops(device) -> float | None:
-    name = torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" else "cpu"
+    name = device_name(device)
     return next((v for k, v in PEAK_BF16.items() if k in name), None)
 
 
@@ -111,7 +111,7 @@ class BenchRow:
 def run_bench(cases=("small", "base", "mbert"), device: str | None = None, steps: int = 20, warmup: int = 5,
               small_stack: int = 16) -> list[BenchRow]:
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    name = torch.cuda.get_device_name(device) if torch.device(device).type == "cuda" else "cpu"
+    name = device_name(device)
     peak = peak_flops(device)
     rows = []
     for case in cases:

@@ -25,7 +25,7 @@ from . import atomic
 from .config import ConfigError, ModelSize, choose
 from .data.multilingual import LANGUAGES, load_verses
 from .masking import mask_tokens
-from .models import bert_config, init_model
+from .models import bert_config, device_name, init_model
 from .paths import cache_dir
 from .training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
@@ -171,10 +171,6 @@ def _tokenizer(config: MiniMBertConfig, out_dir: Path, texts_by_lang):
     return tok
 
 
-def _device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-
-
 def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device = "cpu",
              out_dir: str | Path | None = None, time_limit: float | None = None,
              max_sentences_per_language: int | None = None, progress: bool = True) -> Path:
@@ -273,7 +269,7 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
         save_model(stack.export(0).float().cpu(), str(tmp))
     atomic.write_json(out_dir / "training.json", {
         "steps": config.steps, "seconds": seconds, "steps_per_second": config.steps / max(seconds, 1e-9),
-        "device": _device_name(device), "vocab_size": vocab_size, "sentences": dict(zip(config.languages, sizes.tolist())),
+        "device": device_name(device), "vocab_size": vocab_size, "sentences": dict(zip(config.languages, sizes.tolist())),
         "sampling_weights": weights, "max_sentences_per_language": max_sentences_per_language,
         "losses": losses})
     ckpt.unlink(missing_ok=True)

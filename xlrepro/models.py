@@ -26,3 +26,9 @@ def init_model(size: ModelSize, vocab_size: int, seed: int, attn: str = "sdpa",
 
 def count_parameters(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def device_name(device) -> str:
+    """The accelerator's name for reports ("NVIDIA H200"), or "cpu"."""
+    device = torch.device(device)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"

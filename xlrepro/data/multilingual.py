@@ -264,10 +264,15 @@ def strip_zh_translator_notes(text: str) -> tuple[str, int]:
     return _ZH_NOTE.subn("", text)
 
 
+def _replace_counted(text: str, old: str, new: str) -> tuple[str, int]:
+    """`text.replace(old, new)` and how many occurrences it replaced (a cleaning rule's counter)."""
+    n = text.count(old)
+    return (text.replace(old, new), n) if n else (text, 0)
+
+
 def strip_asterisks(text: str) -> tuple[str, int]:
     """Remove footnote asterisks ("भाग* होगा", hi) and "* * *" dividers (de, ar)."""
-    n = text.count("*")
-    return (text.replace("*", " "), n) if n else (text, 0)
+    return _replace_counted(text, "*", " ")
 
 
 _ZWJ = "\u200d"
@@ -275,8 +280,7 @@ _ZWJ = "\u200d"
 
 def remove_zero_width_joiners(text: str) -> tuple[str, int]:
     """Remove U+200D ZERO WIDTH JOINER (Hindi "परमेश्\u200dवर" -> "परमेश्वर")."""
-    n = text.count(_ZWJ)
-    return (text.replace(_ZWJ, ""), n) if n else (text, 0)
+    return _replace_counted(text, _ZWJ, "")
 
 
 # Invisible format characters that carry no text: LRM/RLM (ar), soft hyphen (es v, where it
@@ -328,8 +332,7 @@ def join_split_hyphens(text: str) -> tuple[str, int]:
 
 def backticks_to_apostrophes(text: str) -> tuple[str, int]:
     """The World English Bible writes apostrophes and single quotes as backticks ("can`t")."""
-    n = text.count("`")
-    return (text.replace("`", "'"), n) if n else (text, 0)
+    return _replace_counted(text, "`", "'")
 
 
 def normalize_whitespace(text: str) -> tuple[str, int]:

@@ -28,7 +28,7 @@ from ..config import Chapter, Experiment, check_profile, check_seeds, load_chapt
 from ..data.lab import LabData, load_lab
 from ..evaluation.multilinguality import EvalSets, evaluate
 from ..masking import mask_tokens
-from ..models import count_parameters, init_model
+from ..models import count_parameters, device_name, init_model
 from ..paths import runs_dir
 from ..transforms import BilingualSet, build_bilingual
 from .distributed import any_rank, barrier, init_from_env, world
@@ -230,7 +230,7 @@ class StackRun:
             atomic.write_json(folder / "curve.json", curve)
         atomic.write_json(folder / "metrics.json", {
             "experiment": m.exp.id, "seed": m.seed, "metrics": metrics, "steps": steps,
-            "stack_size": len(self.members), "stack_seconds": seconds, "device": _device_name(self.device),
+            "stack_size": len(self.members), "stack_seconds": seconds, "device": device_name(self.device),
             "parameters": count_parameters(model)})
 
     # ---------------------------------------------------------------- training loop
@@ -327,7 +327,7 @@ class StackRun:
         atomic.write_json(self.folder / "timing.json", {
             "members": [m.key for m in self.members], "size": self.size.name, "steps": total,
             "train_seconds": train_seconds, "steps_per_second": (total - 0) / max(train_seconds, 1e-9),
-            "device": _device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed})
+            "device": device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed})
         if ckpt.exists():
             ckpt.unlink()
         barrier()
@@ -336,10 +336,6 @@ class StackRun:
     def _checkpoint(self, stack: ModelStack, curves, elapsed: float) -> None:
         with atomic.atomic_path(self.folder / "checkpoint.pt") as tmp:
             torch.save({"stack": stack.state_dict(), "curves": curves, "elapsed": elapsed}, tmp)
-
-
-def _device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
 
 
 # -------------------------------------------------------------------- the grid
