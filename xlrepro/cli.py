@@ -2,6 +2,7 @@
 
   xlrepro prepare [--profile lab]
   xlrepro train dufter2020 [--ids 0 1 ...] [--seeds 0 42 ...] [--time-limit SECONDS]
+  xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run dufter2020/architecture [-p seeds "[0, 42]"] ...
   xlrepro bench [--cases small base mbert]
 """
@@ -58,6 +59,13 @@ def main(argv=None) -> int:
     p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
     p.add_argument("--profile", default="lab")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p = sub.add_parser("pretrain", help="pretrain mini-mBERT into the cache (resumable)")
+    p.add_argument("model", choices=["mini-mbert"])
+    p.add_argument("--vocab", default="shared", help="shared (a WordPiece trained here) or mbert")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
+    p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
     p = sub.add_parser("run", help="execute one chapter notebook with papermill")
     p.add_argument("chapter", help="e.g. dufter2020/architecture")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
@@ -80,6 +88,13 @@ def main(argv=None) -> int:
             done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), large_seeds=a.large_seeds,
                             profile=a.profile, time_limit=a.time_limit)
             print("grid complete" if done else "time limit reached: run the same command again to resume")
+        elif a.command == "pretrain":
+            import torch
+            from .mini_mbert import MiniMBertConfig, pretrain
+            config = MiniMBertConfig(vocab=a.vocab, seed=a.seed, **({"steps": a.steps} if a.steps else {}))
+            device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            out = pretrain(config, device, time_limit=a.time_limit)
+            print(out if (out / "training.json").exists() else f"{out}: time limit reached, run again to resume")
         elif a.command == "run":
             print(run_chapter(a.chapter, {k: _value(v) for k, v in a.parameter}, a.output))
         elif a.command == "bench":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -97,7 +98,9 @@ class ModelStack:
         # Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace
         # per stream, and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture
         # invalidated). `_warm` counts eager steps on that stream in this process (a resumed run warms up again).
-        self._stream = torch.cuda.Stream(self.device) if cuda and world()[1] == 1 else None  # no graphs in DDP
+        # No graphs in DDP (the all-reduce stays eager), nor where XLREPRO_CUDA_GRAPHS=0 (to time eager steps).
+        graphs = cuda and world()[1] == 1 and os.environ.get("XLREPRO_CUDA_GRAPHS", "1") != "0"
+        self._stream = torch.cuda.Stream(self.device) if graphs else None
         self._warm = 0
 
         def one_model_loss(p, b, *inputs):
