@@ -2,6 +2,7 @@
 
   xlrepro prepare [--profile lab]
   xlrepro train dufter2020 [--ids 0 1 ...] [--seeds 0 42 ...] [--time-limit SECONDS]
+  xlrepro train wu2019 --part select|zero-shot|in-language|frozen|all [--shard 0/4]
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run dufter2020/architecture [-p seeds "[0, 42]"] ...
   xlrepro bench [--cases small base mbert]
@@ -59,6 +60,10 @@ def main(argv=None) -> int:
     p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
     p.add_argument("--profile", default="lab")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p.add_argument("--part", help="wu2019 only: select, zero-shot, in-language or frozen")
+    p.add_argument("--languages", nargs="*", help="wu2019 --part in-language only: these training languages")
+    p.add_argument("--model", default="lab", help="wu2019 only: the plan's encoder (lab or smoke)")
+    p.add_argument("--shard", default="0/1", help="wu2019 only: I/N runs every N-th job of the part, from the I-th")
     p = sub.add_parser("pretrain", help="pretrain mini-mBERT into the cache (resumable)")
     p.add_argument("model", choices=["mini-mbert"])
     p.add_argument("--vocab", default="shared", help="shared (a WordPiece trained here) or mbert")
@@ -81,6 +86,15 @@ def main(argv=None) -> int:
             if a.multilingual:
                 from .data.multilingual import prepare_multilingual_cache
                 prepare_multilingual_cache()
+        elif a.command == "train" and a.chapter == "wu2019":
+            from .transfer import PARTS, TransferLab, run_part
+            if a.part is None:
+                raise ConfigError(f"wu2019 needs --part; valid choices: {', '.join(PARTS)}")
+            i, _, n = a.shard.partition("/")
+            if not (i.isdigit() and n.isdigit()):
+                raise ConfigError(f"--shard must look like 0/4; got {a.shard!r}")
+            lab = TransferLab(model=a.model, progress=False)
+            print(run_part(a.part, lab, a.languages, (int(i), int(n))).to_string())
         elif a.command == "train":
             from .training.grid import run_grid
             chapter = load_chapter(a.chapter)

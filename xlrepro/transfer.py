@@ -1,0 +1,270 @@
+"""Zero-shot cross-lingual transfer experiments (Wu & Dredze 2019, Q1 and Q2) on the lab stand-ins.
+
+Data: the verse-pair section task (`xlrepro.tasks.sections`); encoder: mini-mBERT (`xlrepro.mini_mbert`);
+mechanics: `xlrepro.finetune`. The plan (seeds, learning-rate grid, recipe, frozen depths) is declared once in
+`xlrepro/experiments/wu2019.yaml`. Every fine-tuning run is cached as one JSON file under
+runs/wu2019/<model>/..., so a chapter, the CLI (`xlrepro train wu2019`) and an interrupted run share results.
+
+Test sets are the pairs present in every language (`parallel_keys`), so they are translations of each other,
+as XNLI's are.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+import torch
+import yaml
+
+from . import atomic
+from .config import ConfigError, check_seeds, choose
+from .data.multilingual import LANGUAGES, check_language
+from .finetune import FinetuneConfig, encode_pairs, evaluate, finetune
+from .models import device_name
+from .paths import runs_dir
+from .tasks.sections import SECTIONS, majority_class, parallel_keys, verse_pairs
+
+PARTS = ("select", "zero-shot", "in-language", "frozen", "all")
+
+
+@dataclass
+class TransferPlan:
+    train_language: str
+    seeds: list[int]
+    lr_grid: list[float]
+    recipe: dict
+    freeze_fractions: list[float]
+    feature_lr: float
+    probe: dict
+    models: dict = field(default_factory=dict)
+
+    def freeze_levels(self, depth: int) -> list[int]:
+        """Frozen layer counts for a model of `depth` layers (0, 1/4, 1/2, 3/4 of it)."""
+        return sorted({int(round(f * depth)) for f in self.freeze_fractions})
+
+
+def load_plan(name: str = "wu2019") -> TransferPlan:
+    raw = yaml.safe_load(resources.files("xlrepro.experiments").joinpath(f"{name}.yaml").read_text())
+    known = {f.name for f in dataclasses.fields(TransferPlan)}
+    if set(raw) - known:
+        raise ConfigError(f"{name}.yaml: unknown fields {sorted(set(raw) - known)}; valid: {sorted(known)}")
+    return TransferPlan(**raw)
+
+
+def mini_mbert_for(plan: TransferPlan, model: str = "lab"):
+    """(MiniMBertConfig, max_sentences_per_language) of a plan's encoder: "lab" (published) or "smoke" (CI)."""
+    from .config import ModelSize
+    from .mini_mbert import MiniMBertConfig
+
+    choose("model", model, list(plan.models))
+    spec = dict(plan.models[model] or {})
+    max_sentences = spec.pop("max_sentences_per_language", None)
+    if isinstance(spec.get("size"), dict):
+        spec["size"] = ModelSize(**spec["size"])
+    return MiniMBertConfig(**spec), max_sentences
+
+
+def ensure_mini_mbert(plan: TransferPlan, model: str = "lab", device=None) -> Path:
+    """The encoder's folder in the cache, pretraining it first where it is missing (resumable)."""
+    from .mini_mbert import pretrain
+
+    config, max_sentences = mini_mbert_for(plan, model)
+    out = config.default_dir()
+    if not (out / "training.json").exists():
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        print(f"mini-mBERT '{model}' is not in the cache ({out}): pretraining it now on {device} "
+              f"({config.steps} steps)")
+        pretrain(config, device, max_sentences_per_language=max_sentences)
+    return out
+
+
+class TransferLab:
+    """One encoder, the section task in every language, and the cache of fine-tuning results.
+
+    `max_train_pairs` / `max_test_pairs` shrink the data (smoke runs; they go into the cache folder's name),
+    `languages` restricts the test languages (the training language is always included).
+    """
+
+    def __init__(self, plan: TransferPlan | None = None, model: str = "lab", *, device=None,
+                 languages=None, max_train_pairs: int | None = None, max_test_pairs: int | None = None,
+                 epochs: int | None = None, root: Path | None = None, progress: bool = True):
+        from .mini_mbert import load_mini_mbert
+
+        self.plan = plan or load_plan()
+        self.model = model
+        self.languages = [check_language(lang) for lang in (languages or LANGUAGES)]
+        if self.plan.train_language not in self.languages:
+            self.languages.insert(0, self.plan.train_language)
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model_dir = ensure_mini_mbert(self.plan, model, self.device)
+        self.encoder, self.tokenizer = load_mini_mbert(self.model_dir)
+        self.max_train_pairs, self.max_test_pairs, self.epochs = max_train_pairs, max_test_pairs, epochs
+        shrunk = (max_train_pairs, max_test_pairs, epochs) != (None, None, None)
+        name = f"{model}-tr{max_train_pairs}-te{max_test_pairs}-e{epochs}" if shrunk else model
+        self.root = Path(root or runs_dir() / "wu2019" / name)
+        self.progress = progress
+        self._data: dict = {}
+        self._test_keys = None
+
+    @property
+    def depth(self) -> int:
+        return self.encoder.config.num_hidden_layers
+
+    # --- data ---------------------------------------------------------------------------------------------------
+    def pairs(self, lang: str, split: str) -> pd.DataFrame:
+        if split == "test":  # translations of each other: the keys present in every test language
+            if self._test_keys is None:
+                self._test_keys = parallel_keys(self.languages, "test")
+            return verse_pairs(lang, "test", keys=self._test_keys, max_pairs=self.max_test_pairs)
+        limit = self.max_train_pairs if split == "train" else self.max_test_pairs
+        return verse_pairs(lang, split, max_pairs=limit)
+
+    def data(self, lang: str, split: str):
+        key = (lang, split)
+        if key not in self._data:
+            self._data[key] = encode_pairs(self.tokenizer, self.pairs(lang, split), self.plan.recipe.get("max_length", 128))
+        return self._data[key]
+
+    def majority_baseline(self) -> pd.DataFrame:
+        """Accuracy of always predicting the majority section of the English train pairs, per test language."""
+        majority = majority_class(self.pairs(self.plan.train_language, "train")["label"])
+        rows = [{"experiment": "majority", "seed": -1, "language": lang, "metric": "accuracy",
+                 "value": float((self.pairs(lang, "test")["label"] == majority).mean())} for lang in self.languages]
+        return pd.DataFrame(rows)
+
+    # --- runs -----------------------------------------------------------------------------------------------------
+    def config(self, lr: float, seed: int, **kw) -> FinetuneConfig:
+        recipe = dict(self.plan.recipe)
+        if self.epochs is not None:
+            recipe["epochs"] = self.epochs
+        return FinetuneConfig(lr=float(lr), seed=int(seed), **recipe, **kw)
+
+    def _path(self, config: FinetuneConfig, train_lang: str) -> Path:
+        return self.root / "finetune" / train_lang / config.mode / f"lr{config.lr:g}-seed{config.seed}.json"
+
+    def run(self, config: FinetuneConfig, train_lang: str | None = None, test_langs=None) -> dict:
+        """Fine-tune on `train_lang`'s train pairs (default: the plan's), test on `test_langs` (default: every
+        language); cached. Returns {"config", "train_language", "dev_accuracy", "test": {lang: {accuracy,
+        macro_f1}}, "history", "device"}."""
+        train_lang = check_language(train_lang or self.plan.train_language)
+        test_langs = list(test_langs or self.languages)
+        path = self._path(config, train_lang)
+        if path.exists():
+            result = json.loads(path.read_text())
+            if set(test_langs) <= set(result["test"]):
+                return result
+        model, history = finetune(config, self.encoder, self.data(train_lang, "train"), len(SECTIONS),
+                                  dev=self.data(train_lang, "dev"), device=self.device, progress=self.progress)
+        test = {}
+        for lang in test_langs:
+            acc, f1 = evaluate(model, self.data(lang, "test"), self.device, len(SECTIONS))
+            test[lang] = {"accuracy": acc, "macro_f1": f1}
+        result = {"config": config.to_json(), "train_language": train_lang, "dev_accuracy": history["dev_accuracy"][-1],
+                  "test": test, "history": history, "device": device_name(self.device)}
+        atomic.write_json(path, result)
+        return result
+
+    def selection(self) -> pd.DataFrame:
+        """English-dev accuracy of each learning rate of the grid (fine-tune all, seed 0)."""
+        rows = [{"lr": lr, "dev_accuracy": self.run(self.config(lr, 0))["dev_accuracy"]} for lr in self.plan.lr_grid]
+        return pd.DataFrame(rows)
+
+    def selected_lr(self) -> float:
+        sel = self.selection()
+        return float(sel.loc[sel["dev_accuracy"].idxmax(), "lr"])
+
+    def _long(self, experiment: str, result: dict, seed: int) -> list[dict]:
+        return [{"experiment": experiment, "seed": seed, "language": lang, "metric": metric, "value": value}
+                for lang, scores in result["test"].items() for metric, value in scores.items()]
+
+    def zero_shot(self, seeds=None) -> pd.DataFrame:
+        """Fine-tune all on English with the selected learning rate; test in every language (their Table 3)."""
+        lr = self.selected_lr()
+        rows = []
+        for seed in check_seeds(seeds if seeds is not None else self.plan.seeds):
+            rows += self._long("zero-shot", self.run(self.config(lr, seed)), seed)
+        return pd.DataFrame(rows)
+
+    def in_language(self, seeds=(0,), languages=None) -> pd.DataFrame:
+        """The supervised upper bound: fine-tune on each language's own train pairs (selected English lr; no
+        per-language selection), test on its test pairs."""
+        lr = self.selected_lr()
+        rows = []
+        for lang in languages or self.languages:
+            for seed in check_seeds(list(seeds)):
+                rows += self._long("in-language", self.run(self.config(lr, seed), lang, [lang]), seed)
+        return pd.DataFrame(rows)
+
+    def frozen(self, seeds=None) -> pd.DataFrame:
+        """Their Q2: fine-tune with the bottom n layers frozen, and the feature-based variant, per language; with
+        the fine-tune-all runs (experiment "all") they are compared against."""
+        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
+        rows = []
+        for config, train, tests in self.jobs("zero-shot") + self.jobs("frozen"):
+            if config.seed in seeds:
+                rows += self._long(config.mode, self.run(config, train, tests), config.seed)
+        return pd.DataFrame(rows)
+
+    def jobs(self, part: str, languages=None) -> list[tuple[FinetuneConfig, str, list[str] | None]]:
+        """(config, training language, test languages) of every fine-tuning run of a part of the plan."""
+        train = self.plan.train_language
+        if part == "select":
+            return [(self.config(lr, 0), train, None) for lr in self.plan.lr_grid]
+        lr = self.selected_lr()
+        out = []
+        if part in ("zero-shot", "all"):
+            out += [(self.config(lr, s), train, None) for s in self.plan.seeds]
+        if part in ("frozen", "all"):
+            for s in self.plan.seeds:
+                out += [(self.config(lr, s, freeze=n), train, None) for n in self.plan.freeze_levels(self.depth)]
+                out.append((self.config(self.plan.feature_lr, s, feature_based=True), train, None))
+        if part in ("in-language", "all"):
+            out += [(self.config(lr, 0), lang, [lang]) for lang in (languages or self.languages)]
+        return out
+
+    def timings(self) -> pd.DataFrame:
+        """Seconds per cached fine-tuning run, with the device."""
+        rows = []
+        for path in sorted(self.root.glob("finetune/*/*/*.json")):
+            r = json.loads(path.read_text())
+            rows.append({"train_language": r["train_language"], "mode": path.parent.name, "run": path.stem,
+                         "steps": r["history"]["steps"], "seconds": r["history"]["seconds"], "device": r["device"]})
+        return pd.DataFrame(rows)
+
+
+def run_part(part: str, lab: TransferLab, languages=None, shard: tuple[int, int] = (0, 1)) -> pd.DataFrame:
+    """Run one part of the plan (the CLI's `xlrepro train wu2019 --part ... --shard i/n`): its fine-tuning jobs
+    with index % n == i, so that n processes (e.g. a few per GPU) share a part. Every part but `select` needs the
+    selected learning rate, which it computes first where the `select` runs are not cached yet."""
+    choose("part", part, PARTS)
+    i, n = shard
+    if not 0 <= i < n:
+        raise ConfigError(f"shard {i}/{n}: need 0 <= i < n")
+    for k, (config, train_lang, test_langs) in enumerate(lab.jobs(part, languages)):
+        if k % n == i:
+            lab.run(config, train_lang, test_langs)
+    return lab.timings()
+
+
+def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_train_pairs=None, max_test_pairs=None,
+                epochs=None, results=None, device=None) -> tuple[TransferLab, Path]:
+    """The lab and the results folder of a Wu & Dredze chapter: book/results/wu2019 for the published run (the
+    lab model on all data), else a folder beside the run, so that a smoke run never overwrites the book's."""
+    from .config import check_profile
+    from .paths import repo_root
+
+    check_profile(profile)
+    if profile == "paper":
+        raise ConfigError("the paper profile needs XNLI and the released mBERT (network); its loaders come in a "
+                          "later issue. Use profile='lab' (the verse-pair section task and mini-mBERT).")
+    lab = TransferLab(model=model, device=device, languages=languages, max_train_pairs=max_train_pairs,
+                      max_test_pairs=max_test_pairs, epochs=epochs, progress=False)
+    published = model == "lab" and lab.root.name == "lab" and languages is None
+    folder = Path(results) if results else (repo_root() / "book" / "results" / "wu2019" if published
+                                              else lab.root / "results")
+    folder.mkdir(parents=True, exist_ok=True)
+    return lab, folder
