@@ -175,3 +175,43 @@ def plot_bench(df):
     fig.suptitle(f"MLM training throughput on {df['device'].iloc[0]}")
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------------------------------ data parallel
+DDP_RUNS = {  # folder under book/results/bench/ddp -> (label, GPUs)
+    "1gpu-graphs": ("1 GPU, CUDA graphs (the published model)", 1),
+    "1gpu-eager": ("1 GPU, eager (XLREPRO_CUDA_GRAPHS=0)", 1),
+    "2gpu-ddp-eager": ("2 GPUs, torchrun data parallel (eager)", 2),
+}
+
+
+def ddp_summary(folder: Path | None = None):
+    """The 2-GPU scaling run of BERT-base (Dufter & Schütze model 15, seed 0, the same global batch of 256) against
+    one GPU: (table of seconds, steps/s, speed-up and scaling efficiency against the eager 1-GPU run, final metrics;
+    long frame of the Figure 6 checkpoints of each run). Reads the run files copied to book/results/bench/ddp."""
+    import json
+
+    import pandas as pd
+
+    from .paths import repo_root
+
+    folder = Path(folder or repo_root() / "book" / "results" / "bench" / "ddp")
+    rows, curves = [], []
+    for name, (label, gpus) in DDP_RUNS.items():
+        if not (folder / name / "timing.json").exists():
+            continue
+        timing = json.loads((folder / name / "timing.json").read_text())
+        metrics = json.loads((folder / name / "metrics.json").read_text())["metrics"]
+        rows.append({"run": label, "gpus": gpus, "device": timing["device"], "steps": timing["steps"],
+                     "train_seconds": timing["train_seconds"], "steps_per_second": timing["steps_per_second"],
+                     **{k: metrics[k] for k in ("ppl_train", "ppl_dev", "mu")}})
+        for point in json.loads((folder / name / "curve.json").read_text()):
+            curves += [{"run": label, "step": point["step"], "metric": k, "value": point[k]}
+                       for k in ("ppl_train", "ppl_dev", "mu")]
+    table = pd.DataFrame(rows)
+    if len(table):
+        eager = table.loc[table["run"] == DDP_RUNS["1gpu-eager"][0], "steps_per_second"]
+        if len(eager):
+            table["speed-up vs 1 GPU eager"] = table["steps_per_second"] / float(eager.iloc[0])
+            table["scaling efficiency"] = table["speed-up vs 1 GPU eager"] / table["gpus"]
+    return table, pd.DataFrame(curves)
