@@ -42,7 +42,8 @@ endif
 # Chapters, in book order. `make reproduce` trains TRAIN_PAPERS, then runs every chapter.
 TRAIN_PAPERS := dufter2020
 DUFTER2020_CHAPTERS := setup architecture comparability training_dynamics
-CHAPTERS := $(addprefix dufter2020/,$(DUFTER2020_CHAPTERS))
+WU2019_CHAPTERS := q1_zero_shot q2_layers q3_language_id q4_subword_overlap
+CHAPTERS := $(addprefix dufter2020/,$(DUFTER2020_CHAPTERS)) multilingual/lab $(addprefix wu2019/,$(WU2019_CHAPTERS))
 RUN_ARGS ?=
 
 # Offline GPU node wheelhouse.
@@ -96,6 +97,8 @@ reproduce: $(CLI_DEPS)
 	@for paper in $(TRAIN_PAPERS); do \
 		echo "+ $(XLREPRO) train $$paper"; $(XLREPRO) train $$paper || exit $$?; \
 	done
+	$(XLREPRO) pretrain mini-mbert
+	$(XLREPRO) train wu2019 --part all
 	@for chapter in $(CHAPTERS); do \
 		echo "+ $(XLREPRO) run $$chapter $(RUN_ARGS)"; $(XLREPRO) run $$chapter $(RUN_ARGS) || exit $$?; \
 	done

@@ -8,6 +8,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*/*.ipynb"))
 TINY = {"epochs": 1, "max_sentences": 32, "batch_size": 8, "seeds": [0]}
+# The multilingual chapters run the plan's tiny "smoke" encoder (pretrained on the CPU in seconds) on four languages.
+SMOKE_LANGS = ["en", "fr", "de", "es"]
+TRANSFER = {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "max_train_pairs": 64, "max_test_pairs": 40,
+            "epochs": 1}
+PARAMETERS = {
+    "multilingual/lab": {"model": "smoke", "languages": SMOKE_LANGS, "retrieval_sentences": 50, "dictionary_words": 100},
+    "wu2019/q3_language_id": {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "train_per_language": 60,
+                              "test_per_language": 30},
+}
+
+
+def tiny_parameters(notebook: Path) -> dict:
+    name = f"{notebook.parent.name}/{notebook.stem}"
+    return PARAMETERS.get(name, TRANSFER if notebook.parent.name == "wu2019" else TINY)
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +35,7 @@ def runs(tmp_path_factory):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_runs(notebook, runs, tmp_path):
     out = tmp_path / notebook.name
-    papermill.execute_notebook(str(notebook), str(out), parameters=TINY, kernel_name="python3",
+    papermill.execute_notebook(str(notebook), str(out), parameters=tiny_parameters(notebook), kernel_name="python3",
                                cwd=str(notebook.parent), progress_bar=False)
     assert '"output_type": "error"' not in out.read_text()
 
