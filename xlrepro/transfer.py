@@ -183,43 +183,38 @@ class TransferLab:
 
     def zero_shot(self, seeds=None) -> pd.DataFrame:
         """Fine-tune all on English with the selected learning rate; test in every language (their Table 3)."""
-        lr = self.selected_lr()
-        rows = []
-        for seed in check_seeds(seeds if seeds is not None else self.plan.seeds):
-            rows += self._long("zero-shot", self.run(self.config(lr, seed)), seed)
-        return pd.DataFrame(rows)
+        return self._frame(self.jobs("zero-shot", seeds=seeds), "zero-shot")
 
-    def in_language(self, seeds=(0,), languages=None) -> pd.DataFrame:
-        """The supervised upper bound: fine-tune on each language's own train pairs (selected English lr; no
-        per-language selection), test on its test pairs."""
-        lr = self.selected_lr()
-        rows = []
-        for lang in languages or self.languages:
-            for seed in check_seeds(list(seeds)):
-                rows += self._long("in-language", self.run(self.config(lr, seed), lang, [lang]), seed)
-        return pd.DataFrame(rows)
+    def in_language(self, languages=None) -> pd.DataFrame:
+        """The supervised upper bound: fine-tune on each language's own train pairs (one seed, the English-selected
+        learning rate: no per-language selection), test on its test pairs."""
+        return self._frame(self.jobs("in-language", languages), "in-language")
 
     def frozen(self, seeds=None) -> pd.DataFrame:
         """Their Q2: fine-tune with the bottom n layers frozen, and the feature-based variant, per language; with
         the fine-tune-all runs (experiment "all") they are compared against."""
-        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
+        return self._frame(self.jobs("zero-shot", seeds=seeds) + self.jobs("frozen", seeds=seeds))
+
+    def _frame(self, jobs, experiment: str | None = None) -> pd.DataFrame:
+        """Run (or read from the cache) `jobs`; long rows named `experiment`, else after each config's mode."""
         rows = []
-        for config, train, tests in self.jobs("zero-shot") + self.jobs("frozen"):
-            if config.seed in seeds:
-                rows += self._long(config.mode, self.run(config, train, tests), config.seed)
+        for config, train, tests in jobs:
+            rows += self._long(experiment or config.mode, self.run(config, train, tests), config.seed)
         return pd.DataFrame(rows)
 
-    def jobs(self, part: str, languages=None) -> list[tuple[FinetuneConfig, str, list[str] | None]]:
-        """(config, training language, test languages) of every fine-tuning run of a part of the plan."""
+    def jobs(self, part: str, languages=None, seeds=None) -> list[tuple[FinetuneConfig, str, list[str] | None]]:
+        """(config, training language, test languages) of every fine-tuning run of a part of the plan; `seeds`
+        (default: the plan's) for the zero-shot and frozen runs, `languages` (default: all) for in-language."""
         train = self.plan.train_language
         if part == "select":
             return [(self.config(lr, 0), train, None) for lr in self.plan.lr_grid]
+        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
         lr = self.selected_lr()
         out = []
         if part in ("zero-shot", "all"):
-            out += [(self.config(lr, s), train, None) for s in self.plan.seeds]
+            out += [(self.config(lr, s), train, None) for s in seeds]
         if part in ("frozen", "all"):
-            for s in self.plan.seeds:
+            for s in seeds:
                 out += [(self.config(lr, s, freeze=n), train, None) for n in self.plan.freeze_levels(self.depth)]
                 out.append((self.config(self.plan.feature_lr, s, feature_based=True), train, None))
         if part in ("in-language", "all"):
