@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
     p.add_argument("--profile", default="lab")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
-    p.add_argument("--part", help="wu2019 only: select, zero-shot, in-language or frozen")
+    p.add_argument("--part", help="wu2019 only: select, zero-shot, in-language, frozen or all")
     p.add_argument("--languages", nargs="*", help="wu2019 --part in-language only: these training languages")
     p.add_argument("--model", default="lab", help="wu2019 only: the plan's encoder (lab or smoke)")
     p.add_argument("--shard", default="0/1", help="wu2019 only: I/N runs every N-th job of the part, from the I-th")

@@ -28,8 +28,7 @@ import torch
 from torch import nn
 
 from .config import ConfigError
-
-NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer and their code
+from .training.stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
 
 
 @dataclass(frozen=True)
