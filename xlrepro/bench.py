@@ -76,11 +76,11 @@ def plain_hf(size, vocab, batch, length, device, steps, warmup) -> float:
     return _time(step, device, steps, warmup)
 
 
-def ours(size, vocab, batch, length, device, steps, warmup, models: int = 1) -> float:
-    """Seconds per step of a stack of `models` (each step trains all of them)."""
+def ours(size, vocab, batch, length, device, steps, warmup, models: int = 1, compile: bool = False) -> float:
+    """Seconds per step of a stack of `models` (each step trains all of them); `compile`: the fused, compiled loss."""
     stack = ModelStack([init_model(size, vocab, s, attn="sdpa" if models == 1 else "eager", positions=max(256, length))
                         for s in range(models)],
-                       OptimConfig(size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device)
+                       OptimConfig(size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device, compile=compile)
     ids = torch.randint(5, vocab, (models, batch, length), device=device)
     pos = torch.arange(length, device=device).expand_as(ids)
     zeros = torch.zeros_like(ids)
@@ -109,7 +109,9 @@ class BenchRow:
 
 
 def run_bench(cases=("small", "base", "mbert"), device: str | None = None, steps: int = 20, warmup: int = 5,
-              small_stack: int = 16) -> list[BenchRow]:
+              small_stack: int = 16, compile_cases=("small",)) -> list[BenchRow]:
+    """Plain HF and ours for each case; `compile_cases` also time ours with the fused, compiled loss (the compile
+    itself, about a minute per case, is not in the per-step time)."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     name = device_name(device)
     peak = peak_flops(device)
@@ -122,6 +124,10 @@ def run_bench(cases=("small", "base", "mbert"), device: str | None = None, steps
         if case == "small":
             variants.append((f"ours, {small_stack} stacked", small_stack,
                              lambda: ours(size, vocab, batch, length, device, steps, warmup, small_stack)))
+        if case in compile_cases and torch.device(device).type == "cuda":
+            n = small_stack if case == "small" else 1
+            label = f"ours, {small_stack} stacked, compiled" if case == "small" else "ours, compiled"
+            variants.append((label, n, lambda: ours(size, vocab, batch, length, device, steps, warmup, n, True)))
         for engine, n, fn in variants:
             sec = fn()
             per_model = sec / n
@@ -132,7 +138,8 @@ def run_bench(cases=("small", "base", "mbert"), device: str | None = None, steps
     return rows
 
 
-def write_bench(cases=("small", "base", "mbert"), steps: int = 20, folder: Path | None = None) -> Path:
+def write_bench(cases=("small", "base", "mbert"), steps: int = 20, folder: Path | None = None,
+                compile_cases=("small",)) -> Path:
     """Run the benchmark and write `book/results/bench/bench.csv` and `bench.png` (atomically)."""
     import dataclasses
 
@@ -145,7 +152,7 @@ def write_bench(cases=("small", "base", "mbert"), steps: int = 20, folder: Path 
     from .paths import repo_root
 
     folder = Path(folder or repo_root() / "book" / "results" / "bench")
-    df = pd.DataFrame([dataclasses.asdict(r) for r in run_bench(cases, steps=steps)])
+    df = pd.DataFrame([dataclasses.asdict(r) for r in run_bench(cases, steps=steps, compile_cases=compile_cases)])
     with atomic_path(folder / "bench.csv") as tmp:
         df.to_csv(tmp, index=False)
     fig = plot_bench(df)
@@ -215,3 +222,71 @@ def ddp_summary(folder: Path | None = None):
             table["speed-up vs 1 GPU eager"] = table["steps_per_second"] / float(eager.iloc[0])
             table["scaling efficiency"] = table["speed-up vs 1 GPU eager"] / table["gpus"]
     return table, pd.DataFrame(curves)
+
+
+# ------------------------------------------------------------------------------------------ fused, compiled stacks
+ENGINE_PROBES = {  # file under book/results/bench/engine -> what the device call was (scripts/speed_probe.py)
+    "vmap_static_compile_h200.json": "vmap + torch.compile, one compile per width (first try)",
+    "small_h200_first.json": "fused + compile, first machine",
+    "small_h200.json": "fused + compile, cold compile cache",
+    "base_h200.json": "fused + compile, compile cache warm from an earlier call",
+}
+
+
+def engine_summary(folder: Path | None = None):
+    """Steady-state step times on the lab corpus (`scripts/speed_probe.py`): the vmap stacks against the fused,
+    compiled ones, with the seconds spent on warm-up and compiling before the timed steps."""
+    import json
+
+    import pandas as pd
+
+    from .paths import repo_root
+
+    folder = Path(folder or repo_root() / "book" / "results" / "bench" / "engine")
+    rows = []
+    for name, note in ENGINE_PROBES.items():
+        if (folder / name).exists():
+            rows += [{**r, "probe": note} for r in json.loads((folder / name).read_text())["rows"]]
+    df = pd.DataFrame(rows)
+    if len(df):
+        df["engine"] = df["variant"].map({"bf16": "vmap / HF forward, CUDA graphs", "fp32": "same, float32",
+                                          "bf16+compile": "fused + torch.compile, CUDA graphs",
+                                          "fp32+compile": "fused + torch.compile, float32"})
+        df.loc[df["probe"].str.startswith("vmap +") & df["variant"].str.contains("compile"), "engine"] = \
+            "vmap + torch.compile per width, CUDA graphs"
+    return df
+
+
+EQUIVALENCE_RUNS = {  # folder under book/results/bench/equivalence -> engine
+    "alone": "one by one (a stack of one: HF's own forward)",
+    "fused": "fused + compiled stack of 20",
+    "fused-shared-gpu": "fused + compiled stack of 10 (GPU shared)",
+}
+
+
+def equivalence_summary(published: Path | None = None, folder: Path | None = None):
+    """Final metrics of the same (model, seed) trained by different engines, beside the published run's
+    (`book/results/dufter2020/table1.csv`: stacks of 20 with vmap). Returns (per-model long frame, timings)."""
+    import json
+
+    import pandas as pd
+
+    from .paths import repo_root
+
+    root = repo_root() / "book" / "results"
+    folder = Path(folder or root / "bench" / "equivalence")
+    rows, timings = [], []
+    for name, engine in EQUIVALENCE_RUNS.items():
+        for f in sorted((folder / name).glob("*/*/metrics.json")):
+            m = json.loads(f.read_text())
+            rows += [{"engine": engine, "experiment": m["experiment"], "seed": m["seed"], "metric": k, "value": v}
+                     for k, v in m["metrics"].items()]
+        for f in sorted((folder / name).glob("stacks/*/timing.json")):
+            t = json.loads(f.read_text())
+            timings.append({"engine": engine, "models": len(t["members"]), "members": " ".join(t["members"]),
+                            "train_seconds": t["train_seconds"], "device": t["device"]})
+    df = pd.DataFrame(rows)
+    table1 = pd.read_csv(Path(published or root / "dufter2020" / "table1.csv"), dtype={"experiment": str})
+    pub = table1[table1["experiment"].isin(set(df["experiment"])) & table1["metric"].isin(set(df["metric"]))]
+    df = pd.concat([df, pub.assign(engine="published: vmap stack of 20")], ignore_index=True)
+    return df, pd.DataFrame(timings)

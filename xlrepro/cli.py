@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import ast
 import sys
 from pathlib import Path
@@ -64,6 +65,8 @@ def main(argv=None) -> int:
     p.add_argument("--languages", nargs="*", help="wu2019 --part in-language only: these training languages")
     p.add_argument("--model", default="lab", help="wu2019 only: the plan's encoder (lab or smoke)")
     p.add_argument("--shard", default="0/1", help="wu2019 only: I/N runs every N-th job of the part, from the I-th")
+    p.add_argument("--compile", action="store_true",
+                   help="dufter2020, GPU: the fused, torch.compile'd stacks (sets XLREPRO_COMPILE=1; larger stacks)")
     p = sub.add_parser("pretrain", help="pretrain mini-mBERT into the cache (resumable)")
     p.add_argument("model", choices=["mini-mbert"])
     p.add_argument("--vocab", default="shared", help="shared (a WordPiece trained here) or mbert")
@@ -78,6 +81,9 @@ def main(argv=None) -> int:
     p = sub.add_parser("bench", help="MLM training throughput, plain HF vs ours")
     p.add_argument("--cases", nargs="*", default=["small", "base", "mbert"])
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--compile", nargs="*", default=["small"], choices=["small", "base", "mbert"],
+                   help="cases also timed with the fused, compiled loss (default: small)")
+    p.add_argument("--out", type=Path, help="folder for bench.csv/bench.png (default: book/results/bench)")
     a = ap.parse_args(argv)
     try:
         if a.command == "prepare":
@@ -99,6 +105,8 @@ def main(argv=None) -> int:
             from .training.grid import run_grid
             chapter = load_chapter(a.chapter)
             ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
+            if a.compile:  # read by every ModelStack and stack plan, also in the grid's worker processes
+                os.environ["XLREPRO_COMPILE"] = "1"
             done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), large_seeds=a.large_seeds,
                             profile=a.profile, time_limit=a.time_limit)
             print("grid complete" if done else "time limit reached: run the same command again to resume")
@@ -113,7 +121,7 @@ def main(argv=None) -> int:
             print(run_chapter(a.chapter, {k: _value(v) for k, v in a.parameter}, a.output))
         elif a.command == "bench":
             from .bench import write_bench
-            print(write_bench(a.cases, a.steps))
+            print(write_bench(a.cases, a.steps, a.out, compile_cases=a.compile))
     except ConfigError as err:
         print(f"xlrepro: {err}", file=sys.stderr)
         return 2

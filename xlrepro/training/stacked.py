@@ -22,9 +22,10 @@ from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
 from .distributed import average_gradients, world
+from .fused_bert import stacked_mlm_losses
 
-NO_DECAY = ("bias", "LayerNorm.weight")
-WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as PyTorch's CUDA-graph notes advise)  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
+NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
+WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as PyTorch's CUDA-graph notes advise)
 
 
 class MaskedPositionsLM(nn.Module):
@@ -40,6 +41,10 @@ class MaskedPositionsLM(nn.Module):
         hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, sel_index)
         logits = self.mlm.cls(hidden).float()
         return F.cross_entropy(logits, sel_labels, ignore_index=-100)
+
+
+# The padded width and the masked-position capacity change from step to step: dims compiled as symbols.
+DYNAMIC_DIMS = (2, 4, 2, 2, 1, 1)  # input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels
 
 
 def linear_schedule(warmup: int, total: int):
@@ -70,7 +75,7 @@ class ModelStack:
     """
 
     def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
-                 bf16: bool | None = None):
+                 bf16: bool | None = None, compile: bool | None = None):
         self.device = torch.device(device)
         self.size = len(models)
         wrapped = [MaskedPositionsLM(m) for m in models]
@@ -102,6 +107,7 @@ class ModelStack:
         graphs = cuda and world()[1] == 1 and os.environ.get("XLREPRO_CUDA_GRAPHS", "1") != "0"
         self._stream = torch.cuda.Stream(self.device) if graphs else None
         self._warm = 0
+        self._warm_keys: set = set()
 
         def one_model_loss(p, b, *inputs):
             return functional_call(self.base, (p, b), inputs)
@@ -113,6 +119,28 @@ class ModelStack:
             return one_model_loss(first(p), first(b), *(x[0] for x in inputs))[None]
 
         self._losses = single_model_loss if self.size == 1 else vmap(one_model_loss, randomness="different")
+        # torch.compile (Inductor) fuses the element-wise work (dropout, GELU, LayerNorm, residuals, casts) that
+        # bounds these memory-bound steps. It compiles `fused_bert` (the same loss with an explicit model
+        # dimension; vmap recompiles per width) once, with the width as a symbol. Every new width still first
+        # runs once outside any capture, so that compiling never happens inside a CUDA-graph capture.
+        # Default: on for CUDA when XLREPRO_COMPILE=1 (off on the CPU, where compiling costs more than it saves).
+        if compile is None:
+            compile = cuda and os.environ.get("XLREPRO_COMPILE", "0") == "1"
+        self.compiled = bool(compile)
+        if self.compiled:
+            import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
+            for limit in ("cache_size_limit", "recompile_limit"):
+                if hasattr(dynamo.config, limit):
+                    setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 64))
+            config, base = self.template.config, self.base
+            compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs))
+
+            def losses(p, b, *inputs):
+                for x, dim in zip(inputs, DYNAMIC_DIMS):
+                    dynamo.maybe_mark_dynamic(x, dim)
+                return compiled(p, b, *inputs)
+
+            self._losses = losses
 
     def _set_lr(self) -> None:
         lr = self.base_lr * self.lr_factor(self.step_count)
@@ -144,12 +172,13 @@ class ModelStack:
         self._set_lr()
         if graph_key is None or self._stream is None:
             losses = self._body(make_inputs())
-        elif self._warm < WARMUP_STEPS:
+        elif self._warm < WARMUP_STEPS or graph_key not in self._warm_keys:
             self._stream.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(self._stream):
                 losses = self._body(make_inputs())
             torch.cuda.current_stream(self.device).wait_stream(self._stream)
             self._warm += 1
+            self._warm_keys.add(graph_key)
         else:
             if graph_key not in self._graphs:
                 try:
@@ -216,7 +245,7 @@ def select_masked(labels: torch.Tensor, capacity: int):
     A fixed capacity (from the batch's size, known on the host) avoids a device-to-host sync every step.
     """
     flat = labels.reshape(labels.shape[0], -1)
-    order = torch.argsort((flat == -100).to(torch.int8), dim=1, stable=True)[:, :capacity]
+    order = torch.argsort((flat == -100).to(torch.int8), dim=1, stable=True)[:, :capacity].contiguous()
     return order, torch.gather(flat, 1, order)
 
 

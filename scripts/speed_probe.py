@@ -1,0 +1,119 @@
+"""GPU probe for the training engine: which lever pays for the Dufter & Schütze stacks (issue 4).
+
+Real data (the lab corpus), steady-state ms/step after every padded width has been seen (and compiled/captured):
+variants of precision (bf16 autocast / fp32) and torch.compile, for a stack of 20 BERT-small models and one
+BERT-base; a kernel profile of the eager steps; a check that compiled dropout draws new masks at every graph replay.
+Usage (on the GPU node): python scripts/speed_probe.py [--only small|base] [--out DIR]
+"""
+import argparse
+import functools
+import gc
+import json
+import os
+import time
+
+import torch
+
+import xlrepro.training.grid as grid
+from xlrepro.config import load_chapter
+from xlrepro.data.lab import load_lab
+from xlrepro.training.stacked import ModelStack
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--only", default=None)
+ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+ap.add_argument("--variants", default="bf16,fp32,bf16+compile,fp32+compile")
+ap.add_argument("--profile", action="store_true")
+ap.add_argument("--cases", default="small:20,base:1", help="kind:models,... e.g. small:20,small:50,base:5")
+ap.add_argument("--warmup", type=int, default=210)
+ap.add_argument("--steps", type=int, default=140)
+args = ap.parse_args()
+if os.environ.get("PROBE_DUMP_S"):  # print every thread's stack periodically: where does a slow compile spend its time
+    import faulthandler
+    faulthandler.dump_traceback_later(int(os.environ["PROBE_DUMP_S"]), repeat=True)
+os.makedirs(args.out, exist_ok=True)
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+print(torch.cuda.get_device_name(0), torch.__version__, flush=True)
+ch, lab = load_chapter("dufter2020"), load_lab()
+dev = "cuda:0"
+results = []
+
+
+def rng_check():
+    """A captured graph of a compiled function with dropout must draw a new mask at every replay."""
+    f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, True).sum())
+    x = torch.ones(4096, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            f(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = f(x)
+    vals = []
+    for _ in range(3):
+        g.replay()
+        vals.append(float(out))
+    print("compiled dropout under graph replay, sums:", vals, "-> distinct" if len(set(vals)) == 3 else "-> REPEATED",
+          flush=True)
+    return len(set(vals)) == 3
+
+
+def members(kind, count):
+    ids = ["0", "1", "2", "4", "5", "6", "7", "8", "3", "9"] if kind == "small" else ["16", "15", "17"]
+    return [grid.Member(ch.experiment(e), s) for e in ids for s in ch.seeds][:count]
+
+
+def measure(kind, count, variant):
+    bf16 = variant.startswith("bf16")
+    comp = "compile" in variant
+    grid.ModelStack = functools.partial(ModelStack, bf16=bf16, compile=comp)
+    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
+    t0 = time.time()
+    try:
+        sec = run.time_steps(args.steps, warmup=args.warmup)
+    except Exception as err:  # report and go on with the other variants
+        print(f"{kind} x{count} {variant}: FAILED {type(err).__name__}: {str(err)[:400]}", flush=True)
+        return
+    total = time.time() - t0
+    row = {"case": f"{kind} x{count}", "variant": variant, "ms_per_step": sec * 1e3, "ms_per_model_step": sec * 1e3 / count,
+           "warmup_and_compile_s": total - sec * args.steps, "peak_gb": torch.cuda.max_memory_allocated() / 1e9,
+           "device": torch.cuda.get_device_name(0)}
+    results.append(row)
+    print(json.dumps(row), flush=True)
+    del run
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+
+
+def profile(kind, count):
+    from torch.profiler import ProfilerActivity, profile as prof
+    grid.ModelStack = functools.partial(ModelStack, bf16=True, compile=False)
+    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
+    run.time_steps(3, warmup=3, graphs=False)
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        run.time_steps(5, warmup=0, graphs=False)
+    print(f"--- eager kernel profile, {kind} x{count}, 5 steps", flush=True)
+    print(p.key_averages().table(sort_by="cuda_time_total", row_limit=22, max_name_column_width=70), flush=True)
+    del run
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+ok = rng_check()
+cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cases.split(",")]
+cases = [(k, c) for k, c in cases if not args.only or k == args.only]
+if args.profile:
+    for kind, count in cases:
+        profile(kind, count)
+skip = set(os.environ.get("PROBE_SKIP", "").split(","))
+for variant in args.variants.split(","):  # cheap variants first: a slow compile must not cost the others
+    for kind, count in cases:
+        if (kind == "base" and variant.startswith("fp32")) or (c := f"{kind}:{count}:{variant}") in skip:
+            continue
+        measure(kind, count, variant)
+        json.dump({"rng_distinct": ok, "rows": results}, open(os.path.join(args.out, "speed_probe.json"), "w"), indent=1)

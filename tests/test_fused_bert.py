@@ -1,0 +1,105 @@
+"""The fused multi-model BERT loss equals HF's BertForMaskedLM, model by model, and compiles once for all widths."""
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from xlrepro.training.fused_bert import stacked_mlm_losses
+from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+
+torch.set_num_threads(1)
+OPT = OptimConfig(lr=1e-2, weight_decay=0.01, eps=1e-6, warmup_steps=2, total_steps=10, max_grad_norm=0.5)
+
+
+def tiny(seed, attn="eager", heads=2):
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=heads, intermediate_size=32,
+                     max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     attn_implementation=attn)
+    return BertForMaskedLM(cfg)
+
+
+def batch(g, m, b=4, w=8):
+    """Inputs of one step with ragged lengths, lang-pos-like position/segment ids, and the masked positions."""
+    ids = torch.randint(5, 50, (m, b, w), generator=g)
+    lengths = torch.randint(3, w + 1, (m, b), generator=g)
+    pos = torch.arange(w)
+    real = pos < lengths[..., None]
+    types = torch.randint(0, 2, (m, b, 1), generator=g).expand(m, b, w)
+    positions = pos + 32 * types
+    labels = torch.where((torch.rand(ids.shape, generator=g) < 0.3) & real, ids, -100)
+    labels[..., 1] = ids[..., 1]  # at least one masked piece per model
+    sel, lab = select_masked(labels, masked_capacity(b * w, 0.3))
+    attend = real[:, :, None, None, :]
+    return ids, attend, positions, types, sel, lab, labels
+
+
+def stack_of(models):
+    return ModelStack(models, OPT, "cpu", compile=False)
+
+
+@pytest.mark.parametrize("additive", [True, False])
+def test_fused_loss_equals_each_hf_model(additive):
+    g = torch.Generator().manual_seed(0)
+    models = [tiny(s) for s in (1, 2, 3)]
+    ids, attend, pos, types, sel, lab, labels = batch(g, 3)
+    mask = torch.where(attend, 0.0, -1e9) if additive else attend
+    stack = stack_of(models)
+    fused = stacked_mlm_losses(stack.params, stack.template.config, False, ids, mask, pos, types, sel, lab)
+    for i, model in enumerate(models):  # HF's own loss: mean cross-entropy over the labelled positions
+        model.eval()
+        ref = model(input_ids=ids[i], attention_mask=attend[i, :, 0, 0].long(), position_ids=pos[i],
+                    token_type_ids=types[i], labels=labels[i]).loss
+        torch.testing.assert_close(fused[i], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_gradients_equal_the_vmap_path():
+    g = torch.Generator().manual_seed(1)
+    ids, attend, pos, types, sel, lab, _ = batch(g, 2)
+    mask = torch.where(attend, 0.0, -1e9)
+    a, b = stack_of([tiny(4), tiny(5)]), stack_of([tiny(4), tiny(5)])
+    a.base.eval(), b.base.eval()
+    stacked_mlm_losses(a.params, a.template.config, False, ids, mask, pos, types, sel, lab).sum().backward()
+    b._losses(b.params, b.buffers, ids, mask, pos, types, sel, lab).sum().backward()
+    for k in a.params:
+        torch.testing.assert_close(a.params[k].grad, b.params[k].grad, rtol=1e-4, atol=1e-6, msg=k)
+
+
+def test_models_do_not_see_each_other():
+    g = torch.Generator().manual_seed(2)
+    ids, attend, pos, types, sel, lab, _ = batch(g, 2)
+    stack = stack_of([tiny(6), tiny(7)])
+    before = stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab)
+    with torch.no_grad():
+        for p in stack.params.values():
+            p[1].add_(0.5)  # change model 1 only
+    after = stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab)
+    assert after[0] == before[0] and abs(float(after[1] - before[1])) > 1e-3
+
+
+def test_dropout_is_on_in_training_only():
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                     max_position_embeddings=64, hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+    stack = stack_of([BertForMaskedLM(cfg)])
+    ids, attend, pos, types, sel, lab, _ = batch(torch.Generator().manual_seed(3), 1)
+    run = lambda training: stacked_mlm_losses(stack.params, cfg, training, ids, attend, pos, types, sel, lab)
+    assert run(False) == run(False)
+    assert run(True) != run(True)
+
+
+def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack():
+    import torch._dynamo as dynamo
+    dynamo.reset()
+    dynamo.utils.counters.clear()
+    g = torch.Generator().manual_seed(4)
+    compiled = ModelStack([tiny(8), tiny(9)], OPT, "cpu", compile=True)
+    eager = stack_of([tiny(8), tiny(9)])
+    for w in (12, 20, 28, 12):  # padded widths change from step to step, as in training
+        ids, attend, pos, types, sel, lab, _ = batch(g, 2, w=w)
+        mask = torch.where(attend, 0.0, -1e9)
+        torch.testing.assert_close(compiled.train_step(ids, mask, pos, types, sel, lab),
+                                   eager.train_step(ids, mask, pos, types, sel, lab), rtol=1e-4, atol=1e-5)
+    assert dynamo.utils.counters["stats"]["unique_graphs"] == 1
+    for k in ("bert.encoder.layer.1.output.dense.weight", "cls.predictions.bias"):
+        torch.testing.assert_close(compiled.export(1).state_dict()[k], eager.export(1).state_dict()[k],
+                                   rtol=1e-4, atol=1e-5)
