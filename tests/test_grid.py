@@ -18,6 +18,18 @@ def test_plan_groups_by_size_corpus_and_training():
     assert keys == [("0/0", "0/42", "1/0"), ("1/42",), ("15/0",), ("18/0", "18/42"), ("21/0", "21/42")]
 
 
+def test_compiled_stacks_are_larger_on_a_gpu(monkeypatch):
+    ch = load_chapter("dufter2020")
+    members = grid_members(ch, ["0", "1", "2", "4", "5", "6", "7", "8", "3", "9", "15", "16"], list(ch.seeds))
+    sizes = lambda: sorted(len(s) for s in plan_stacks(members))
+    assert sizes() == [1] * 10 + [10, 20, 20]  # the vmap engine: at most 20 small or 1 base model per stack
+    monkeypatch.setenv("XLREPRO_COMPILE", "1")
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    assert sizes() == [5, 5, 50]  # fused and compiled: up to 50 small or 5 base models
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    assert sizes() == [1] * 10 + [10, 20, 20]  # no compiling on the CPU
+
+
 def test_interrupted_training_resumes(tmp_path):
     args = dict(root=tmp_path, devices=["cpu"], progress=False, **TINY)
     assert run_grid("dufter2020", ["0", "3"], [0], time_limit=0.01, **args) is False
