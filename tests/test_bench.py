@@ -19,3 +19,24 @@ def test_tiny_bench_runs_on_cpu(monkeypatch):
     rows = run_bench(cases=("tiny",), device="cpu", steps=1, warmup=1)
     assert [r.engine for r in rows] == ["plain HF", "ours"]
     assert all(r.tokens_per_second > 0 and r.mfu is None for r in rows)
+
+
+def test_equivalence_summary_puts_each_engine_beside_the_published_seeds(tmp_path):
+    import json
+
+    from xlrepro.bench import equivalence_summary
+
+    for engine, seed, ppl in (("alone", 0, 10.0), ("fused", 0, 11.0), ("fused", 42, 13.0)):
+        folder = tmp_path / engine / "5" / str(seed)
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"experiment": "5", "seed": seed, "metrics": {"ppl_dev": ppl}}))
+    (tmp_path / "fused" / "stacks" / "k").mkdir(parents=True)
+    (tmp_path / "fused" / "stacks" / "k" / "timing.json").write_text(json.dumps(
+        {"members": ["5/0", "5/42"], "train_seconds": 12.5, "device": "cpu"}))
+    published = tmp_path / "table1.csv"  # another experiment and another metric must be left out
+    published.write_text("experiment,seed,metric,value\n5,0,ppl_dev,12.0\n5,42,ppl_dev,14.0\n5,0,mu,0.1\n6,0,ppl_dev,9.0\n")
+    df, timing = equivalence_summary(published, tmp_path)
+    means = df.groupby("engine")["value"].mean()
+    assert means.to_dict() == {"fused + compiled stack of 20": 12.0, "one by one (a stack of one: HF's own forward)": 10.0,
+                               "published: vmap stack of 20": 13.0}
+    assert timing[["models", "train_seconds"]].values.tolist() == [[2, 12.5]]
