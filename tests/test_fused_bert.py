@@ -6,16 +6,14 @@ from transformers import BertConfig, BertForMaskedLM
 from xlrepro.training.fused_bert import stacked_mlm_losses
 from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
+from .test_stacked import tiny as tiny_bert
+
 torch.set_num_threads(1)
 OPT = OptimConfig(lr=1e-2, weight_decay=0.01, eps=1e-6, warmup_steps=2, total_steps=10, max_grad_norm=0.5)
 
 
-def tiny(seed, attn="eager", heads=2):
-    torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=heads, intermediate_size=32,
-                     max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                     attn_implementation=attn)
-    return BertForMaskedLM(cfg)
+def tiny(seed, attn="eager"):
+    return tiny_bert(seed, attn, positions=64)  # lang-pos-like positions reach 32 + width
 
 
 def batch(g, m, b=4, w=8):

@@ -5,10 +5,10 @@ from transformers import BertConfig, BertForMaskedLM
 from xlrepro.training.stacked import ModelStack, OptimConfig, linear_schedule, select_masked
 
 
-def tiny(seed, attn):
+def tiny(seed, attn, positions=32):
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                     max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     max_position_embeddings=positions, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                      attn_implementation=attn)
     return BertForMaskedLM(cfg)
 
