@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Train the Dufter & Schütze grid on a lent GPU node and pack results as they finish, so that a call cut short by its
+# time limit still returns every model finished so far (metrics, curves, timings; no weights) in $OUT/grid.tgz.
+# Usage (repository root, on the node): bash scripts/device_grid.sh SECONDS [xlrepro train options...]
+#   e.g. bash scripts/device_grid.sh 540 --compile        (runs go to $XLREPRO_RUNS, default ./runs)
+set -uo pipefail
+limit=$1; shift
+runs=${XLREPRO_RUNS:-runs}
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+pack() {
+    find "$runs/dufter2020" -name "*.json" -not -path "*/queue/*" 2>/dev/null | tar czf "$out/grid.tgz.tmp" -T - \
+        && mv "$out/grid.tgz.tmp" "$out/grid.tgz"
+}
+( while sleep 30; do pack; done ) &
+packer=$!
+start=$(date +%s)
+python3 -m xlrepro.cli train dufter2020 --time-limit "$limit" "$@"
+rc=$?
+echo "grid: exit $rc after $(( $(date +%s) - start )) s of wall time"
+kill "$packer" 2>/dev/null
+pack
+exit $rc
