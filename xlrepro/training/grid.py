@@ -32,7 +32,7 @@ from ..models import count_parameters, device_name, init_model
 from ..paths import runs_dir
 from ..transforms import BilingualSet, build_bilingual
 from .distributed import any_rank, barrier, init_from_env, world
-from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+from .stacked import ModelStack, OptimConfig, compile_requested, masked_capacity, select_masked
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
 MAX_STACK = {"small": 20, "base": 1}
@@ -40,10 +40,6 @@ MAX_STACK = {"small": 20, "base": 1}
 # small 2.60 vmap x20 -> 1.26 compiled x20 -> 1.10 compiled x50; base 28.3 alone -> 23.0 compiled -> 18.0 compiled x5),
 # and each stack compiles once (~1-2 minutes), so fewer, larger stacks pay.
 MAX_STACK_COMPILED = {"small": 50, "base": 5}
-
-
-def compiling() -> bool:
-    return os.environ.get("XLREPRO_COMPILE", "0") == "1" and torch.cuda.is_available()
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ def stack_key(members: list[Member]) -> str:
 
 def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None) -> list[list[Member]]:
     """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart."""
-    max_stack = {**(MAX_STACK_COMPILED if compiling() else MAX_STACK), **(max_stack or {})}
+    max_stack = {**(MAX_STACK_COMPILED if compile_requested() else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
     for m in members:
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs), []).append(m)
@@ -405,7 +401,7 @@ def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sen
 def _cost(stack: list[Member]) -> float:
     """Rough GPU cost, to hand out the largest jobs first."""
     # ms per model-step, measured on an H200 (vmap stacks; fused and compiled stacks)
-    per_model = ({"small": 1.1, "base": 18.0} if compiling() else {"small": 2.5, "base": 25.0})[stack[0].exp.size]
+    per_model = ({"small": 1.1, "base": 18.0} if compile_requested() else {"small": 2.5, "base": 25.0})[stack[0].exp.size]
     return 0.1 if stack[0].exp.untrained else per_model * len(stack)
 
 

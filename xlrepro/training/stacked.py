@@ -47,6 +47,12 @@ class MaskedPositionsLM(nn.Module):
 DYNAMIC_DIMS = (2, 4, 2, 2, 1, 1)  # input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels
 
 
+def compile_requested(device: torch.device | str = "cuda") -> bool:
+    """XLREPRO_COMPILE=1 (or `xlrepro train --compile`) asks for the fused, compiled stacks; on CUDA devices only."""
+    cuda = torch.device(device).type == "cuda" and torch.cuda.is_available()
+    return cuda and os.environ.get("XLREPRO_COMPILE", "0") == "1"
+
+
 def linear_schedule(warmup: int, total: int):
     """HF's get_linear_schedule_with_warmup as a LambdaLR factor."""
     def factor(step: int) -> float:
@@ -125,7 +131,7 @@ class ModelStack:
         # runs once outside any capture, so that compiling never happens inside a CUDA-graph capture.
         # Default: on for CUDA when XLREPRO_COMPILE=1 (off on the CPU, where compiling costs more than it saves).
         if compile is None:
-            compile = cuda and os.environ.get("XLREPRO_COMPILE", "0") == "1"
+            compile = compile_requested(self.device)
         self.compiled = bool(compile)
         if self.compiled:
             import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
