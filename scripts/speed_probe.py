@@ -23,7 +23,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--only", default=None)
 ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
 ap.add_argument("--variants", default="bf16,fp32,bf16+compile,fp32+compile")
-ap.add_argument("--profile", action="store_true")
+ap.add_argument("--profile", default="", help="variants to profile, e.g. bf16,bf16+compile")
+ap.add_argument("--eval", action="store_true", help="time the evaluation of one small model (Table 1 metrics)")
 ap.add_argument("--cases", default="small:20,base:1", help="kind:models,... e.g. small:20,small:50,base:5")
 ap.add_argument("--warmup", type=int, default=210)
 ap.add_argument("--steps", type=int, default=140)
@@ -67,10 +68,14 @@ def members(kind, count):
     return [grid.Member(ch.experiment(e), s) for e in ids for s in ch.seeds][:count]
 
 
+def compile_mode(variant):
+    """"...+compile": regional compilation (the default); "...+compile-full": the whole loss as one graph."""
+    return ("full" if variant.endswith("compile-full") else "regional") if "compile" in variant else False
+
+
 def measure(kind, count, variant):
     bf16 = variant.startswith("bf16")
-    comp = "compile" in variant
-    grid.ModelStack = functools.partial(ModelStack, bf16=bf16, compile=comp)
+    grid.ModelStack = functools.partial(ModelStack, bf16=bf16, compile=compile_mode(variant))
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
     t0 = time.time()
     try:
@@ -90,15 +95,15 @@ def measure(kind, count, variant):
     torch.cuda.reset_peak_memory_stats()
 
 
-def profile(kind, count):
+def profile(kind, count, variant):
     from torch.profiler import ProfilerActivity, profile as prof
-    grid.ModelStack = functools.partial(ModelStack, bf16=True, compile=False)
+    grid.ModelStack = functools.partial(ModelStack, bf16=True, compile=compile_mode(variant))
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
     run.time_steps(3, warmup=3, graphs=False)
     with prof(activities=[ProfilerActivity.CUDA]) as p:
         run.time_steps(5, warmup=0, graphs=False)
-    print(f"--- eager kernel profile, {kind} x{count}, 5 steps", flush=True)
-    print(p.key_averages().table(sort_by="cuda_time_total", row_limit=22, max_name_column_width=70), flush=True)
+    print(f"--- kernel profile ({variant}, no CUDA graph), {kind} x{count}, 5 steps", flush=True)
+    print(p.key_averages().table(sort_by="cuda_time_total", row_limit=30, max_name_column_width=90), flush=True)
     del run
     gc.collect()
     torch.cuda.empty_cache()
@@ -107,9 +112,19 @@ def profile(kind, count):
 ok = rng_check()
 cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cases.split(",")]
 cases = [(k, c) for k, c in cases if not args.only or k == args.only]
-if args.profile:
+if args.eval:
+    from xlrepro.models import init_model
+    run = grid.StackRun(ch, members("small", 1), lab, "/tmp/probe", dev)
+    models = [init_model(run.size, run.vocab_size, 0)]
+    for k in range(3):
+        torch.cuda.synchronize()
+        t = time.time()
+        run._evaluate(None, models, 0)
+        torch.cuda.synchronize()
+        print(f"evaluation of one small model, call {k}: {time.time() - t:.2f} s", flush=True)
+for variant in filter(None, args.profile.split(",")):
     for kind, count in cases:
-        profile(kind, count)
+        profile(kind, count, variant)
 skip = set(os.environ.get("PROBE_SKIP", "").split(","))
 for variant in args.variants.split(","):  # cheap variants first: a slow compile must not cost the others
     for kind, count in cases:

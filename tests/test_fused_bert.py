@@ -85,19 +85,37 @@ def test_dropout_is_on_in_training_only():
     assert run(True) != run(True)
 
 
-def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack():
+@pytest.mark.parametrize("mode, graphs", [("regional", 3), ("full", 1)])
+def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack(mode, graphs):
+    """Regional: one graph each for the embeddings, a layer (shared by both layers) and the head; full: one graph.
+    Either way no width compiles again."""
     import torch._dynamo as dynamo
     dynamo.reset()
     dynamo.utils.counters.clear()
     g = torch.Generator().manual_seed(4)
-    compiled = ModelStack([tiny(8), tiny(9)], OPT, "cpu", compile=True)
+    compiled = ModelStack([tiny(8), tiny(9)], OPT, "cpu", compile=mode)
     eager = stack_of([tiny(8), tiny(9)])
+    assert compiled.template.config.num_hidden_layers == 2
     for w in (12, 20, 28, 12):  # padded widths change from step to step, as in training
         ids, attend, pos, types, sel, lab, _ = batch(g, 2, w=w)
         mask = torch.where(attend, 0.0, -1e9)
         torch.testing.assert_close(compiled.train_step(ids, mask, pos, types, sel, lab),
                                    eager.train_step(ids, mask, pos, types, sel, lab), rtol=1e-4, atol=1e-5)
-    assert dynamo.utils.counters["stats"]["unique_graphs"] == 1
+    assert dynamo.utils.counters["stats"]["unique_graphs"] == graphs
     for k in ("bert.encoder.layer.1.output.dense.weight", "cls.predictions.bias"):
         torch.testing.assert_close(compiled.export(1).state_dict()[k], eager.export(1).state_dict()[k],
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_compile_switch_names_the_valid_values(monkeypatch):
+    from xlrepro.training.stacked import compile_requested
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("XLREPRO_COMPILE", "1")
+    assert compile_requested("cuda") == "regional" and compile_requested("cpu") is None
+    monkeypatch.setenv("XLREPRO_COMPILE", "full")
+    assert compile_requested("cuda") == "full"
+    monkeypatch.setenv("XLREPRO_COMPILE", "yes")
+    with pytest.raises(ValueError, match="regional, full"):
+        compile_requested("cuda")
+    with pytest.raises(ValueError, match="'regional', 'full'"):
+        ModelStack([tiny(1)], OPT, "cpu", compile="fast")

@@ -15,6 +15,9 @@ MLM head: dense, GELU, LayerNorm, decoder tied to the word embeddings plus a bia
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import torch
 import torch.nn.functional as F
 from transformers import BertConfig
@@ -40,8 +43,89 @@ def _embed(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return F.embedding(ids + offset, table.reshape(m * v, h))
 
 
+def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: float, training: bool) -> torch.Tensor:
+    """Embeddings of M models: [M, B, W] ids -> [M, B*W, H] after LayerNorm and dropout."""
+    m, b, w = input_ids.shape
+    x = _embed(p["word_embeddings.weight"], input_ids) + _embed(p["token_type_embeddings.weight"], token_type_ids)
+    x = x + _embed(p["position_embeddings.weight"], position_ids)
+    return F.dropout(_layer_norm(x.reshape(m, b * w, -1), p, "LayerNorm", eps), drop, training)
+
+
+def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, eps: float, drop_hidden: float,
+                  drop_attn: float, training: bool) -> torch.Tensor:
+    """One post-LN BERT layer of M models. x [M, B*W, H]; attend [M*B, 1, 1, W] boolean; p: the layer's parameters
+    under their names inside the layer ("attention.self.query.weight", ...). Shapes come from the tensors, so a
+    compiled copy serves every layer and every width."""
+    m, n, h = x.shape
+    mb, w = attend.shape[0], attend.shape[-1]
+
+    def split_heads(t):  # [M, B*W, H] -> [M*B, heads, W, H/heads]
+        return t.reshape(mb, w, heads, h // heads).transpose(1, 2)
+
+    q, k, v = (split_heads(_linear(x, p, "attention.self." + name)) for name in ("query", "key", "value"))
+    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=drop_attn)
+    ctx = ctx.transpose(1, 2).reshape(m, n, h)
+    x = _layer_norm(F.dropout(_linear(ctx, p, "attention.output.dense"), drop_hidden, training) + x, p,
+                    "attention.output.LayerNorm", eps)
+    inner = F.gelu(_linear(x, p, "intermediate.dense"))
+    return _layer_norm(F.dropout(_linear(inner, p, "output.dense"), drop_hidden, training) + x, p, "output.LayerNorm", eps)
+
+
+def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float):
+    """[M] mean cross-entropies at the masked positions; the decoder is tied to the word embeddings."""
+    h = x.shape[-1]
+    x = torch.gather(x, 1, sel_index.unsqueeze(-1).expand(-1, -1, h))
+    x = _layer_norm(F.gelu(_linear(x, p, "transform.dense")), p, "transform.LayerNorm", eps)
+    logits = torch.baddbmm(p["bias"].unsqueeze(1), x, word_embeddings.transpose(1, 2)).float()
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), sel_labels.reshape(-1), ignore_index=-100,
+                          reduction="none").view(x.shape[0], -1)
+    return nll.sum(1) / (sel_labels != -100).sum(1)
+
+
+@dataclass(frozen=True)
+class Regions:
+    """The three functions a step runs: eager, or each compiled once (regional compilation, see `compiled_regions`)."""
+    embed: Callable = embed
+    layer: Callable = encoder_layer
+    head: Callable = mlm_head_loss
+
+
+EAGER = Regions()
+
+
+def compiled_regions() -> Regions:
+    """torch.compile each region separately: the layer is traced and compiled once and serves all 12 layers
+    (PyTorch's "regional compilation" recipe), which cuts the cold compile several-fold against compiling the
+    unrolled model. Dims that change from step to step (batch x width, the masked capacity) are marked dynamic."""
+    import torch._dynamo as dynamo
+    c_embed, c_layer, c_head = torch.compile(embed), torch.compile(encoder_layer), torch.compile(mlm_head_loss)
+
+    def dynamic(*pairs):
+        for t, dims in pairs:
+            for d in dims:
+                dynamo.maybe_mark_dynamic(t, d)
+
+    def embed_(p, ids, types, positions, *args):
+        dynamic((ids, (1, 2)), (types, (1, 2)), (positions, (1, 2)))
+        return c_embed(p, ids, types, positions, *args)
+
+    def layer_(x, p, attend, *args):
+        dynamic((x, (1,)), (attend, (0, 3)))
+        return c_layer(x, p, attend, *args)
+
+    def head_(x, p, emb, sel_index, sel_labels, eps):
+        dynamic((x, (1,)), (sel_index, (1,)), (sel_labels, (1,)))
+        return c_head(x, p, emb, sel_index, sel_labels, eps)
+
+    return Regions(embed_, layer_, head_)
+
+
+def _strip(params: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+
+
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
-                       token_type_ids, sel_index, sel_labels) -> torch.Tensor:
+                       token_type_ids, sel_index, sel_labels, regions: Regions = EAGER) -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`).
 
     input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, 1, 1, W], boolean (True = attend)
@@ -49,37 +133,14 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     """
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
     m, b, w = input_ids.shape
-    h, heads, eps = config.hidden_size, config.num_attention_heads, config.layer_norm_eps
+    eps = config.layer_norm_eps
     drop_hidden = config.hidden_dropout_prob if training else 0.0
     drop_attn = config.attention_probs_dropout_prob if training else 0.0
-    e = "bert.embeddings."
-    x = (_embed(p[e + "word_embeddings.weight"], input_ids) + _embed(p[e + "token_type_embeddings.weight"], token_type_ids)
-         + _embed(p[e + "position_embeddings.weight"], position_ids))
-    x = F.dropout(_layer_norm(x.reshape(m, b * w, h), p, e + "LayerNorm", eps), drop_hidden, training)
+    x = regions.embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, drop_hidden, training)
     attend = attention_mask if attention_mask.dtype == torch.bool else attention_mask > -1.0
     attend = attend.reshape(m * b, 1, 1, w)
-
-    def split_heads(t):  # [M, B*W, H] -> [M*B, heads, W, H/heads]
-        return t.reshape(m * b, w, heads, h // heads).transpose(1, 2)
-
     for i in range(config.num_hidden_layers):
-        layer = f"bert.encoder.layer.{i}."
-        a = layer + "attention."
-        q, k, v = (split_heads(_linear(x, p, a + "self." + n)) for n in ("query", "key", "value"))
-        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=drop_attn)
-        ctx = ctx.transpose(1, 2).reshape(m, b * w, h)
-        x = _layer_norm(F.dropout(_linear(ctx, p, a + "output.dense"), drop_hidden, training) + x, p,
-                        a + "output.LayerNorm", eps)
-        inner = F.gelu(_linear(x, p, layer + "intermediate.dense"))
-        x = _layer_norm(F.dropout(_linear(inner, p, layer + "output.dense"), drop_hidden, training) + x, p,
-                        layer + "output.LayerNorm", eps)
-    # MLM head at the masked positions only
-    x = torch.gather(x, 1, sel_index.unsqueeze(-1).expand(-1, -1, h))
-    t = "cls.predictions.transform."
-    x = _layer_norm(F.gelu(_linear(x, p, t + "dense")), p, t + "LayerNorm", eps)
-    logits = torch.baddbmm(p["cls.predictions.bias"].unsqueeze(1), x, p[e + "word_embeddings.weight"].transpose(1, 2))
-    logits = logits.float()
-    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), sel_labels.reshape(-1), ignore_index=-100,
-                          reduction="none").view(m, -1)
-    valid = (sel_labels != -100).sum(1)
-    return nll.sum(1) / valid
+        x = regions.layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps,
+                          drop_hidden, drop_attn, training)
+    return regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
+                        sel_labels, eps)

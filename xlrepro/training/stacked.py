@@ -22,7 +22,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
 from .distributed import average_gradients, world
-from .fused_bert import stacked_mlm_losses
+from .fused_bert import compiled_regions, stacked_mlm_losses
 
 NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
 WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as PyTorch's CUDA-graph notes advise)
@@ -47,10 +47,18 @@ class MaskedPositionsLM(nn.Module):
 DYNAMIC_DIMS = (2, 4, 2, 2, 1, 1)  # input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels
 
 
-def compile_requested(device: torch.device | str = "cuda") -> bool:
-    """XLREPRO_COMPILE=1 (or `xlrepro train --compile`) asks for the fused, compiled stacks; on CUDA devices only."""
+def compile_requested(device: torch.device | str = "cuda") -> str | None:
+    """XLREPRO_COMPILE=1 (or `xlrepro train --compile`) asks for the fused, compiled stacks, on CUDA devices only:
+    "regional" (each layer compiled once; the default) or, with XLREPRO_COMPILE=full, the whole step's loss
+    compiled as one graph (slower to compile; kept to measure the two side by side)."""
     cuda = torch.device(device).type == "cuda" and torch.cuda.is_available()
-    return cuda and os.environ.get("XLREPRO_COMPILE", "0") == "1"
+    mode = os.environ.get("XLREPRO_COMPILE", "0")
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"XLREPRO_COMPILE={mode!r}: valid values are {', '.join(COMPILE_MODES)}")
+    return COMPILE_MODES[mode] if cuda else None
+
+
+COMPILE_MODES = {"0": None, "1": "regional", "regional": "regional", "full": "full"}
 
 
 def linear_schedule(warmup: int, total: int):
@@ -127,26 +135,33 @@ class ModelStack:
         self._losses = single_model_loss if self.size == 1 else vmap(one_model_loss, randomness="different")
         # torch.compile (Inductor) fuses the element-wise work (dropout, GELU, LayerNorm, residuals, casts) that
         # bounds these memory-bound steps. It compiles `fused_bert` (the same loss with an explicit model
-        # dimension; vmap recompiles per width) once, with the width as a symbol. Every new width still first
-        # runs once outside any capture, so that compiling never happens inside a CUDA-graph capture.
+        # dimension; vmap recompiles per width) with the width as a symbol: by default region by region, so that
+        # one compiled layer serves all layers. Every new width still first runs once outside any capture, so that
+        # compiling never happens inside a CUDA-graph capture.
         # Default: on for CUDA when XLREPRO_COMPILE=1 (off on the CPU, where compiling costs more than it saves).
-        if compile is None:
-            compile = compile_requested(self.device)
-        self.compiled = bool(compile)
+        if compile is None or compile is True:
+            compile = compile_requested(self.device) or ("regional" if compile else None)
+        if compile not in (None, False, "regional", "full"):
+            raise ValueError(f"compile={compile!r}: valid values are None, False, True, 'regional', 'full'")
+        self.compiled = compile or None
         if self.compiled:
             import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
             for limit in ("cache_size_limit", "recompile_limit"):
                 if hasattr(dynamo.config, limit):
                     setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 64))
             config, base = self.template.config, self.base
-            compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs))
+            if self.compiled == "regional":
+                regions = compiled_regions()
+                self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=regions)
+            else:
+                compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs))
 
-            def losses(p, b, *inputs):
-                for x, dim in zip(inputs, DYNAMIC_DIMS):
-                    dynamo.maybe_mark_dynamic(x, dim)
-                return compiled(p, b, *inputs)
+                def losses(p, b, *inputs):
+                    for x, dim in zip(inputs, DYNAMIC_DIMS):
+                        dynamo.maybe_mark_dynamic(x, dim)
+                    return compiled(p, b, *inputs)
 
-            self._losses = losses
+                self._losses = losses
 
     def _set_lr(self) -> None:
         lr = self.base_lr * self.lr_factor(self.step_count)
