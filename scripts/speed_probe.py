@@ -17,6 +17,7 @@ import torch
 import xlrepro.training.grid as grid
 from xlrepro.config import load_chapter
 from xlrepro.data.lab import load_lab
+from xlrepro.training import fused_bert
 from xlrepro.training.stacked import ModelStack
 
 ap = argparse.ArgumentParser()
@@ -70,12 +71,13 @@ def members(kind, count):
 
 def compile_mode(variant):
     """"...+compile": regional compilation (the default); "...+compile-full": the whole loss as one graph."""
-    return ("full" if variant.endswith("compile-full") else "regional") if "compile" in variant else False
+    return ("full" if "compile-full" in variant else "regional") if "compile" in variant else False
 
 
 def measure(kind, count, variant):
     bf16 = variant.startswith("bf16")
     grid.ModelStack = functools.partial(ModelStack, bf16=bf16, compile=compile_mode(variant))
+    fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math"  # fused, compiled stacks only
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
     t0 = time.time()
     try:

@@ -35,14 +35,15 @@ def stack_of(models):
     return ModelStack(models, OPT, "cpu", compile=False)
 
 
-@pytest.mark.parametrize("additive", [True, False])
-def test_fused_loss_equals_each_hf_model(additive):
+@pytest.mark.parametrize("additive, attention", [(True, "math"), (False, "math"), (False, "sdpa")])
+def test_fused_loss_equals_each_hf_model(additive, attention):
     g = torch.Generator().manual_seed(0)
     models = [tiny(s) for s in (1, 2, 3)]
     ids, attend, pos, types, sel, lab, labels = batch(g, 3)
     mask = torch.where(attend, 0.0, -1e9) if additive else attend
     stack = stack_of(models)
-    fused = stacked_mlm_losses(stack.params, stack.template.config, False, ids, mask, pos, types, sel, lab)
+    fused = stacked_mlm_losses(stack.params, stack.template.config, False, ids, mask, pos, types, sel, lab,
+                               attention=attention)
     for i, model in enumerate(models):  # HF's own loss: mean cross-entropy over the labelled positions
         model.eval()
         ref = model(input_ids=ids[i], attention_mask=attend[i, :, 0, 0].long(), position_ids=pos[i],
@@ -105,6 +106,22 @@ def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack(mode, grap
     for k in ("bert.encoder.layer.1.output.dense.weight", "cls.predictions.bias"):
         torch.testing.assert_close(compiled.export(1).state_dict()[k], eager.export(1).state_dict()[k],
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_attention_paths_have_the_same_gradients_and_bad_names_fail():
+    g = torch.Generator().manual_seed(5)
+    ids, attend, pos, types, sel, lab, _ = batch(g, 2)
+    grads = []
+    for attention in ("math", "sdpa"):
+        stack = stack_of([tiny(4), tiny(5)])
+        stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab,
+                           attention=attention).sum().backward()
+        grads.append({k: v.grad for k, v in stack.params.items()})
+    for k in grads[0]:
+        torch.testing.assert_close(grads[0][k], grads[1][k], rtol=1e-4, atol=1e-6, msg=k)
+    with pytest.raises(ValueError, match="'math', 'sdpa'"):
+        stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab,
+                           attention="flash")
 
 
 def test_compile_switch_names_the_valid_values(monkeypatch):

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from transformers import BertConfig
 
 PREFIX = "mlm."
+ATTENTION = "math"  # the default attention path ("math" or "sdpa"; see `encoder_layer`)
 
 
 def _linear(x: torch.Tensor, p: dict, name: str) -> torch.Tensor:
@@ -52,10 +53,14 @@ def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: fl
 
 
 def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, eps: float, drop_hidden: float,
-                  drop_attn: float, training: bool) -> torch.Tensor:
+                  drop_attn: float, training: bool, attention: str = "math") -> torch.Tensor:
     """One post-LN BERT layer of M models. x [M, B*W, H]; attend [M*B, 1, 1, W] boolean; p: the layer's parameters
     under their names inside the layer ("attention.self.query.weight", ...). Shapes come from the tensors, so a
-    compiled copy serves every layer and every width."""
+    compiled copy serves every layer and every width.
+
+    attention="math" spells attention out (as HF's eager attention), which Inductor fuses; "sdpa" calls PyTorch's
+    fused kernels. On the lab corpus (about 34 pieces per sentence, head size 64) the score matrix is smaller than
+    the queries, and the fused kernels spent most of their time on tiles and layout copies (see gpu_runs.md)."""
     m, n, h = x.shape
     mb, w = attend.shape[0], attend.shape[-1]
 
@@ -63,7 +68,13 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
         return t.reshape(mb, w, heads, h // heads).transpose(1, 2)
 
     q, k, v = (split_heads(_linear(x, p, "attention.self." + name)) for name in ("query", "key", "value"))
-    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=drop_attn)
+    if attention == "sdpa":
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=drop_attn)
+    else:  # HF's eager attention: scores, mask, float32 softmax, dropout on the probabilities
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
+        scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)
+        probs = F.dropout(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), drop_attn, training)
+        ctx = torch.matmul(probs, v)
     ctx = ctx.transpose(1, 2).reshape(m, n, h)
     x = _layer_norm(F.dropout(_linear(ctx, p, "attention.output.dense"), drop_hidden, training) + x, p,
                     "attention.output.LayerNorm", eps)
@@ -125,12 +136,16 @@ def _strip(params: dict, prefix: str) -> dict:
 
 
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
-                       token_type_ids, sel_index, sel_labels, regions: Regions = EAGER) -> torch.Tensor:
+                       token_type_ids, sel_index, sel_labels, regions: Regions = EAGER,
+                       attention: str | None = None) -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`).
 
     input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, 1, 1, W], boolean (True = attend)
     or additive (0 / large negative); sel_index, sel_labels: [M, C] flat positions and labels (-100 = padding).
     """
+    attention = attention or ATTENTION
+    if attention not in ("math", "sdpa"):
+        raise ValueError(f"attention={attention!r}: valid values are 'math', 'sdpa'")
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
     m, b, w = input_ids.shape
     eps = config.layer_norm_eps
@@ -141,6 +156,6 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     attend = attend.reshape(m * b, 1, 1, w)
     for i in range(config.num_hidden_layers):
         x = regions.layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps,
-                          drop_hidden, drop_attn, training)
+                          drop_hidden, drop_attn, training, attention)
     return regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
                         sel_labels, eps)

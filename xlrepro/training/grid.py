@@ -210,7 +210,10 @@ class StackRun:
         rows_np = rows_np[:, self.rank::self.world]
         width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
         width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
-        d["rows"].copy_(torch.as_tensor(rows_np))
+        rows = torch.as_tensor(np.ascontiguousarray(rows_np))
+        if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
+            rows = rows.pin_memory()
+        d["rows"].copy_(rows, non_blocking=True)
         return stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if graphs else None)
 
     # ---------------------------------------------------------------- evaluation and saving
