@@ -3,6 +3,7 @@
 # time limit still returns every model finished so far (metrics, curves, timings; no weights) in $OUT/grid.tgz.
 # Usage (repository root, on the node): bash scripts/device_grid.sh SECONDS [xlrepro train options...]
 #   e.g. bash scripts/device_grid.sh 540 --compile        (runs go to $XLREPRO_RUNS, default ./runs)
+# PACK_WEIGHTS="0/0 1/0 9/0" also packs those members' weights (the figures' models) into $OUT/weights.tgz at the end.
 set -uo pipefail
 limit=$1; shift
 runs=${XLREPRO_RUNS:-runs}
@@ -20,4 +21,7 @@ rc=$?
 echo "grid: exit $rc after $(( $(date +%s) - start )) s of wall time"
 kill "$packer" 2>/dev/null
 pack
+if [ -n "${PACK_WEIGHTS:-}" ]; then
+    (cd "$runs" && for m in $PACK_WEIGHTS; do ls dufter2020/*/"$m"/model.safetensors; done | tar czf "$out/weights.tgz" -T -)
+fi
 exit $rc

@@ -77,7 +77,7 @@ def compile_mode(variant):
 def measure(kind, count, variant):
     bf16 = variant.startswith("bf16")
     grid.ModelStack = functools.partial(ModelStack, bf16=bf16, compile=compile_mode(variant))
-    fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math"  # fused, compiled stacks only
+    fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math" if variant.endswith("+math") else "auto"
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
     t0 = time.time()
     try:

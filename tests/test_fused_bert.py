@@ -119,7 +119,7 @@ def test_attention_paths_have_the_same_gradients_and_bad_names_fail():
         grads.append({k: v.grad for k, v in stack.params.items()})
     for k in grads[0]:
         torch.testing.assert_close(grads[0][k], grads[1][k], rtol=1e-4, atol=1e-6, msg=k)
-    with pytest.raises(ValueError, match="'math', 'sdpa'"):
+    with pytest.raises(ValueError, match="'math', 'sdpa', 'auto'"):
         stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab,
                            attention="flash")
 

@@ -26,6 +26,8 @@ def test_compiled_stacks_are_larger_on_a_gpu(monkeypatch):
     monkeypatch.setenv("XLREPRO_COMPILE", "1")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
     assert sizes() == [5, 5, 50]  # fused and compiled: up to 50 small or 5 base models
+    two_gpus = sorted(len(s) for s in plan_stacks(members, gpus=2))
+    assert two_gpus == [5, 5, 25, 25]  # the 50 small models are split so that both GPUs work
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     assert sizes() == [1] * 10 + [10, 20, 20]  # no compiling on the CPU
 

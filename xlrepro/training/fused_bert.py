@@ -23,7 +23,9 @@ import torch.nn.functional as F
 from transformers import BertConfig
 
 PREFIX = "mlm."
-ATTENTION = "math"  # the default attention path ("math" or "sdpa"; see `encoder_layer`)
+# The attention path: "math" or "sdpa" (see `encoder_layer`), or "auto": math for one head, SDPA for several. Measured
+# on an H200 (compiled, lab corpus): 50 BERT-small 57.8 ms/step math vs 80.1 SDPA; 5 BERT-base 148 math vs 107 SDPA.
+ATTENTION = "auto"
 
 
 def _linear(x: torch.Tensor, p: dict, name: str) -> torch.Tensor:
@@ -144,8 +146,10 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     or additive (0 / large negative); sel_index, sel_labels: [M, C] flat positions and labels (-100 = padding).
     """
     attention = attention or ATTENTION
-    if attention not in ("math", "sdpa"):
-        raise ValueError(f"attention={attention!r}: valid values are 'math', 'sdpa'")
+    if attention not in ("math", "sdpa", "auto"):
+        raise ValueError(f"attention={attention!r}: valid values are 'math', 'sdpa', 'auto'")
+    if attention == "auto":
+        attention = "math" if config.num_attention_heads == 1 else "sdpa"
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
     m, b, w = input_ids.shape
     eps = config.layer_norm_eps

@@ -65,15 +65,19 @@ def stack_key(members: list[Member]) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None) -> list[list[Member]]:
-    """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart."""
+def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, gpus: int = 1) -> list[list[Member]]:
+    """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart.
+
+    With several GPUs a group is cut into at least as many stacks as there are GPUs (when it has that many
+    models), so that one large stack does not leave the other GPUs idle. (A stack's seed for data order and
+    masking comes from its members, so a different GPU count trains other, equally valid draws.)"""
     max_stack = {**(MAX_STACK_COMPILED if compile_requested() else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
     for m in members:
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs), []).append(m)
     stacks = []
     for (untrained, size, *_), group in groups.items():
-        cap = len(group) if untrained else max_stack[size]
+        cap = len(group) if untrained else min(max_stack[size], math.ceil(len(group) / max(1, gpus)))
         stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
     return stacks
 
@@ -376,9 +380,9 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
     members = [m for m in grid_members(chapter, exp_ids, seeds, large_seeds) if not is_done(root, m)]
     if not members:
         return True
-    stacks = plan_stacks(members, max_stack)
     ddp_device = init_from_env()  # under torchrun: all ranks train every stack together, one device each
     devices = [ddp_device] if ddp_device else devices or available_devices()
+    stacks = plan_stacks(members, max_stack, gpus=len({d for d in devices if d.startswith("cuda")}))
     if len(devices) == 1 or len(stacks) == 1:
         lab = load_lab(profile)
         done = True
