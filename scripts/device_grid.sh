@@ -18,7 +18,13 @@ packer=$!
 start=$(date +%s)
 python3 -m xlrepro.cli train dufter2020 --time-limit "$limit" "$@"
 rc=$?
-echo "grid: exit $rc after $(( $(date +%s) - start )) s of wall time"
+wall=$(( $(date +%s) - start ))
+echo "grid: exit $rc after $wall s of wall time"
+WALL=$wall RC=$rc ARGS="$*" python3 -c '
+import json, os, torch
+gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+print(json.dumps({"wall_seconds": int(os.environ["WALL"]), "exit_code": int(os.environ["RC"]),
+                  "arguments": os.environ["ARGS"], "gpus": gpus}))' > "$runs/dufter2020/grid_wall.json"
 kill "$packer" 2>/dev/null
 pack
 if [ -n "${PACK_WEIGHTS:-}" ]; then

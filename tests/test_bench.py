@@ -38,5 +38,23 @@ def test_equivalence_summary_puts_each_engine_beside_the_published_seeds(tmp_pat
     df, timing = equivalence_summary(published, tmp_path)
     means = df.groupby("engine")["value"].mean()
     assert means.to_dict() == {"fused + compiled stack of 20": 12.0, "one by one (a stack of one: HF's own forward)": 10.0,
-                               "published: vmap stack of 20": 13.0}
+                               "published: fused + regional compile, stacks of 5-25": 13.0}
     assert timing[["models", "train_seconds"]].values.tolist() == [[2, 12.5]]
+
+
+def test_equivalence_checks_flag_a_shifted_engine_and_keep_a_matching_one():
+    import pandas as pd
+    from scipy.stats import ttest_ind
+
+    from xlrepro.bench import PUBLISHED_ENGINE, equivalence_checks
+
+    pub = [10.0, 11.0, 12.0, 13.0, 14.0]  # mean 12, std 1.58
+    rows = [(PUBLISHED_ENGINE, v) for v in pub] + [("same", v + 0.5) for v in pub] + [("shifted", v + 5) for v in pub]
+    rows += [("one seed", 12.0)]
+    eq = pd.DataFrame([{"engine": e, "experiment": "5", "seed": i, "metric": "ppl_dev", "value": v}
+                       for i, (e, v) in enumerate(rows)])
+    checks = equivalence_checks(eq).set_index("engine")
+    assert checks.loc["same", "within 2 std"] and not checks.loc["shifted", "within 2 std"]
+    assert checks.loc["shifted", "difference"] == 5.0
+    assert checks.loc["shifted", "welch p"] == ttest_ind([v + 5 for v in pub], pub, equal_var=False).pvalue < 0.01  # t = 5, 8 df
+    assert checks.loc["same", "welch p"] > 0.5 and pd.isna(checks.loc["one seed", "welch p"])

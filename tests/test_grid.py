@@ -25,9 +25,14 @@ def test_compiled_stacks_are_larger_on_a_gpu(monkeypatch):
     assert sizes() == [1] * 10 + [10, 20, 20]  # the vmap engine: at most 20 small or 1 base model per stack
     monkeypatch.setenv("XLREPRO_COMPILE", "1")
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
+    gpu = lambda gb: type("Props", (), {"total_memory": gb * 2**30})
+    monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: gpu(139))  # an H200
     assert sizes() == [5, 5, 50]  # fused and compiled: up to 50 small or 5 base models
     two_gpus = sorted(len(s) for s in plan_stacks(members, gpus=2))
     assert two_gpus == [5, 5, 25, 25]  # the 50 small models are split so that both GPUs work
+    monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: gpu(79))  # an H100: 50 ran out of memory
+    assert sizes() == [5, 5, 25, 25]
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     assert sizes() == [1] * 10 + [10, 20, 20]  # no compiling on the CPU
 

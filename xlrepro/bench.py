@@ -225,11 +225,28 @@ def ddp_summary(folder: Path | None = None):
 
 
 # ------------------------------------------------------------------------------------------ fused, compiled stacks
-ENGINE_PROBES = {  # file under book/results/bench/engine -> what the device call was (scripts/speed_probe.py)
-    "vmap_static_compile_h200.json": "vmap + torch.compile, one compile per width (first try)",
-    "small_h200_first.json": "fused + compile, first machine",
-    "small_h200.json": "fused + compile, cold compile cache",
-    "base_h200.json": "fused + compile, compile cache warm from an earlier call",
+VMAP = "vmap / HF forward, CUDA graphs"
+ONE_GRAPH = "fused + torch.compile as one graph, SDPA, CUDA graphs"
+REGIONAL_SDPA = "fused + regional compile, SDPA, CUDA graphs"
+REGIONAL_MATH = "fused + regional compile, attention spelled out, CUDA graphs"
+REGIONAL_AUTO = "fused + regional compile, attention spelled out (1 head) or SDPA, CUDA graphs"
+# file under book/results/bench/engine -> (what the device call was, engine of each variant of scripts/speed_probe.py
+# as the code stood at that call: "bf16+compile" meant one graph with SDPA until regional compilation came)
+ENGINE_PROBES = {
+    "vmap_static_compile_h200.json": ("vmap + torch.compile, one compile per width (first try)",
+                                      {"bf16": VMAP, "fp32": "same, float32",
+                                       "bf16+compile": "vmap + torch.compile per width, CUDA graphs"}),
+    "small_h200_first.json": ("fused + compile, first machine", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
+    "small_h200.json": ("fused + compile, cold compile cache", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
+    "base_h200.json": ("fused + compile, compile cache warm from an earlier call", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
+    "regional_h200.json": ("regional compile, cold cache (session 4, call 1)", {"bf16+compile": REGIONAL_SDPA}),
+    "full_h200.json": ("one-graph compile, cold cache, same machine (session 4, call 1)",
+                       {"bf16+compile-full": ONE_GRAPH}),
+    "attention_h200.json": ("attention spelled out vs SDPA, regional compile (session 4, call 2)",
+                            {"bf16+compile": REGIONAL_MATH, "bf16+compile+sdpa": REGIONAL_SDPA}),
+    # H100 (80 GB): a stack of 50 small models ran out of memory in call 4 (not a row); the default attention ("auto")
+    "h100_small10.json": ("H100, regional compile (session 4, call 4)", {"bf16+compile": REGIONAL_AUTO}),
+    "h100.json": ("H100, regional compile (session 4, call 5)", {"bf16+compile": REGIONAL_AUTO}),
 }
 
 
@@ -244,29 +261,50 @@ def engine_summary(folder: Path | None = None):
 
     folder = Path(folder or repo_root() / "book" / "results" / "bench" / "engine")
     rows = []
-    for name, note in ENGINE_PROBES.items():
+    for name, (note, engines) in ENGINE_PROBES.items():
         if (folder / name).exists():
-            rows += [{**r, "probe": note} for r in json.loads((folder / name).read_text())["rows"]]
-    df = pd.DataFrame(rows)
-    if len(df):
-        df["engine"] = df["variant"].map({"bf16": "vmap / HF forward, CUDA graphs", "fp32": "same, float32",
-                                          "bf16+compile": "fused + torch.compile, CUDA graphs",
-                                          "fp32+compile": "fused + torch.compile, float32"})
-        df.loc[df["probe"].str.startswith("vmap +") & df["variant"].str.contains("compile"), "engine"] = \
-            "vmap + torch.compile per width, CUDA graphs"
-    return df
+            rows += [{**r, "probe": note, "engine": engines.get(r["variant"], r["variant"])}
+                     for r in json.loads((folder / name).read_text())["rows"]]
+    return pd.DataFrame(rows)
 
 
 EQUIVALENCE_RUNS = {  # folder under book/results/bench/equivalence -> engine
+    "vmap-grid": "vmap stacks of 10-20 (the grid published until session 4)",
     "alone": "one by one (a stack of one: HF's own forward)",
     "fused": "fused + compiled stack of 20",
     "fused-shared-gpu": "fused + compiled stack of 10 (GPU shared)",
 }
 
 
-def equivalence_summary(published: Path | None = None, folder: Path | None = None):
+PUBLISHED_ENGINE = "published: fused + regional compile, stacks of 5-25"
+
+
+def equivalence_checks(eq, metrics=("ppl_train", "ppl_dev", "mu")):
+    """Each engine's seeds against the published seeds of the same model and metric: the difference of means, the
+    published spread over seeds, whether the difference is within 2 of those std, and Welch's t-test p-value
+    (`scipy.stats.ttest_ind`, unequal variances; NaN with fewer than 2 seeds on a side). With many comparisons,
+    about 5% fall below p = 0.05 by chance alone."""
+    import pandas as pd
+    from scipy.stats import ttest_ind
+
+    eq = eq[eq["metric"].isin(metrics)]
+    published = eq[eq["engine"] == PUBLISHED_ENGINE]
+    rows = []
+    for (exp, engine, metric), g in eq[eq["engine"] != PUBLISHED_ENGINE].groupby(["experiment", "engine", "metric"]):
+        p = published.loc[(published["experiment"] == exp) & (published["metric"] == metric), "value"]
+        if p.empty:
+            continue
+        diff, std = g["value"].mean() - p.mean(), p.std()
+        welch = ttest_ind(g["value"], p, equal_var=False).pvalue if min(len(g), len(p)) >= 2 else float("nan")
+        rows.append({"experiment": exp, "engine": engine, "metric": metric, "seeds": len(g), "difference": diff,
+                     "published seed std": std, "within 2 std": bool(abs(diff) <= 2 * std), "welch p": welch})
+    return pd.DataFrame(rows)
+
+
+def equivalence_summary(published: Path | list[Path] | None = None, folder: Path | None = None):
     """Final metrics of the same (model, seed) trained by different engines, beside the published run's
-    (`book/results/dufter2020/table1.csv`: stacks of 20 with vmap). Returns (per-model long frame, timings)."""
+    (`book/results/dufter2020/table1.csv`: BERT-small in fused, compiled stacks of 5-25 on two GPUs).
+    Returns (per-model long frame, timings)."""
     import json
 
     import pandas as pd
@@ -286,7 +324,11 @@ def equivalence_summary(published: Path | None = None, folder: Path | None = Non
             timings.append({"engine": engine, "models": len(t["members"]), "members": " ".join(t["members"]),
                             "train_seconds": t["train_seconds"], "device": t["device"]})
     df = pd.DataFrame(rows)
-    table1 = pd.read_csv(Path(published or root / "dufter2020" / "table1.csv"), dtype={"experiment": str})
-    pub = table1[table1["experiment"].isin(set(df["experiment"])) & table1["metric"].isin(set(df["metric"]))]
-    df = pd.concat([df, pub.assign(engine="published: vmap stack of 20")], ignore_index=True)
+    if published is None:  # Table 1 and Table 2 (the no-parallel models 21, 21b) of the published run
+        published = [root / "dufter2020" / "table1.csv", root / "dufter2020" / "table2.csv"]
+    paths = [Path(published)] if isinstance(published, (str, Path)) else [Path(p) for p in published]
+    tables = pd.concat([pd.read_csv(p, dtype={"experiment": str}) for p in paths if p.exists()], ignore_index=True)
+    tables = tables.drop_duplicates(["experiment", "seed", "metric"])  # model 0 is in both tables
+    pub = tables[tables["experiment"].isin(set(df["experiment"])) & tables["metric"].isin(set(df["metric"]))]
+    df = pd.concat([df, pub.assign(engine=PUBLISHED_ENGINE)], ignore_index=True)
     return df, pd.DataFrame(timings)

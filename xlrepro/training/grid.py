@@ -40,6 +40,17 @@ MAX_STACK = {"small": 20, "base": 1}
 # small 2.60 vmap x20 -> 1.26 compiled x20 -> 1.10 compiled x50; base 28.3 alone -> 23.0 compiled -> 18.0 compiled x5),
 # and each stack compiles once (~1-2 minutes), so fewer, larger stacks pay.
 MAX_STACK_COMPILED = {"small": 50, "base": 5}
+# On an 80 GB H100 a compiled stack of 50 small models ran out of memory (the eager warm-up of a new width runs while
+# the CUDA graphs' pool holds the earlier widths' activations); 25 peaked at 24.8 GB there.
+MAX_STACK_COMPILED_80GB = {"small": 25, "base": 5}
+
+
+def max_stack_compiled() -> dict[str, int]:
+    """The compiled stack sizes for this machine's smallest GPU (GPUs under 100 GB get smaller small-model stacks)."""
+    import torch
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    memory = min((torch.cuda.get_device_properties(i).total_memory for i in range(n)), default=0)
+    return MAX_STACK_COMPILED if memory >= 100e9 else MAX_STACK_COMPILED_80GB
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,7 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     With several GPUs a group is cut into at least as many stacks as there are GPUs (when it has that many
     models), so that one large stack does not leave the other GPUs idle. (A stack's seed for data order and
     masking comes from its members, so a different GPU count trains other, equally valid draws.)"""
-    max_stack = {**(MAX_STACK_COMPILED if compile_requested() else MAX_STACK), **(max_stack or {})}
+    max_stack = {**(max_stack_compiled() if compile_requested() else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
     for m in members:
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs), []).append(m)
