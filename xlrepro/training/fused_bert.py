@@ -62,7 +62,8 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
 
     attention="math" spells attention out (as HF's eager attention), which Inductor fuses; "sdpa" calls PyTorch's
     fused kernels. On the lab corpus (about 34 pieces per sentence, head size 64) the score matrix is smaller than
-    the queries; there the fused kernels took 22% of a compiled step, and the spelled-out form was faster (gpu_runs.md)."""
+    the queries; there the fused kernels took 22% of a compiled step, and the spelled-out form was faster
+    (docs_notes/gpu_runs.md, session 4)."""
     m, n, h = x.shape
     mb, w = attend.shape[0], attend.shape[-1]
 
@@ -81,7 +82,8 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     x = _layer_norm(F.dropout(_linear(ctx, p, "attention.output.dense"), drop_hidden, training) + x, p,
                     "attention.output.LayerNorm", eps)
     inner = F.gelu(_linear(x, p, "intermediate.dense"))
-    return _layer_norm(F.dropout(_linear(inner, p, "output.dense"), drop_hidden, training) + x, p, "output.LayerNorm", eps)
+    out = F.dropout(_linear(inner, p, "output.dense"), drop_hidden, training)
+    return _layer_norm(out + x, p, "output.LayerNorm", eps)
 
 
 def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float):
@@ -155,7 +157,8 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     eps = config.layer_norm_eps
     drop_hidden = config.hidden_dropout_prob if training else 0.0
     drop_attn = config.attention_probs_dropout_prob if training else 0.0
-    x = regions.embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, drop_hidden, training)
+    x = regions.embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, drop_hidden,
+                      training)
     attend = attention_mask if attention_mask.dtype == torch.bool else attention_mask > -1.0
     attend = attend.reshape(m * b, 1, 1, w)
     for i in range(config.num_hidden_layers):

@@ -152,7 +152,8 @@ class ModelStack:
             config, base = self.template.config, self.base
             if self.compiled == "regional":
                 regions = compiled_regions()
-                self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=regions)
+                self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
+                                                                        regions=regions)
             else:
                 compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs))
 
