@@ -4,9 +4,11 @@
 not compile well: vmap's batching rules for `linear` and `layer_norm` cannot take a symbolic sequence length, so
 every padded width (8 of them in the Dufter & Schütze corpus) recompiles, at ~45 s each on an H200 — more than
 the steps save. This file is the same forward, written for a leading model dimension with batched matrix products
-(`baddbmm`) and PyTorch's SDPA, so it traces once with the width as a symbol and Inductor fuses the element-wise
-work (dropout, GELU, LayerNorm, residuals, casts) that bounds these memory-bound steps. No library provides a
-multi-model BERT, so it is hand-written; `tests/test_fused_bert.py` checks it against HF's model, loss and gradients.
+(`baddbmm`), so it traces once with the width as a symbol and Inductor fuses the element-wise work (dropout, GELU,
+LayerNorm, residuals, casts) that bounds these memory-bound steps. It is split into three regions (embeddings, one
+encoder layer, MLM head) that `compiled_regions` compiles separately, so one compiled layer serves all layers.
+No library provides a multi-model BERT, so it is hand-written; `tests/test_fused_bert.py` checks it against HF's
+model, loss and gradients.
 
 It reads the parameters under HF's names (those of `stack_module_state` over `MaskedPositionsLM`), so a stack can
 switch between the two paths and still be exported as ordinary HF models. Semantics follow HF's BERT (post-LN,

@@ -38,7 +38,7 @@ MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses
 MAX_STACK = {"small": 20, "base": 1}
 # The fused, compiled stacks (XLREPRO_COMPILE=1) gain per model from larger stacks (H200, real data, ms per model-step:
 # small 2.60 vmap x20 -> 1.26 compiled x20 -> 1.10 compiled x50; base 28.3 alone -> 23.0 compiled -> 18.0 compiled x5),
-# and each stack compiles once (~1-2 minutes), so fewer, larger stacks pay.
+# and each stack compiles once (15-30 s region by region, 1-2 minutes as one graph), so fewer, larger stacks pay.
 MAX_STACK_COMPILED = {"small": 50, "base": 5}
 # On an 80 GB H100 a compiled stack of 50 small models ran out of memory (the eager warm-up of a new width runs while
 # the CUDA graphs' pool holds the earlier widths' activations); 25 peaked at 24.8 GB there.
