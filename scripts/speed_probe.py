@@ -69,15 +69,16 @@ def members(kind, count):
     return [grid.Member(ch.experiment(e), s) for e in ids for s in ch.seeds][:count]
 
 
-def compile_mode(variant):
-    """"...+compile": regional compilation (the default); "...+compile-full": the whole loss as one graph."""
-    return ("full" if "compile-full" in variant else "regional") if "compile" in variant else False
+def use_variant(variant):
+    """Set up the engine a variant names: precision (bf16/fp32); "+compile" regional compilation, "+compile-full"
+    the whole loss as one graph; "+sdpa" / "+math" the attention path of the compiled stacks (default "auto")."""
+    compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else False
+    grid.ModelStack = functools.partial(ModelStack, bf16=variant.startswith("bf16"), compile=compile_mode)
+    fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math" if variant.endswith("+math") else "auto"
 
 
 def measure(kind, count, variant):
-    bf16 = variant.startswith("bf16")
-    grid.ModelStack = functools.partial(ModelStack, bf16=bf16, compile=compile_mode(variant))
-    fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math" if variant.endswith("+math") else "auto"
+    use_variant(variant)
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
     t0 = time.time()
     try:
@@ -99,7 +100,7 @@ def measure(kind, count, variant):
 
 def profile(kind, count, variant):
     from torch.profiler import ProfilerActivity, profile as prof
-    grid.ModelStack = functools.partial(ModelStack, bf16=True, compile=compile_mode(variant))
+    use_variant(variant)
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
     run.time_steps(3, warmup=3, graphs=False)
     with prof(activities=[ProfilerActivity.CUDA]) as p:

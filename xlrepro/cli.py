@@ -1,7 +1,7 @@
 """The `xlrepro` command: prepare data, train a chapter's grid, execute chapters, benchmark.
 
   xlrepro prepare [--profile lab]
-  xlrepro train dufter2020 [--ids 0 1 ...] [--seeds 0 42 ...] [--time-limit SECONDS]
+  xlrepro train dufter2020 [--ids 0 1 ...] [--seeds 0 42 ...] [--time-limit SECONDS] [--compile] [--workers-per-gpu 2]
   xlrepro train wu2019 --part select|zero-shot|in-language|frozen|all [--shard 0/4]
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run dufter2020/architecture [-p seeds "[0, 42]"] ...
@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 import ast
+import os
 import sys
 from pathlib import Path
 
@@ -105,14 +105,13 @@ def main(argv=None) -> int:
             lab = TransferLab(model=a.model, progress=False)
             print(run_part(a.part, lab, a.languages, (int(i), int(n))).to_string())
         elif a.command == "train":
-            from .training.grid import run_grid
+            from .training.grid import available_devices, run_grid
             chapter = load_chapter(a.chapter)
             ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
             if a.compile:  # read by every ModelStack and stack plan, also in the grid's worker processes
                 os.environ["XLREPRO_COMPILE"] = "1"
             if a.workers_per_gpu < 1:
                 raise ConfigError(f"--workers-per-gpu must be 1 or more; got {a.workers_per_gpu}")
-            from .training.grid import available_devices
             done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), large_seeds=a.large_seeds,
                             profile=a.profile, time_limit=a.time_limit,
                             devices=available_devices() * a.workers_per_gpu)
