@@ -28,6 +28,6 @@ print(json.dumps({"wall_seconds": int(os.environ["WALL"]), "exit_code": int(os.e
 kill "$packer" 2>/dev/null
 pack
 if [ -n "${PACK_WEIGHTS:-}" ]; then
-    (cd "$runs" && for m in $PACK_WEIGHTS; do ls dufter2020/*/"$m"/model.safetensors; done | tar czf "$out/weights.tgz" -T -)
+    (cd "$runs" && for m in $PACK_WEIGHTS; do ls dufter2020/*/"$m"/*/model.safetensors; done | tar czf "$out/weights.tgz" -T -)
 fi
 exit $rc

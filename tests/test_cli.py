@@ -21,15 +21,13 @@ def test_train_passes_devices_and_the_compile_switch(monkeypatch, workers, compi
     seen = {}
 
     def fake_run_grid(chapter, ids, seeds, **kwargs):
-        import os
-        seen.update(kwargs, chapter=chapter, ids=ids, seeds=seeds, compile=os.environ.get("XLREPRO_COMPILE"))
+        seen.update(kwargs, chapter=chapter, ids=ids, seeds=seeds)
         return True
 
     monkeypatch.setattr(grid, "run_grid", fake_run_grid)
     monkeypatch.setattr(grid, "available_devices", lambda: ["cuda:0", "cuda:1"])
-    monkeypatch.setenv("XLREPRO_COMPILE", "0")  # restored after the test (the CLI sets it for --compile)
     args = ["train", "dufter2020", "--ids", "0", "21", "--seeds", "0", "42", "--workers-per-gpu", str(workers)]
     assert main(args + compile_flag) == 0
     assert seen["devices"] == ["cuda:0", "cuda:1"] * workers
     assert (seen["chapter"], seen["ids"], seen["seeds"]) == ("dufter2020", ["0", "21"], [0, 42])
-    assert seen["compile"] == ("1" if compile_flag else "0")
+    assert seen["compile"] == (True if compile_flag else None)  # an argument, never an environment variable

@@ -125,14 +125,12 @@ def test_attention_paths_have_the_same_gradients_and_bad_names_fail():
 
 
 def test_compile_switch_names_the_valid_values(monkeypatch):
-    from xlrepro.training.stacked import compile_requested
+    from xlrepro.training.stacked import compile_mode
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setenv("XLREPRO_COMPILE", "1")
-    assert compile_requested("cuda") == "regional" and compile_requested("cpu") is None
-    monkeypatch.setenv("XLREPRO_COMPILE", "full")
-    assert compile_requested("cuda") == "full"
-    monkeypatch.setenv("XLREPRO_COMPILE", "yes")
-    with pytest.raises(ValueError, match="regional, full"):
-        compile_requested("cuda")
+    assert compile_mode(True, "cuda") == "regional" and compile_mode(True, "cpu") is None
+    assert compile_mode("full", "cuda") == "full" and compile_mode(None, "cuda") is None
+    assert compile_mode("none", "cuda") is None
+    with pytest.raises(ValueError, match="none, regional, full"):
+        compile_mode("yes", "cuda")
     with pytest.raises(ValueError, match="'regional', 'full'"):
         ModelStack([tiny(1)], OPT, "cpu", compile="fast")

@@ -22,14 +22,14 @@ def test_compiled_stacks_are_larger_on_a_gpu(monkeypatch):
     ch = load_chapter("dufter2020")
     members = grid_members(ch, ["0", "1", "2", "4", "5", "6", "7", "8", "3", "9", "15", "16"], list(ch.seeds))
     sizes = lambda: sorted(len(s) for s in plan_stacks(members))
-    assert sizes() == [1] * 10 + [10, 20, 20]  # the vmap engine: at most 20 small or 1 base model per stack
-    monkeypatch.setenv("XLREPRO_COMPILE", "1")
+    assert sizes() == [1] * 10 + [10, 20, 20]  # the eager engine: at most 20 small or 1 base model per stack
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    sizes = lambda: sorted(len(s) for s in plan_stacks(members, compile=True))
     monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
     gpu = lambda gb: type("Props", (), {"total_memory": gb * 2**30})
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: gpu(139))  # an H200
     assert sizes() == [5, 5, 50]  # fused and compiled: up to 50 small or 5 base models
-    two_gpus = sorted(len(s) for s in plan_stacks(members, gpus=2))
+    two_gpus = sorted(len(s) for s in plan_stacks(members, gpus=2, compile=True))
     assert two_gpus == [5, 5, 25, 25]  # the 50 small models are split so that both GPUs work
     monkeypatch.setattr("torch.cuda.get_device_properties", lambda i: gpu(79))  # an H100: 50 ran out of memory
     assert sizes() == [5, 5, 25, 25]
@@ -42,13 +42,16 @@ def test_interrupted_training_resumes(tmp_path):
     assert run_grid("dufter2020", ["0", "3"], [0], time_limit=0.01, **args) is False
     assert list(tmp_path.glob("stacks/*/checkpoint.pt"))  # stopped at a checkpoint, nothing marked done
     ch = load_chapter("dufter2020")
-    assert not is_done(tmp_path, Member(ch.experiment("0"), 0))
+    member = lambda e: grid_members(ch, [e], [0], **TINY)[0]
+    assert not is_done(tmp_path, member("0"))
     assert run_grid("dufter2020", ["0", "3"], [0], **args) is True
     assert not list(tmp_path.glob("stacks/*/checkpoint.pt"))
-    result = json.loads((member_dir(tmp_path, Member(ch.experiment("3"), 0)) / "metrics.json").read_text())
+    result = json.loads((member_dir(tmp_path, member("3")) / "metrics.json").read_text())
     assert result["steps"] == 2 * (48 // 8)  # 24 sentences in two languages, batch 8, 2 epochs
+    saved = json.loads((member_dir(tmp_path, member("3")) / "config.json").read_text())
+    assert saved["key"] == member("3").run_key and saved["config"]["experiment"]["inv_order"] is True
     assert set(result["metrics"]) >= {"mu", "align_l0", "retr_l8", "trans_l0", "ppl_train", "ppl_dev"}
-    curve = json.loads((member_dir(tmp_path, Member(ch.experiment("0"), 0)) / "curve.json").read_text())
+    curve = json.loads((member_dir(tmp_path, member("0")) / "curve.json").read_text())
     assert curve[0]["step"] == 0 and curve[-1]["step"] == result["steps"]
     # a finished grid is not trained again
     assert run_grid("dufter2020", ["0", "3"], [0], **args) is True
@@ -76,3 +79,19 @@ def test_shrunk_runs_never_write_the_published_results():
     full, smoke = chapter_run("dufter2020"), chapter_run("dufter2020", epochs=1)
     assert full.results.parts[-3:] == ("book", "results", "dufter2020")
     assert smoke.results.is_relative_to(smoke.root) and smoke.root != full.root
+
+
+def test_a_changed_setting_gets_a_new_run_key_and_the_same_setting_the_same_key():
+    from dataclasses import replace
+
+    ch = load_chapter("dufter2020")
+    key = lambda chapter=ch, **kw: grid_members(chapter, ["0"], [0], **kw)[0].run_key
+    assert key() == key()  # deterministic
+    assert len({key(), key(epochs=2), key(batch_size=8), key(max_sentences=10)}) == 4
+    other_lr = replace(ch, sizes={**ch.sizes, "small": replace(ch.sizes["small"], lr=1e-3)})
+    other_warmup = replace(ch, training=replace(ch.training, warmup_steps=51))
+    assert key(other_lr) != key() and key(other_warmup) != key()
+    assert grid_members(ch, ["0"], [42])[0].run_key != key()  # another seed
+    assert grid_members(ch, ["1"], [0])[0].run_key != key()  # another experiment
+    renamed = replace(ch, experiments={**ch.experiments, "0": replace(ch.experiments["0"], description="renamed")})
+    assert key(renamed) == key()  # the description changes no number

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import os
 import sys
 from pathlib import Path
 
@@ -66,7 +65,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="lab", help="wu2019 only: the plan's encoder (lab or smoke)")
     p.add_argument("--shard", default="0/1", help="wu2019 only: I/N runs every N-th job of the part, from the I-th")
     p.add_argument("--compile", action="store_true",
-                   help="dufter2020, GPU: the fused, torch.compile'd stacks (sets XLREPRO_COMPILE=1; larger stacks)")
+                   help="dufter2020, GPU: the fused, torch.compile'd stacks (larger stacks; the same numbers)")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="dufter2020: stacks trained side by side on each GPU (2 lets a small stack and its compile "
                         "overlap a large one)")
@@ -108,13 +107,11 @@ def main(argv=None) -> int:
             from .training.grid import available_devices, run_grid
             chapter = load_chapter(a.chapter)
             ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
-            if a.compile:  # read by every ModelStack and stack plan, also in the grid's worker processes
-                os.environ["XLREPRO_COMPILE"] = "1"
             if a.workers_per_gpu < 1:
                 raise ConfigError(f"--workers-per-gpu must be 1 or more; got {a.workers_per_gpu}")
             done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), large_seeds=a.large_seeds,
                             profile=a.profile, time_limit=a.time_limit,
-                            devices=available_devices() * a.workers_per_gpu)
+                            devices=available_devices() * a.workers_per_gpu, compile=a.compile or None)
             print("grid complete" if done else "time limit reached: run the same command again to resume")
         elif a.command == "pretrain":
             import torch

@@ -84,6 +84,10 @@ class TrainingConfig:
     vocab_per_language: int = 2048
     eval_layers: tuple[int, ...] = (0, 8)
     curve_points: int = 20
+    precision: str = "bf16"  # mixed precision of training on every device ("bf16" autocast or "fp32")
+
+    def __post_init__(self):
+        choose("precision", self.precision, ("bf16", "fp32"))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 
 from .config import Chapter, check_profile, check_seeds, load_chapter
 from .results import VERDICTS, read_claims, results_dir, write_claims
-from .training.grid import Member, member_dir, run_grid, run_root
+from .training.grid import grid_members, member_dir, run_grid, run_root
 
 TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
 
@@ -47,13 +47,21 @@ class ChapterRun:
         if not done:
             raise RuntimeError("the time limit stopped training; run the notebook again to resume from checkpoints")
 
+    def members(self, ids):
+        """The run's models with their resolved configurations (which name their folders)."""
+        return [m for e in ids for m in grid_members(self.chapter, [e], self.seeds_of(e), self.seeds_of(e),
+                                                      self.profile, self.epochs, self.max_sentences, self.batch_size)]
+
     def results_frame(self, ids) -> pd.DataFrame:
-        return pd.concat([load_results(self.root, self.chapter, [e], self.seeds_of(e)) for e in ids],
-                         ignore_index=True)
+        return load_results(self.root, self.members(ids))
 
     def curves_frame(self, ids) -> pd.DataFrame:
-        return pd.concat([load_curves(self.root, self.chapter, [e], self.seeds_of(e)) for e in ids],
-                         ignore_index=True)
+        return load_curves(self.root, self.members(ids))
+
+    def model(self, exp_id: str, seed: int, vocab_size: int):
+        """A trained model of the run (weights saved by the grid)."""
+        return load_model(self.root, self.chapter, self.members([exp_id])[self.seeds_of(exp_id).index(seed)],
+                          vocab_size)
 
 
 def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds=None, epochs=None,
@@ -72,28 +80,26 @@ def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds
     return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder)
 
 
-def load_results(root: Path, chapter: Chapter, exp_ids, seeds) -> pd.DataFrame:
-    """Final metrics of every (experiment, seed) of a run folder, long format (the results contract)."""
+def load_results(root: Path, members) -> pd.DataFrame:
+    """Final metrics of the given models (`grid_members`) of a run folder, long format (the results contract)."""
     rows = []
-    for e in exp_ids:
-        for s in seeds:
-            path = member_dir(root, Member(chapter.experiment(e), s)) / "metrics.json"
-            if not path.exists():
-                raise FileNotFoundError(f"model {e} seed {s} has no results in {root}; train it first")
-            for metric, value in json.loads(path.read_text())["metrics"].items():
-                rows.append({"experiment": str(e), "seed": s, "metric": metric, "value": float(value)})
+    for m in members:
+        path = member_dir(root, m) / "metrics.json"
+        if not path.exists():
+            raise FileNotFoundError(f"model {m.exp.id} seed {m.seed} has no results for its configuration "
+                                    f"(run key {m.run_key}); train it first")
+        for metric, value in json.loads(path.read_text())["metrics"].items():
+            rows.append({"experiment": m.exp.id, "seed": m.seed, "metric": metric, "value": float(value)})
     return pd.DataFrame(rows)
 
 
-def load_curves(root: Path, chapter: Chapter, exp_ids, seeds) -> pd.DataFrame:
+def load_curves(root: Path, members) -> pd.DataFrame:
     rows = []
-    for e in exp_ids:
-        for s in seeds:
-            path = member_dir(root, Member(chapter.experiment(e), s)) / "curve.json"
-            for point in json.loads(path.read_text()):
-                step = point.pop("step")
-                rows += [{"experiment": str(e), "seed": s, "step": step, "metric": k, "value": float(v)}
-                         for k, v in point.items()]
+    for m in members:
+        for point in json.loads((member_dir(root, m) / "curve.json").read_text()):
+            step = point.pop("step")
+            rows += [{"experiment": m.exp.id, "seed": m.seed, "step": step, "metric": k, "value": float(v)}
+                     for k, v in point.items()]
     return pd.DataFrame(rows)
 
 
@@ -109,14 +115,13 @@ def load_timings(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def load_model(root: Path, chapter: Chapter, exp_id: str, seed: int, vocab_size: int):
-    """A trained model of the run (weights saved by the grid)."""
+def load_model(root: Path, chapter: Chapter, member, vocab_size: int):
+    """A trained model of the run (weights saved by the grid); `member` from `grid_members`."""
     from safetensors.torch import load_model as load_weights
 
     from .models import init_model
-    exp = chapter.experiment(exp_id)
-    model = init_model(chapter.size(exp), vocab_size, seed)
-    load_weights(model, str(member_dir(root, Member(exp, seed)) / "model.safetensors"))
+    model = init_model(chapter.size(member.exp), vocab_size, member.seed)
+    load_weights(model, str(member_dir(root, member) / "model.safetensors"))
     return model.eval()
 
 

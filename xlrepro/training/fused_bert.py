@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from transformers import BertConfig
 
+from .noise import EMBEDDINGS, LAYER_BASE, Noise, dropout
+
 PREFIX = "mlm."
 # The attention path: "math" or "sdpa" (see `encoder_layer`), or "auto": math for one head, SDPA for several. Measured
 # on an H200 (compiled, lab corpus): 50 BERT-small 57.8 ms/step math vs 80.1 SDPA; 5 BERT-base 148 math vs 107 SDPA.
@@ -48,16 +50,18 @@ def _embed(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return F.embedding(ids + offset, table.reshape(m * v, h))
 
 
-def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: float, training: bool) -> torch.Tensor:
+def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: float, training: bool,
+          noise: Noise | None = None) -> torch.Tensor:
     """Embeddings of M models: [M, B, W] ids -> [M, B*W, H] after LayerNorm and dropout."""
     m, b, w = input_ids.shape
     x = _embed(p["word_embeddings.weight"], input_ids) + _embed(p["token_type_embeddings.weight"], token_type_ids)
     x = x + _embed(p["position_embeddings.weight"], position_ids)
-    return F.dropout(_layer_norm(x.reshape(m, b * w, -1), p, "LayerNorm", eps), drop, training)
+    return dropout(_layer_norm(x.reshape(m, b * w, -1), p, "LayerNorm", eps), drop, training, noise, EMBEDDINGS, w)
 
 
 def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, eps: float, drop_hidden: float,
-                  drop_attn: float, training: bool, attention: str = "math") -> torch.Tensor:
+                  drop_attn: float, training: bool, attention: str = "math", noise: Noise | None = None,
+                  stream: torch.Tensor | int = LAYER_BASE) -> torch.Tensor:
     """One post-LN BERT layer of M models. x [M, B*W, H]; attend [M*B, 1, 1, W] boolean; p: the layer's parameters
     under their names inside the layer ("attention.self.query.weight", ...). Shapes come from the tensors, so a
     compiled copy serves every layer and every width.
@@ -65,7 +69,9 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     attention="math" spells attention out (as HF's eager attention), which Inductor fuses; "sdpa" calls PyTorch's
     fused kernels. On the lab corpus (about 34 pieces per sentence, head size 64) the score matrix is smaller than
     the queries; there the fused kernels took 22% of a compiled step, and the spelled-out form was faster
-    (docs_notes/gpu_runs.md, session 4)."""
+    (docs_notes/gpu_runs.md, session 4). With `noise` (each model's own dropout masks, see `noise.py`) attention is
+    always spelled out: PyTorch's fused kernels draw their dropout masks from the global generator. `stream` keys
+    the layer's dropout masks (a tensor, so that one compiled layer serves every layer)."""
     m, n, h = x.shape
     mb, w = attend.shape[0], attend.shape[-1]
 
@@ -73,18 +79,22 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
         return t.reshape(mb, w, heads, h // heads).transpose(1, 2)
 
     q, k, v = (split_heads(_linear(x, p, "attention.self." + name)) for name in ("query", "key", "value"))
-    if attention == "sdpa":
+    if attention == "sdpa" and not (noise is not None and training and drop_attn > 0):
         ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=drop_attn)
     else:  # HF's eager attention: scores, mask, float32 softmax, dropout on the probabilities
         scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
         scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)
-        probs = F.dropout(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), drop_attn, training)
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        if noise is not None and training:
+            probs = noise.dropout_attention(probs, drop_attn, stream, m)
+        else:
+            probs = F.dropout(probs, drop_attn, training)
         ctx = torch.matmul(probs, v)
     ctx = ctx.transpose(1, 2).reshape(m, n, h)
-    x = _layer_norm(F.dropout(_linear(ctx, p, "attention.output.dense"), drop_hidden, training) + x, p,
-                    "attention.output.LayerNorm", eps)
+    x = _layer_norm(dropout(_linear(ctx, p, "attention.output.dense"), drop_hidden, training, noise, stream + 1, w)
+                    + x, p, "attention.output.LayerNorm", eps)
     inner = F.gelu(_linear(x, p, "intermediate.dense"))
-    out = F.dropout(_linear(inner, p, "output.dense"), drop_hidden, training)
+    out = dropout(_linear(inner, p, "output.dense"), drop_hidden, training, noise, stream + 2, w)
     return _layer_norm(out + x, p, "output.LayerNorm", eps)
 
 
@@ -122,13 +132,13 @@ def compiled_regions() -> Regions:
             for d in dims:
                 dynamo.maybe_mark_dynamic(t, d)
 
-    def embed_(p, ids, types, positions, *args):
+    def embed_(p, ids, types, positions, *args, **kwargs):
         dynamic((ids, (1, 2)), (types, (1, 2)), (positions, (1, 2)))
-        return c_embed(p, ids, types, positions, *args)
+        return c_embed(p, ids, types, positions, *args, **kwargs)
 
-    def layer_(x, p, attend, *args):
+    def layer_(x, p, attend, *args, **kwargs):
         dynamic((x, (1,)), (attend, (0, 3)))
-        return c_layer(x, p, attend, *args)
+        return c_layer(x, p, attend, *args, **kwargs)
 
     def head_(x, p, emb, sel_index, sel_labels, eps):
         dynamic((x, (1,)), (sel_index, (1,)), (sel_labels, (1,)))
@@ -143,11 +153,12 @@ def _strip(params: dict, prefix: str) -> dict:
 
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
                        token_type_ids, sel_index, sel_labels, regions: Regions = EAGER,
-                       attention: str | None = None) -> torch.Tensor:
+                       attention: str | None = None, noise: Noise | None = None) -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`).
 
     input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, 1, 1, W], boolean (True = attend)
     or additive (0 / large negative); sel_index, sel_labels: [M, C] flat positions and labels (-100 = padding).
+    noise: each model's own dropout masks (`noise.py`); None draws them from PyTorch's generator.
     """
     attention = attention or ATTENTION
     if attention not in ("math", "sdpa", "auto"):
@@ -160,11 +171,13 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     drop_hidden = config.hidden_dropout_prob if training else 0.0
     drop_attn = config.attention_probs_dropout_prob if training else 0.0
     x = regions.embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, drop_hidden,
-                      training)
+                      training, noise=noise)
+    # one stream tensor per layer: a compiled layer sees a tensor, not a constant, and serves every layer
+    streams = torch.arange(config.num_hidden_layers, device=input_ids.device) * 4 + LAYER_BASE
     attend = attention_mask if attention_mask.dtype == torch.bool else attention_mask > -1.0
     attend = attend.reshape(m * b, 1, 1, w)
     for i in range(config.num_hidden_layers):
         x = regions.layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps,
-                          drop_hidden, drop_attn, training, attention)
+                          drop_hidden, drop_attn, training, attention, noise=noise, stream=streams[i])
     return regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
                         sel_labels, eps)

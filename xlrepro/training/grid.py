@@ -1,11 +1,16 @@
 """Train and evaluate a grid of (experiment, seed) models: stacks of models, resumable, over one or more GPUs.
 
-Layout of a run folder (`runs/<chapter>/`):
-  <exp>/<seed>/metrics.json   final Table-1 metrics of one model (its presence means "done")
-  <exp>/<seed>/curve.json     metrics at checkpoints during training (experiments with `curve: true`)
-  <exp>/<seed>/model.safetensors   weights (small models, and the first seed of large ones)
+Layout of a run folder (`runs/<chapter>/<profile>/`):
+  <exp>/<seed>/<key>/config.json    the model's fully resolved configuration; <key> is its hash (`runkeys.py`)
+  <exp>/<seed>/<key>/metrics.json   final Table-1 metrics of one model (its presence means "done")
+  <exp>/<seed>/<key>/curve.json     metrics at checkpoints during training (experiments with `curve: true`)
+  <exp>/<seed>/<key>/model.safetensors   weights (small models, and the first seed of large ones)
   stacks/<key>/checkpoint.pt  training state of an unfinished stack, for resume
   stacks/<key>/timing.json    wall time and throughput of a finished stack
+
+A model's numbers are its own: its initialisation, data order, masking and dropout depend only on its
+(experiment, seed), never on the stack it shares, the number of GPUs, or the compile and CUDA-graph switches
+(`noise.py`). So `xlrepro train dufter2020 --ids 0 --seeds 0` retrains the published model (0, 0).
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,18 +30,19 @@ from tqdm import tqdm
 
 from .. import atomic
 from ..config import Chapter, Experiment, check_profile, check_seeds, load_chapter
-from ..data.lab import LabData, load_lab
+from ..data.lab import CORPUS, LabData, load_lab
 from ..evaluation.multilinguality import EvalSets, evaluate
 from ..masking import mask_tokens
 from ..models import count_parameters, device_name, init_model
 from ..paths import runs_dir
+from ..runkeys import run_key, write_config
 from ..transforms import BilingualSet, build_bilingual
 from .distributed import any_rank, barrier, init_from_env, world
-from .stacked import ModelStack, OptimConfig, compile_requested, masked_capacity, select_masked
+from .stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
 MAX_STACK = {"small": 20, "base": 1}
-# The fused, compiled stacks (XLREPRO_COMPILE=1) gain per model from larger stacks (H200, real data, ms per model-step:
+# The fused, compiled stacks (--compile) gain per model from larger stacks (H200, real data, ms per model-step:
 # small 2.60 vmap x20 -> 1.26 compiled x20 -> 1.10 compiled x50; base 28.3 alone -> 23.0 compiled -> 18.0 compiled x5),
 # and each stack compiles once (15-30 s region by region, 1-2 minutes as one graph), so fewer, larger stacks pay.
 MAX_STACK_COMPILED = {"small": 50, "base": 5}
@@ -53,18 +59,41 @@ def max_stack_compiled() -> dict[str, int]:
     return MAX_STACK_COMPILED if memory >= 100e9 else MAX_STACK_COMPILED_80GB
 
 
+# Bump when the training code changes numbers for the same configuration (a new key for every run).
+ENGINE = "stacked-fused/per-model-noise-v1"
+
+
 @dataclass(frozen=True)
 class Member:
+    """One model of the grid: an experiment, a seed, and the resolved configuration that names its run folder."""
     exp: Experiment
     seed: int
+    config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def key(self) -> str:
         return f"{self.exp.id}/{self.seed}"
 
+    @property
+    def run_key(self) -> str:
+        return run_key(self.config)
+
+
+def member_config(chapter: Chapter, exp: Experiment, seed: int, profile: str = "lab", epochs: int | None = None,
+                  max_sentences: int | None = None, batch_size: int | None = None) -> dict:
+    """Everything that determines a model's numbers (the description and the engine's speed switches do not)."""
+    training = asdict(chapter.training if batch_size is None else replace(chapter.training, batch_size=batch_size))
+    training.pop("vocab_per_language", None)  # not read by training (the corpus sets the vocabulary)
+    return {"chapter": chapter.name, "engine": ENGINE, "profile": profile, "corpus": CORPUS,
+            "experiment": {k: v for k, v in asdict(exp).items() if k != "description"},
+            "size": asdict(chapter.size(exp)), "training": training, "seed": seed,
+            "epochs": epochs or exp.epochs, "max_sentences": max_sentences}
+
 
 def member_dir(root: Path, m: Member) -> Path:
-    return root / m.exp.id / str(m.seed)
+    if not m.config:
+        raise ValueError(f"model {m.key} has no resolved configuration: build members with grid_members")
+    return root / m.exp.id / str(m.seed) / m.run_key
 
 
 def is_done(root: Path, m: Member) -> bool:
@@ -72,17 +101,18 @@ def is_done(root: Path, m: Member) -> bool:
 
 
 def stack_key(members: list[Member]) -> str:
-    text = ",".join(m.key for m in members)
+    text = ",".join(m.run_key for m in members)
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, gpus: int = 1) -> list[list[Member]]:
+def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, gpus: int = 1,
+                compile: str | bool | None = None) -> list[list[Member]]:
     """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart.
 
     With several GPUs a group is cut into at least as many stacks as there are GPUs (when it has that many
-    models), so that one large stack does not leave the other GPUs idle. (A stack's seed for data order and
-    masking comes from its members, so a different GPU count trains other, equally valid draws.)"""
-    max_stack = {**(max_stack_compiled() if compile_requested() else MAX_STACK), **(max_stack or {})}
+    models), so that one large stack does not leave the other GPUs idle. The plan changes no number: a model
+    trains the same in any stack."""
+    max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
     for m in members:
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs), []).append(m)
@@ -98,13 +128,14 @@ class StackBatches:
 
     Each model shuffles its corpus with its own seed every epoch, as a plain DataLoader would. Shuffled indices are
     cut into megabatches of 50 batches, sorted by length inside each megabatch (as HF's group_by_length does), and
-    the batch order inside a megabatch is permuted with one permutation shared by the stack. Every model therefore
-    sees, at each step, a batch of about the same length quantile, so padding the stack to a common width wastes
-    little. The last incomplete batch of an epoch is dropped (each epoch reshuffles, so no sentence is lost for good).
+    the batch order inside a megabatch is permuted with one fixed permutation per (epoch, megabatch), the same for
+    every model and every stack. Every model therefore sees, at each step, a batch of about the same length
+    quantile, so padding the stack to a common width wastes little, and a model's batches do not depend on its
+    neighbours. The last incomplete batch of an epoch is dropped (each epoch reshuffles, so no sentence is lost).
     """
 
-    def __init__(self, sets: list[BilingualSet], seeds: list[int], batch_size: int, stack_seed: int):
-        self.sets, self.seeds, self.batch_size, self.stack_seed = sets, seeds, batch_size, stack_seed
+    def __init__(self, sets: list[BilingualSet], seeds: list[int], batch_size: int):
+        self.sets, self.seeds, self.batch_size = sets, seeds, batch_size
         n = {len(s) for s in sets}
         assert len(n) == 1, "models of one stack need corpora of one size"
         self.n = n.pop()
@@ -112,7 +143,7 @@ class StackBatches:
         self._epoch, self._schedule = None, None
 
     def _epoch_schedule(self, epoch: int) -> np.ndarray:
-        shared = np.random.default_rng([self.stack_seed, epoch, 1])
+        shared = np.random.default_rng([epoch, 1])  # the same for every model: no stack-dependent seed
         out = np.empty((len(self.sets), self.steps_per_epoch, self.batch_size), dtype=np.int64)
         spm = MEGABATCH
         perms_inside = [shared.permutation(min(spm, self.steps_per_epoch - s)) for s in range(0, self.steps_per_epoch, spm)]
@@ -135,16 +166,12 @@ class StackBatches:
         return self._schedule[:, within]
 
 
-def _stack_seed(members: list[Member]) -> int:
-    return int(stack_key(members), 16) % (2**31)
-
-
 class StackRun:
     """Train one stack to the end (or until the time limit), evaluating and saving each model."""
 
     def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
                  epochs: int | None = None, max_sentences: int | None = None, eval_batch: int | None = None,
-                 graphs: bool = True, batch_size: int | None = None):
+                 graphs: bool = True, batch_size: int | None = None, compile: str | bool | None = None):
         self.chapter, self.members, self.lab, self.root = chapter, members, lab, Path(root)
         self.device = torch.device(device)
         if self.device.type == "cuda":
@@ -158,6 +185,8 @@ class StackRun:
         # CUDA graphs remove the launch overhead that bounds small models (and shorten BERT-base steps too).
         self.rank, self.world = world()  # data parallel under torchrun: each rank takes 1/world of every batch
         self.graphs = graphs and self.device.type == "cuda" and self.world == 1
+        self.compile = compile_mode(compile, self.device)
+        self.bf16 = self.cfg.precision == "bf16"
         # Stacks use eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides
         # ("LSE is not correctly aligned"); at ~30 pieces per sentence attention is a small share of the work.
         # A stack of one model runs without vmap and uses SDPA.
@@ -211,7 +240,8 @@ class StackRun:
         token_type_ids = lp.long().expand_as(ids)
         mask_id = torch.where(fake & d["shift_special"][:, None], self.lab.fe.mask + self.lab.fe.shift,
                               self.lab.fe.mask)[..., None].expand_as(ids)
-        inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab_size, self.cfg.mlm_probability)
+        inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab_size, self.cfg.mlm_probability,
+                                     noise=self.noise)
         capacity = masked_capacity(rows.shape[1] * (width - 2), self.cfg.mlm_probability)
         sel_index, sel_labels = select_masked(labels, capacity)
         # A 4D mask [M, B, 1, 1, W], which HF passes through unchanged (its own mask builder branches on the data,
@@ -244,6 +274,7 @@ class StackRun:
         m = self.members[i]
         folder = member_dir(self.root, m)
         model = stack.export(i) if stack is not None else models[i]
+        write_config(folder, m.config)
         if m.exp.size == "small" or m.seed == self.chapter.seeds[0]:
             from safetensors.torch import save_model
             with atomic.atomic_path(folder / "model.safetensors") as tmp:
@@ -253,17 +284,23 @@ class StackRun:
         atomic.write_json(folder / "metrics.json", {
             "experiment": m.exp.id, "seed": m.seed, "metrics": metrics, "steps": steps,
             "stack_size": len(self.members), "stack_seconds": seconds, "device": device_name(self.device),
+            "compile": self.compile or "none", "graphs": bool(self.graphs), "torch": torch.__version__,
             "parameters": count_parameters(model)})
 
     # ---------------------------------------------------------------- training loop
     def _new_stack(self) -> tuple[ModelStack, StackBatches, int]:
         models = [init_model(self.size, self.vocab_size, m.seed, attn=self.attn) for m in self.members]
         batches = StackBatches([self.sets[m.exp.id] for m in self.members], [m.seed for m in self.members],
-                               self.cfg.batch_size, _stack_seed(self.members))
+                               self.cfg.batch_size)
         total = batches.steps_per_epoch * self.epochs
         optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
-        return ModelStack(models, optim, self.device), batches, total
+        stack = ModelStack(models, optim, self.device, bf16=self.bf16, compile=self.compile,
+                           seeds=[m.seed for m in self.members], graphs=self.graphs)
+        # each rank holds rows rank, rank + world, ... of every batch; the draws are keyed by the full batch's rows
+        stack.noise.rows = torch.arange(self.rank, self.cfg.batch_size, self.world, device=self.device)
+        self.noise = stack.noise
+        return stack, batches, total
 
     def time_steps(self, steps: int, warmup: int = 5, graphs: bool = True) -> float:
         """Seconds per training step of this stack (after warm-up), for benchmarks and planning."""
@@ -302,8 +339,6 @@ class StackRun:
             curves, elapsed = {int(k): v for k, v in state["curves"].items()}, state["elapsed"]
         d = self._device_data()
         lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
-        # masking and dropout streams (each rank masks its own share of the batch)
-        torch.manual_seed(_stack_seed(self.members) * 100003 + stack.step_count + 7919 * self.rank)
         losses_log = []
         bar = tqdm(total=total, initial=stack.step_count, disable=not progress or self.rank > 0,
                    desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
@@ -361,12 +396,15 @@ class StackRun:
 
 
 # -------------------------------------------------------------------- the grid
-def grid_members(chapter: Chapter, exp_ids, seeds, large_seeds=None) -> list[Member]:
-    """(experiment, seed) pairs; models larger than BERT-small take `large_seeds` when given."""
+def grid_members(chapter: Chapter, exp_ids, seeds, large_seeds=None, profile: str = "lab", epochs: int | None = None,
+                 max_sentences: int | None = None, batch_size: int | None = None) -> list[Member]:
+    """(experiment, seed) models with their resolved configurations; models larger than BERT-small take
+    `large_seeds` when given. `epochs`/`max_sentences`/`batch_size` shrink the run (smoke tests)."""
     seeds = check_seeds(seeds)
     large_seeds = seeds if large_seeds is None else check_seeds(large_seeds)
     exps = [chapter.experiment(e) for e in exp_ids]
-    return [Member(e, s) for e in exps for s in (seeds if e.size == "small" else large_seeds)]
+    return [Member(e, s, member_config(chapter, e, s, profile, epochs, max_sentences, batch_size))
+            for e in exps for s in (seeds if e.size == "small" else large_seeds)]
 
 
 def available_devices() -> list[str]:
@@ -378,34 +416,41 @@ def available_devices() -> list[str]:
 def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: str = "lab",
              devices: list[str] | None = None, root: Path | None = None, epochs: int | None = None,
              max_sentences: int | None = None, time_limit: float | None = None, max_stack: dict | None = None,
-             progress: bool = True, batch_size: int | None = None) -> bool:
+             progress: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
+             graphs: bool = True) -> bool:
     """Train and evaluate every (experiment, seed) not done yet. Returns True when all are done.
 
     `large_seeds` (default: `seeds`) are the seeds of the models that are not BERT-small.
-    `epochs`/`max_sentences`/`batch_size` shrink the run (smoke tests); they go into the run folder's name so that a
-    shrunk run never mixes with a full one.
+    `epochs`/`max_sentences`/`batch_size` shrink the run (smoke tests): they are part of each model's configuration,
+    so a shrunk run never mixes with a full one (and gets a folder of its own as well).
+    `compile` ("regional", "full", True or None) and `graphs` (CUDA graphs) are speed switches: they change no number
+    beyond floating-point rounding, so they are not part of a run's key.
     """
     chapter = load_chapter(chapter_name)
     check_profile(profile)
+    compile_mode(compile)  # a bad value fails before any work
     root = Path(root or run_root(chapter_name, profile, epochs, max_sentences, batch_size))
-    members = [m for m in grid_members(chapter, exp_ids, seeds, large_seeds) if not is_done(root, m)]
+    members = [m for m in grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences,
+                                       batch_size) if not is_done(root, m)]
     if not members:
         return True
     ddp_device = init_from_env()  # under torchrun: all ranks train every stack together, one device each
     devices = [ddp_device] if ddp_device else devices or available_devices()
-    stacks = plan_stacks(members, max_stack, gpus=len({d for d in devices if d.startswith("cuda")}))
+    stacks = plan_stacks(members, max_stack, gpus=len({d for d in devices if d.startswith("cuda")}), compile=compile)
+    cost = lambda s: _cost(s, compile)
     if len(devices) == 1 or len(stacks) == 1:
         lab = load_lab(profile)
         done = True
         t0 = time.time()
-        for s in sorted(stacks, key=_cost, reverse=True):
+        for s in sorted(stacks, key=cost, reverse=True):
             left = None if time_limit is None else time_limit - (time.time() - t0)
             if left is not None and left <= 0:
                 return False
-            done &= StackRun(chapter, s, lab, root, devices[0], epochs, max_sentences,
-                             batch_size=batch_size).run(left, progress)
+            done &= StackRun(chapter, s, lab, root, devices[0], epochs, max_sentences, batch_size=batch_size,
+                             compile=compile, graphs=graphs).run(left, progress)
         return done
-    return _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size)
+    return _run_parallel(chapter_name, sorted(stacks, key=cost, reverse=True), devices, root, profile, epochs,
+                         max_sentences, time_limit, batch_size, compile, graphs)
 
 
 def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sentences: int | None = None,
@@ -416,20 +461,21 @@ def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sen
     return runs_dir() / chapter_name / name
 
 
-def _cost(stack: list[Member]) -> float:
+def _cost(stack: list[Member], compile=None) -> float:
     """Rough GPU cost, to hand out the largest jobs first."""
     # ms per model-step, measured on an H200 (vmap stacks; fused and compiled stacks)
-    per_model = ({"small": 1.1, "base": 18.0} if compile_requested() else {"small": 2.5, "base": 25.0})[stack[0].exp.size]
+    per_model = ({"small": 1.1, "base": 18.0} if compile_mode(compile) else {"small": 2.5, "base": 25.0})[stack[0].exp.size]
     return 0.1 if stack[0].exp.untrained else per_model * len(stack)
 
 
-def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size) -> bool:
+def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size,
+                  compile, graphs) -> bool:
     """One worker process per GPU; workers take stacks from a shared queue of job files (largest first)."""
     queue = root / "queue"
     queue.mkdir(parents=True, exist_ok=True)
     for stale in queue.glob("*.json"):  # jobs of an earlier, interrupted call: replanned below
         stale.unlink()
-    for k, s in enumerate(sorted(stacks, key=_cost, reverse=True)):
+    for k, s in enumerate(stacks):
         atomic.write_json(queue / f"{k:03d}.json", {"members": [[m.exp.id, m.seed] for m in s]})
     args = [sys.executable, "-m", "xlrepro.training.worker", "--chapter", chapter_name, "--root", str(root),
             "--profile", profile]
@@ -441,6 +487,10 @@ def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sent
         args += ["--time-limit", str(time_limit)]
     if batch_size is not None:
         args += ["--batch-size", str(batch_size)]
+    if compile_mode(compile):
+        args += ["--compile", compile_mode(compile)]
+    if not graphs:
+        args += ["--no-graphs"]
     procs = [subprocess.Popen(args + ["--device", dev]) for dev in devices]
     codes = [p.wait() for p in procs]
     if any(codes):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -22,7 +21,8 @@ from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
 from .distributed import average_gradients, world
-from .fused_bert import compiled_regions, stacked_mlm_losses
+from .fused_bert import EAGER, compiled_regions, stacked_mlm_losses
+from .noise import Noise
 
 NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
 WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as PyTorch's CUDA-graph notes advise)
@@ -47,18 +47,22 @@ class MaskedPositionsLM(nn.Module):
 DYNAMIC_DIMS = (2, 4, 2, 2, 1, 1)  # input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels
 
 
-def compile_requested(device: torch.device | str = "cuda") -> str | None:
-    """XLREPRO_COMPILE=1 (or `xlrepro train --compile`) asks for the fused, compiled stacks, on CUDA devices only:
-    "regional" (each layer compiled once; the default) or, with XLREPRO_COMPILE=full, the whole step's loss
-    compiled as one graph (slower to compile; kept to measure the two side by side)."""
-    cuda = torch.device(device).type == "cuda" and torch.cuda.is_available()
-    mode = os.environ.get("XLREPRO_COMPILE", "0")
+COMPILE_MODES = ("none", "regional", "full")
+
+
+def compile_mode(mode: str | bool | None, device: torch.device | str = "cuda") -> str | None:
+    """The compile mode a stack on `device` uses: "regional" (each layer compiled once; what `--compile` asks for),
+    "full" (the whole step's loss as one graph: slower to compile, kept to measure the two side by side) or None.
+    Compiling is for CUDA devices only (on the CPU it costs more than it saves). Compiling changes no number
+    beyond floating-point rounding: every random draw is the model's own (`noise.py`)."""
+    if mode is True:
+        mode = "regional"
+    if mode in (None, False):
+        mode = "none"
     if mode not in COMPILE_MODES:
-        raise ValueError(f"XLREPRO_COMPILE={mode!r}: valid values are {', '.join(COMPILE_MODES)}")
-    return COMPILE_MODES[mode] if cuda else None
-
-
-COMPILE_MODES = {"0": None, "1": "regional", "regional": "regional", "full": "full"}
+        raise ValueError(f"compile={mode!r}: valid values are {', '.join(COMPILE_MODES)}")
+    cuda = torch.device(device).type == "cuda" and torch.cuda.is_available()
+    return None if mode == "none" or not cuda else mode
 
 
 def linear_schedule(warmup: int, total: int):
@@ -89,7 +93,12 @@ class ModelStack:
     """
 
     def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
-                 bf16: bool | None = None, compile: bool | None = None):
+                 bf16: bool | None = None, compile: str | bool | None = None, seeds: list[int] | None = None,
+                 graphs: bool = True):
+        """seeds: each model's own seed for dropout (and, through `noise`, masking): with seeds the step runs the
+        fused loss (`fused_bert.py`) and every random draw is the model's own, whatever the stack; without, HF's
+        model runs under vmap with PyTorch's generator (the reference engine of the tests).
+        compile: None/False, True/"regional" or "full" (CUDA only); graphs: capture steps as CUDA graphs (CUDA)."""
         self.device = torch.device(device)
         self.size = len(models)
         wrapped = [MaskedPositionsLM(m) for m in models]
@@ -117,8 +126,8 @@ class ModelStack:
         # Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace
         # per stream, and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture
         # invalidated). `_warm` counts eager steps on that stream in this process (a resumed run warms up again).
-        # No graphs in DDP (the all-reduce stays eager), nor where XLREPRO_CUDA_GRAPHS=0 (to time eager steps).
-        graphs = cuda and world()[1] == 1 and os.environ.get("XLREPRO_CUDA_GRAPHS", "1") != "0"
+        # No graphs in DDP (the all-reduce stays eager), nor with graphs=False (to time eager steps).
+        graphs = graphs and cuda and world()[1] == 1
         self._stream = torch.cuda.Stream(self.device) if graphs else None
         self._warm = 0
         self._warm_keys: set = set()
@@ -133,17 +142,29 @@ class ModelStack:
             return one_model_loss(first(p), first(b), *(x[0] for x in inputs))[None]
 
         self._losses = single_model_loss if self.size == 1 else vmap(one_model_loss, randomness="different")
+        # Each model's own random numbers: seeds [M], the step as a device tensor (a captured graph reads it), and
+        # the batch rows (set by the caller under data parallelism; else 0..B-1 at the first step).
+        self.noise = None if seeds is None else Noise(
+            seeds=torch.tensor(list(seeds), dtype=torch.int64, device=self.device),
+            step=torch.zeros((), dtype=torch.int64, device=self.device), rows=None)
+        if seeds is not None and len(seeds) != self.size:
+            raise ValueError(f"{len(seeds)} seeds for a stack of {self.size} models")
         # torch.compile (Inductor) fuses the element-wise work (dropout, GELU, LayerNorm, residuals, casts) that
         # bounds these memory-bound steps. It compiles `fused_bert` (the same loss with an explicit model
         # dimension; vmap recompiles per width) with the width as a symbol: by default region by region, so that
         # one compiled layer serves all layers. Every new width still first runs once outside any capture, so that
         # compiling never happens inside a CUDA-graph capture.
-        # Default: on for CUDA when XLREPRO_COMPILE=1 (off on the CPU, where compiling costs more than it saves).
-        if compile is None or compile is True:
-            compile = compile_requested(self.device) or ("regional" if compile else None)
-        if compile not in (None, False, "regional", "full"):
+        # compile=True on a CPU compiles too (the tests do); `compile_mode` is what callers use to decide.
+        if compile is True:
+            compile = "regional"
+        if compile not in (None, False, "none", "regional", "full"):
             raise ValueError(f"compile={compile!r}: valid values are None, False, True, 'regional', 'full'")
-        self.compiled = compile or None
+        self.compiled = None if compile in (None, False, "none") else compile
+        noise = self.noise
+        if noise is not None and not self.compiled:
+            config, base = self.template.config, self.base
+            self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=EAGER,
+                                                                    noise=noise)
         if self.compiled:
             import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
             for limit in ("cache_size_limit", "recompile_limit"):
@@ -153,9 +174,10 @@ class ModelStack:
             if self.compiled == "regional":
                 regions = compiled_regions()
                 self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
-                                                                        regions=regions)
+                                                                        regions=regions, noise=noise)
             else:
-                compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs))
+                compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
+                                                                                  noise=noise))
 
                 def losses(p, b, *inputs):
                     for x, dim in zip(inputs, DYNAMIC_DIMS):
@@ -175,6 +197,8 @@ class ModelStack:
     def _body(self, inputs) -> torch.Tensor:
         """Forward, backward, per-model clipping and the AdamW update; gradients must be None on entry."""
         self.base.train()
+        if self.noise is not None and self.noise.rows is None:  # eager, before any capture: rows 0..B-1
+            self.noise.rows = torch.arange(inputs[0].shape[1], device=self.device)
         # No autocast weight cache: a captured graph must re-cast the weights it reads at every replay.
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
             losses = self._losses(self.params, self.buffers, *inputs)
@@ -192,6 +216,8 @@ class ModelStack:
         """One optimiser step. `make_inputs()` builds the inputs from device tensors only; with a `graph_key`
         (on a GPU, after the first step) the step is captured once per key and replayed afterwards."""
         self._set_lr()
+        if self.noise is not None:
+            self.noise.step.fill_(self.step_count)
         if graph_key is None or self._stream is None:
             losses = self._body(make_inputs())
         elif self._warm < WARMUP_STEPS or graph_key not in self._warm_keys:

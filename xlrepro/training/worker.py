@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..config import load_chapter
 from ..data.lab import load_lab
-from .grid import Member, StackRun
+from .grid import StackRun, grid_members
 
 
 def main(argv=None) -> None:
@@ -26,6 +26,8 @@ def main(argv=None) -> None:
     ap.add_argument("--max-sentences", type=int)
     ap.add_argument("--time-limit", type=float)
     ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--compile", choices=["regional", "full"])
+    ap.add_argument("--no-graphs", action="store_true")
     a = ap.parse_args(argv)
     t0 = time.time()
     chapter, lab, root = load_chapter(a.chapter), load_lab(a.profile), Path(a.root)
@@ -44,11 +46,12 @@ def main(argv=None) -> None:
                 continue  # another worker took it
         if job is None:
             return
-        members = [Member(chapter.experiment(e), s) for e, s in json.loads(job.read_text())["members"]]
+        members = [grid_members(chapter, [e], [s], [s], a.profile, a.epochs, a.max_sentences, a.batch_size)[0]
+                   for e, s in json.loads(job.read_text())["members"]]
         left = None if a.time_limit is None else a.time_limit - (time.time() - t0)
         t_stack = time.time()
-        done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences,
-                        batch_size=a.batch_size).run(left, progress=False)
+        done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences, batch_size=a.batch_size,
+                        compile=a.compile, graphs=not a.no_graphs).run(left, progress=False)
         print(f"[{a.device}] {'done' if done else 'paused'}: {len(members)} models "
               f"({','.join(sorted({m.exp.id for m in members}))}) in {time.time() - t_stack:.0f} s", flush=True)
         if done:
