@@ -15,7 +15,7 @@ import torch
 from xlrepro.config import check_profile, check_seeds
 from xlrepro.results import results_dir, stats
 
-from .config import PAPER, Chapter, load_chapter
+from .config import Chapter, load_chapter
 from .grid import Member, member_dir, run_grid, run_root
 
 TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
