@@ -59,7 +59,7 @@ def check_parameters(name: str, parameters: dict) -> dict[str, dict]:
     unknown = [k for k in parameters if k not in declared]
     if unknown:
         raise ConfigError(f"chapter {name} has no parameter {', '.join(map(repr, unknown))}; "
-                          f"valid choices: {', '.join(declared)}")
+                          f"valid choices: {', '.join(k for k in declared if k != 'publish')}")
     if "publish" in parameters:
         raise ConfigError("set `publish` with --publish, not -p")
     return declared
