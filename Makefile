@@ -39,11 +39,8 @@ else
 CLI_DEPS :=
 endif
 
-# Chapters, in book order. `make reproduce` trains TRAIN_PAPERS, then runs every chapter.
-TRAIN_PAPERS := dufter2020
-DUFTER2020_CHAPTERS := setup architecture comparability training_dynamics
-WU2019_CHAPTERS := q1_zero_shot q2_layers q3_language_id q4_subword_overlap
-CHAPTERS := $(addprefix dufter2020/,$(DUFTER2020_CHAPTERS)) multilingual/lab $(addprefix wu2019/,$(WU2019_CHAPTERS))
+# `make reproduce` runs `xlrepro reproduce`: for every paper of the registry (xlrepro/papers/), its training, then
+# its chapters with --publish. RUN_ARGS (e.g. -p profile lab) go to every chapter that has the parameter.
 RUN_ARGS ?=
 
 # Offline GPU node wheelhouse.
@@ -98,14 +95,7 @@ book: $(STAMP_BOOK)
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
 reproduce: $(CLI_DEPS)
-	@for paper in $(TRAIN_PAPERS); do \
-		echo "+ $(XLREPRO) train $$paper"; $(XLREPRO) train $$paper || exit $$?; \
-	done
-	$(XLREPRO) pretrain mini-mbert
-	$(XLREPRO) train wu2019 --part all
-	@for chapter in $(CHAPTERS); do \
-		echo "+ $(XLREPRO) run $$chapter $(RUN_ARGS)"; $(XLREPRO) run $$chapter $(RUN_ARGS) || exit $$?; \
-	done
+	$(XLREPRO) reproduce $(RUN_ARGS)
 
 bench: $(CLI_DEPS)
 	$(XLREPRO) bench

@@ -2,10 +2,10 @@
 import gc, json, os, time
 import torch
 from xlrepro.bench import write_bench
-from xlrepro.config import load_chapter
-from xlrepro.data.lab import load_lab
-from xlrepro.training.grid import Member, StackRun
-from xlrepro.evaluation.multilinguality import evaluate
+from xlrepro.papers.dufter2020.config import load_chapter
+from xlrepro.papers.dufter2020.lab import load_lab
+from xlrepro.papers.dufter2020.grid import Member, StackRun
+from xlrepro.papers.dufter2020.multilinguality import evaluate
 from xlrepro.models import init_model
 
 OUT = os.environ.get("OUT", "/tmp")

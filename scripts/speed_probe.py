@@ -14,9 +14,9 @@ import time
 
 import torch
 
-import xlrepro.training.grid as grid
-from xlrepro.config import load_chapter
-from xlrepro.data.lab import load_lab
+import xlrepro.papers.dufter2020.grid as grid
+from xlrepro.papers.dufter2020.config import load_chapter
+from xlrepro.papers.dufter2020.lab import load_lab
 from xlrepro.training import fused_bert
 from xlrepro.training.stacked import ModelStack
 

@@ -11,5 +11,5 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def lab():
-    from xlrepro.data.lab import load_lab
+    from xlrepro.papers.dufter2020.lab import load_lab
     return load_lab()

@@ -2,7 +2,7 @@
 import torch
 
 from xlrepro.evaluation.metrics import alignment_prf, identity_gold, inverted_gold, mutual_argmax_alignment
-from xlrepro.evaluation.multilinguality import _content_mask, batched_alignment_counts
+from xlrepro.papers.dufter2020.multilinguality import _content_mask, batched_alignment_counts
 
 
 def padded(sentences, width):

@@ -24,7 +24,7 @@ def test_tiny_bench_runs_on_cpu(monkeypatch):
 def test_equivalence_summary_puts_each_engine_beside_the_published_seeds(tmp_path):
     import json
 
-    from xlrepro.bench import equivalence_summary
+    from xlrepro.papers.dufter2020.engines import equivalence_summary
 
     for engine, seed, ppl in (("alone", 0, 10.0), ("fused", 0, 11.0), ("fused", 42, 13.0)):
         folder = tmp_path / engine / "5" / str(seed)
@@ -46,7 +46,7 @@ def test_equivalence_checks_flag_a_shifted_engine_and_keep_a_matching_one():
     import pandas as pd
     from scipy.stats import ttest_ind
 
-    from xlrepro.bench import PUBLISHED_ENGINE, equivalence_checks
+    from xlrepro.papers.dufter2020.engines import PUBLISHED_ENGINE, equivalence_checks
 
     pub = [10.0, 11.0, 12.0, 13.0, 14.0]  # mean 12, std 1.58
     rows = [(PUBLISHED_ENGINE, v) for v in pub] + [("same", v + 0.5) for v in pub] + [("shifted", v + 5) for v in pub]

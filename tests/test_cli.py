@@ -1,13 +1,135 @@
-"""The command line: bad parameters name the valid choices; `train` hands the grid what it was asked for."""
+"""The command line: every argument is checked before anything trains; bad ones name the valid choices; only
+--publish writes into book/."""
+import subprocess
+from pathlib import Path
+
 import pytest
 
-import xlrepro.training.grid as grid
+import xlrepro.cli as cli
+import xlrepro.papers.dufter2020.grid as grid
+import xlrepro.papers.wu2019.transfer as transfer
+import xlrepro.training.mini_mbert as mini_mbert
 from xlrepro.cli import main
+from xlrepro.paths import repo_root
 
 
-def test_workers_per_gpu_must_be_positive(capsys):
+def _never(*args, **kwargs):
+    raise AssertionError("training started although an argument was bad")
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Any training or pretraining fails the test."""
+    monkeypatch.setattr(grid, "run_grid", _never)
+    monkeypatch.setattr(transfer, "TransferLab", _never)
+    monkeypatch.setattr(transfer, "run_part", _never)
+    monkeypatch.setattr(mini_mbert, "pretrain", _never)
+    monkeypatch.setattr("papermill.execute_notebook", _never)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr(grid, "available_devices", lambda: ["cuda:0", "cuda:1"])
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    monkeypatch.setattr(grid, "available_devices", lambda: ["cpu"])
+
+
+def test_workers_per_gpu_must_be_positive(capsys, no_training, gpu):
     assert main(["train", "dufter2020", "--workers-per-gpu", "0"]) == 2
     assert "--workers-per-gpu must be 1 or more; got 0" in capsys.readouterr().err
+
+
+def test_unknown_model_id_names_the_valid_ones(capsys, no_training, gpu):
+    assert main(["train", "dufter2020", "--ids", "0", "99"]) == 2
+    assert "unknown model ID '99'; valid choices: 0, 1, 2" in capsys.readouterr().err
+
+
+def test_unknown_paper_names_the_valid_ones(capsys, no_training):
+    with pytest.raises(SystemExit) as err:
+        main(["train", "devlin2019"])
+    assert err.value.code == 2
+    assert "dufter2020" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--part", "bogus"], "invalid choice: 'bogus' (choose from 'select', 'zero-shot', 'in-language', 'frozen', 'all')"),
+    (["--part", "all", "--model", "huge"], "invalid choice: 'huge' (choose from 'lab', 'smoke')"),
+])
+def test_wu_bad_choices_fail_before_anything_loads(capsys, no_training, args, message):
+    with pytest.raises(SystemExit) as err:
+        main(["train", "wu2019", *args])
+    assert err.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--part", "all", "--shard", "4/4"], "--shard must be I/N with 0 <= I < N"),
+    (["--part", "all", "--shard", "two"], "--shard must be I/N"),
+    (["--part", "in-language", "--languages", "en", "xx"], "unknown language 'xx'; valid choices: en"),
+    (["--part", "zero-shot", "--languages", "fr"], "--languages applies to --part in-language"),
+])
+def test_wu_bad_values_fail_before_anything_loads(capsys, no_training, gpu, args, message):
+    assert main(["train", "wu2019", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_unknown_case_names_the_valid_ones(capsys):
+    from xlrepro.bench import CASES
+    assert tuple(CASES) == cli.BENCH_CASES
+    with pytest.raises(SystemExit):
+        main(["bench", "--cases", "huge"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'huge'" in err and "'small', 'base', 'mbert'" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "dufter2020"],
+    ["train", "wu2019", "--part", "select"],
+    ["pretrain", "mini-mbert"],
+])
+def test_full_size_training_on_a_cpu_needs_allow_cpu(capsys, no_training, cpu, argv):
+    assert main(argv) == 2
+    assert "--allow-cpu" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="training started"):  # asked for: it trains
+        main(argv + ["--allow-cpu"])
+
+
+def test_smoke_sizes_train_on_a_cpu(monkeypatch, cpu):
+    seen = []
+    monkeypatch.setattr(mini_mbert, "pretrain", lambda config, device, **kw: seen.append((config.steps, device))
+                        or Path("/nowhere"))
+    assert main(["pretrain", "mini-mbert", "--steps", "30"]) == 0
+    assert seen == [(30, "cpu")]
+
+
+def test_chapter_that_would_train_at_full_size_on_a_cpu_stops(capsys, no_training, cpu, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))  # nothing trained there
+    assert main(["run", "dufter2020/architecture"]) == 2
+    assert "--allow-cpu" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="training started"):  # smoke parameters: allowed
+        main(["run", "dufter2020/architecture", "-p", "epochs", "1"])
+
+
+@pytest.mark.parametrize("workers, compile_flag", [(1, []), (2, ["--compile"])])
+def test_train_passes_devices_and_the_compile_switch(monkeypatch, gpu, workers, compile_flag):
+    seen = {}
+
+    def fake_run_grid(chapter, ids, seeds, **kwargs):
+        seen.update(kwargs, chapter=chapter, ids=ids, seeds=seeds)
+        return True
+
+    monkeypatch.setattr(grid, "run_grid", fake_run_grid)
+    args = ["train", "dufter2020", "--ids", "0", "21", "--seeds", "0", "42", "--workers-per-gpu", str(workers)]
+    assert main(args + compile_flag) == 0
+    assert seen["devices"] == ["cuda:0", "cuda:1"] * workers
+    assert (seen["chapter"], seen["ids"], seen["seeds"]) == ("dufter2020", ["0", "21"], [0, 42])
+    assert seen["compile"] == (True if compile_flag else None)  # an argument, never an environment variable
+
 
 
 def test_unknown_chapter_names_the_valid_ones(capsys):
@@ -16,18 +138,83 @@ def test_unknown_chapter_names_the_valid_ones(capsys):
     assert "unknown chapter 'dufter2020/nope'" in err and "dufter2020/architecture" in err
 
 
-@pytest.mark.parametrize("workers, compile_flag", [(1, []), (2, ["--compile"])])
-def test_train_passes_devices_and_the_compile_switch(monkeypatch, workers, compile_flag):
-    seen = {}
+def test_unknown_notebook_parameter_names_the_chapters_parameters(capsys, no_training):
+    assert main(["run", "dufter2020/architecture", "-p", "seed", "[0]"]) == 2
+    err = capsys.readouterr().err
+    assert "chapter dufter2020/architecture has no parameter 'seed'" in err
+    assert "valid choices: profile, seeds, large_seeds, epochs" in err
 
-    def fake_run_grid(chapter, ids, seeds, **kwargs):
-        seen.update(kwargs, chapter=chapter, ids=ids, seeds=seeds)
-        return True
 
-    monkeypatch.setattr(grid, "run_grid", fake_run_grid)
-    monkeypatch.setattr(grid, "available_devices", lambda: ["cuda:0", "cuda:1"])
-    args = ["train", "dufter2020", "--ids", "0", "21", "--seeds", "0", "42", "--workers-per-gpu", str(workers)]
-    assert main(args + compile_flag) == 0
-    assert seen["devices"] == ["cuda:0", "cuda:1"] * workers
-    assert (seen["chapter"], seen["ids"], seen["seeds"]) == ("dufter2020", ["0", "21"], [0, 42])
-    assert seen["compile"] == (True if compile_flag else None)  # an argument, never an environment variable
+def _record(monkeypatch, fail=False):
+    calls = []
+
+    def execute(notebook, output, parameters, **kwargs):
+        calls.append({"output": Path(output), "parameters": parameters})
+        Path(output).write_text("{}")
+        if fail:
+            raise KeyboardInterrupt
+    monkeypatch.setattr("papermill.execute_notebook", execute)
+    return calls
+
+
+def test_readme_rerun_writes_outside_the_book(monkeypatch, tmp_path, capsys, gpu):
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
+    calls = _record(monkeypatch)
+    book = repo_root() / "book"
+    before = set(book.rglob("*"))
+    status = lambda: subprocess.run(["git", "status", "--porcelain", "--", str(book)], capture_output=True,
+                                    text=True, cwd=repo_root()).stdout
+    git_before = status()
+    assert main(["run", "dufter2020/architecture", "-p", "seeds", "[0,42]"]) == 0
+    out = Path(capsys.readouterr().out.strip())
+    key_dir = tmp_path / "runs" / "dufter2020" / "exploratory"
+    assert out.parent.parent == key_dir and out.name == "architecture.ipynb" and out.exists()
+    assert calls[0]["parameters"] == {"seeds": [0, 42], "results": str(out.parent / "results")}
+    assert not calls[0]["output"].is_relative_to(book)
+    assert set(book.rglob("*")) == before
+    # the same chapter and parameters reuse the key; others get their own folder
+    main(["run", "dufter2020/architecture", "-p", "seeds", "[0,42]"])
+    main(["run", "dufter2020/architecture", "-p", "seeds", "[0]"])
+    assert len(list(key_dir.iterdir())) == 2
+    assert status() == git_before  # git sees no change under book/
+
+
+def test_publish_writes_the_book_and_warns_on_other_parameters(monkeypatch, tmp_path, capsys, gpu):
+    calls = _record(monkeypatch)
+    out = tmp_path / "book" / "dufter2020" / "architecture.ipynb"
+    assert main(["run", "dufter2020/architecture", "--publish", "--output", str(out)]) == 0
+    assert calls[-1]["parameters"] == {"publish": True} and out.exists()
+    assert "warning" not in capsys.readouterr().err
+    assert main(["run", "dufter2020/architecture", "--publish", "-p", "seeds", "[0]", "--output", str(out)]) == 0
+    assert calls[-1]["parameters"] == {"seeds": [0], "publish": True}
+    assert "warning: publishing dufter2020/architecture with non-default parameters" in capsys.readouterr().err
+
+
+def test_interrupted_run_leaves_no_temporary_file(monkeypatch, tmp_path, gpu):
+    calls = _record(monkeypatch, fail=True)
+    out = tmp_path / "book" / "dufter2020" / "architecture.ipynb"
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", "dufter2020/architecture", "--publish", "--output", str(out)])
+    assert not calls[0]["output"].is_relative_to(tmp_path)  # executed outside the book
+    assert not calls[0]["output"].exists()  # and removed
+    assert list(tmp_path.rglob("*")) == [tmp_path / "book", tmp_path / "book" / "dufter2020"]
+
+
+def test_reproduce_trains_each_paper_then_publishes_its_chapters(capsys):
+    assert main(["reproduce", "--dry-run", "-p", "profile", "lab"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "+ xlrepro train dufter2020"
+    assert "+ xlrepro run dufter2020/architecture --publish -p profile 'lab'" in lines
+    assert "+ xlrepro run multilingual/lab --publish" in lines  # it has no `profile`
+    assert lines.index("+ xlrepro train wu2019 --part all") > lines.index("+ xlrepro run dufter2020/training_dynamics "
+                                                                         "--publish -p profile 'lab'")
+    assert main(["reproduce", "--dry-run", "-p", "nope", "1"]) == 2
+
+
+def test_papers_lists_the_registry(capsys):
+    assert main(["papers", "--chapters"]) == 0
+    assert capsys.readouterr().out.split() == [f"{p}" for p in
+                                                ["dufter2020/setup", "dufter2020/architecture",
+                                                 "dufter2020/comparability", "dufter2020/training_dynamics",
+                                                 "multilingual/lab", "wu2019/q1_zero_shot", "wu2019/q2_layers",
+                                                 "wu2019/q3_language_id", "wu2019/q4_subword_overlap"]]

@@ -4,9 +4,10 @@ import pytest
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 
-from xlrepro.config import Experiment
-from xlrepro.tokenization import SPECIAL_TOKENS, FakeEnglish
-from xlrepro.transforms import build_bilingual, no_parallel_halves
+from xlrepro.papers.dufter2020.config import Experiment
+from xlrepro.papers.dufter2020.fake_english import FakeEnglish
+from xlrepro.papers.dufter2020.transforms import build_bilingual, no_parallel_halves
+from xlrepro.tokenization import SPECIAL_TOKENS
 
 
 @pytest.fixture

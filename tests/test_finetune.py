@@ -1,4 +1,4 @@
-"""Fine-tuning mechanics (xlrepro/finetune.py): known answers on tiny models and a hand-made tokenizer."""
+"""Fine-tuning mechanics (xlrepro/training/finetune.py): known answers on tiny models and a hand-made tokenizer."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,7 +7,7 @@ from torch import nn
 from transformers import BertConfig, BertModel
 
 from xlrepro.config import ConfigError
-from xlrepro.finetune import (EncodedPairs, FinetuneConfig, PairClassifier, build_model, encode_pairs, evaluate,
+from xlrepro.training.finetune import (EncodedPairs, FinetuneConfig, PairClassifier, build_model, encode_pairs, evaluate,
                               finetune, freeze_encoder, macro_f1, predict)
 
 WORDS = "[PAD] [UNK] [CLS] [SEP] a b c d e x y z".split()
@@ -172,7 +172,7 @@ def test_feature_based_max_pools_the_chosen_layer_over_real_tokens(k):
     short = pairs_data([([4, 5], [9])], [0])
     both = pairs_data([([4, 5], [9]), ([6, 7, 8, 7, 6, 8, 7], [10, 11, 10])], [0, 0])
 
-    from xlrepro.finetune import _batch
+    from xlrepro.training.finetune import _batch
     ids, mask, types, _ = _batch(short, [0], "cpu")
     with torch.no_grad():
         hidden = encoder(input_ids=ids, attention_mask=mask, token_type_ids=types, output_hidden_states=True)

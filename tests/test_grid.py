@@ -3,9 +3,10 @@ import json
 
 import pytest
 
-from xlrepro.config import ConfigError, check_seeds, load_chapter
-from xlrepro.report import chapter_run
-from xlrepro.training.grid import Member, grid_members, is_done, member_dir, plan_stacks, run_grid
+from xlrepro.config import ConfigError, check_seeds
+from xlrepro.papers.dufter2020.config import load_chapter
+from xlrepro.papers.dufter2020.report import chapter_run
+from xlrepro.papers.dufter2020.grid import Member, grid_members, is_done, member_dir, plan_stacks, run_grid
 
 TINY = dict(epochs=2, max_sentences=24, batch_size=8)
 
@@ -75,9 +76,11 @@ def test_bad_parameters_name_the_valid_choices():
         chapter_run("dufter2020", epochs=0)
 
 
-def test_shrunk_runs_never_write_the_published_results():
-    full, smoke = chapter_run("dufter2020"), chapter_run("dufter2020", epochs=1)
-    assert full.results.parts[-3:] == ("book", "results", "dufter2020")
+def test_only_the_published_run_writes_the_book_results():
+    published, full, smoke = chapter_run("dufter2020", publish=True), chapter_run("dufter2020"), \
+        chapter_run("dufter2020", epochs=1)
+    assert published.results.parts[-3:] == ("book", "results", "dufter2020")
+    assert full.results == full.root / "results" and "book" not in full.results.parts  # full settings, not published
     assert smoke.results.is_relative_to(smoke.root) and smoke.root != full.root
 
 

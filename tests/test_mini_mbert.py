@@ -8,7 +8,7 @@ import torch
 
 from xlrepro.config import ConfigError, ModelSize
 from xlrepro.data import multilingual as ml
-from xlrepro.mini_mbert import (MiniMBertConfig, draw_batch, load_mini_mbert, pretrain, sampling_weights)
+from xlrepro.training.mini_mbert import (MiniMBertConfig, draw_batch, load_mini_mbert, pretrain, sampling_weights)
 
 LANGS = ("en", "fr", "tr")
 

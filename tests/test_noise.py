@@ -56,8 +56,8 @@ def test_a_model_alone_and_in_a_stack_of_three_see_the_same_masks_and_end_equal(
     from dataclasses import replace
 
     import xlrepro.masking as masking
-    from xlrepro.config import load_chapter
-    from xlrepro.training import grid
+    from xlrepro.papers.dufter2020.config import load_chapter
+    from xlrepro.papers.dufter2020 import grid
 
     chapter = load_chapter("dufter2020")
     monkeypatch.setattr(grid, "load_chapter",

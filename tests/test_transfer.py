@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-import xlrepro.transfer as tr
+import xlrepro.papers.wu2019.transfer as tr
 from xlrepro.config import ConfigError, ModelSize
 from xlrepro.data import multilingual as ml
-from xlrepro.finetune import FinetuneConfig
+from xlrepro.training.finetune import FinetuneConfig
 
 SMOKE_LANGS = ["en", "fr", "de", "es"]
 

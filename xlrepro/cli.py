@@ -1,21 +1,34 @@
-"""The `xlrepro` command: prepare data, train a chapter's grid, execute chapters, benchmark.
+"""The `xlrepro` command: prepare data, train a paper's models, execute chapters, benchmark.
 
-  xlrepro prepare [--profile lab]
-  xlrepro train dufter2020 [--ids 0 1 ...] [--seeds 0 42 ...] [--time-limit SECONDS] [--compile] [--workers-per-gpu 2]
-  xlrepro train wu2019 --part select|zero-shot|in-language|frozen|all [--shard 0/4]
+  xlrepro papers [--chapters]                    the papers of the book (and their chapters)
+  xlrepro prepare [--profile lab] [--multilingual]
+  xlrepro train <paper> [options]                 `xlrepro train <paper> -h` lists a paper's options
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
-  xlrepro run dufter2020/architecture [-p seeds "[0, 42]"] ...
+  xlrepro run <paper>/<chapter> [-p NAME VALUE ...] [--publish]
+  xlrepro reproduce [--papers ...] [-p NAME VALUE ...]   the published run: train, then run every chapter
   xlrepro bench [--cases small base mbert]
+
+Every command checks all of its arguments before it trains or loads anything. Training at the papers' full
+settings on a CPU stops with a message unless --allow-cpu is given. `xlrepro run` writes into book/ only with
+--publish; any other run goes to runs/<folder>/exploratory/<key>/ (the command prints where).
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
+import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from .config import ConfigError, check_profile, load_chapter
-from .paths import repo_root
+from .config import PROFILES, ConfigError, check_profile, choose
+from .papers import get_paper, paper_of_chapter, papers
+from .paths import repo_root, runs_dir
+
+BENCH_CASES = ("small", "base", "mbert")  # xlrepro.bench.CASES (checked in test_cli)
 
 
 def _value(text: str):
@@ -31,97 +44,193 @@ def chapters() -> dict[str, Path]:
     return {f"{p.parent.name}/{p.stem}": p for p in sorted(root.glob("*/*.ipynb"))}
 
 
-def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel: str = "python3") -> Path:
-    """Execute notebooks/<name>.ipynb with papermill into book/<name>.ipynb (the published run)."""
+def chapter_parameters(name: str) -> dict[str, dict]:
+    """The parameters cell of a chapter's notebook: name -> papermill's description (default, type, help)."""
     import papermill
 
     known = chapters()
-    if name not in known:
-        raise ConfigError(f"unknown chapter {name!r}; valid choices: {', '.join(known)}")
-    output = output or repo_root() / "book" / f"{name}.ipynb"
+    choose("chapter", name, known)
+    return papermill.inspect_notebook(str(known[name]))
+
+
+def check_parameters(name: str, parameters: dict) -> dict[str, dict]:
+    """Raise ConfigError unless every parameter is one the chapter's parameters cell declares."""
+    declared = chapter_parameters(name)
+    unknown = [k for k in parameters if k not in declared]
+    if unknown:
+        raise ConfigError(f"chapter {name} has no parameter {', '.join(map(repr, unknown))}; "
+                          f"valid choices: {', '.join(k for k in declared if k != 'publish')}")
+    if "publish" in parameters:
+        raise ConfigError("set `publish` with --publish, not -p")
+    return declared
+
+
+def exploratory_dir(name: str, parameters: dict) -> Path:
+    """runs/<folder>/exploratory/<key>, `key` a short hash of the chapter and its parameters."""
+    text = json.dumps([name, parameters], sort_keys=True, default=repr)
+    key = hashlib.sha1(text.encode()).hexdigest()[:10]
+    return runs_dir() / name.split("/")[0] / "exploratory" / key
+
+
+def check_training(name: str, parameters: dict, allow_cpu: bool) -> None:
+    """A chapter that would start a full-size training on a CPU stops here unless `allow_cpu`."""
+    from .devices import check_long_run, default_device
+
+    paper = paper_of_chapter(name)
+    if paper is None or allow_cpu or default_device() != "cpu":
+        return
+    what = paper.pending_training(name, parameters)
+    if what:
+        check_long_run(f"running {name} ({what})", "cpu", allow_cpu)
+
+
+def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel: str = "python3", *,
+                publish: bool = False, allow_cpu: bool = False) -> Path:
+    """Execute notebooks/<name>.ipynb with papermill. With `publish`, into book/<name>.ipynb with the results in
+    book/results/ (the published run); else into runs/<folder>/exploratory/<key>/ with its results beside it."""
+    import papermill
+
+    declared = check_parameters(name, parameters)
+    check_training(name, parameters, allow_cpu)
+    params = dict(parameters)
+    if publish:
+        if parameters:
+            print(f"xlrepro: warning: publishing {name} with non-default parameters {parameters}: the book will show "
+                  f"their results", file=sys.stderr)
+        output = output or repo_root() / "book" / f"{name}.ipynb"
+        if "publish" in declared:
+            params["publish"] = True
+    else:
+        folder = exploratory_dir(name, parameters)
+        output = output or folder / f"{Path(name).name}.ipynb"
+        if "results" in declared and "results" not in params:
+            params["results"] = str(folder / "results")
+    output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.running")
-    papermill.execute_notebook(str(known[name]), str(tmp), parameters=parameters, kernel_name=kernel,
-                               cwd=str(known[name].parent), progress_bar=False)
-    tmp.replace(output)  # the published notebook changes only when the run succeeded
+    notebook = chapters()[name]
+    scratch = Path(tempfile.mkdtemp(prefix="xlrepro-run-"))  # never inside book/: an interrupted run leaves nothing
+    part = output.with_name(f".{output.name}.part")
+    try:
+        executed = scratch / output.name
+        papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
+                                   cwd=str(notebook.parent), progress_bar=False)
+        shutil.copyfile(executed, part)
+        os.replace(part, output)  # the output changes only when the run succeeded
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        part.unlink(missing_ok=True)
     return output
 
 
-def main(argv=None) -> int:
+def _reproduce(a, main) -> int:
+    selected = [get_paper(p) for p in (a.papers or papers())]
+    parameters = {k: _value(v) for k, v in a.parameter}
+    plans = []  # every chapter's parameters are checked before anything trains
+    for paper in selected:
+        for chapter in paper.chapters:
+            declared = chapter_parameters(chapter)
+            plans.append((chapter, {k: v for k, v in parameters.items() if k in declared}))
+    used = {k for _, p in plans for k in p}
+    unused = [k for k in parameters if k not in used]
+    if unused:
+        raise ConfigError(f"no chapter has the parameter {', '.join(map(repr, unused))}")
+    extra = ["--allow-cpu"] if a.allow_cpu else []
+    for paper in selected:
+        for command in () if a.skip_train else paper.reproduce:
+            print("+ xlrepro", " ".join(command + tuple(extra)), flush=True)
+            if not a.dry_run and (rc := main([*command, *extra])) != 0:
+                return rc
+        for chapter, params in plans:
+            if chapter in paper.chapters:
+                print(f"+ xlrepro run {chapter} --publish", *(f"-p {k} {v!r}" for k, v in params.items()),
+                      flush=True)
+                if not a.dry_run:
+                    print(run_chapter(chapter, params, publish=True, allow_cpu=a.allow_cpu))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="xlrepro", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("papers", help="list the papers of the book")
+    p.add_argument("--chapters", action="store_true", help="list their chapters, one a line, in book order")
     p = sub.add_parser("prepare", help="prepare the data cache")
-    p.add_argument("--profile", default="lab")
+    p.add_argument("--profile", default="lab", choices=PROFILES)
     p.add_argument("--multilingual", action="store_true", help="also the 22-language Bible cache")
-    p = sub.add_parser("train", help="train and evaluate a chapter's grid (resumable)")
-    p.add_argument("chapter")
-    p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
-    p.add_argument("--seeds", nargs="*", type=int)
-    p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
-    p.add_argument("--profile", default="lab")
-    p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
-    p.add_argument("--part", help="wu2019 only: select, zero-shot, in-language, frozen or all")
-    p.add_argument("--languages", nargs="*", help="wu2019 --part in-language only: these training languages")
-    p.add_argument("--model", default="lab", help="wu2019 only: the plan's encoder (lab or smoke)")
-    p.add_argument("--shard", default="0/1", help="wu2019 only: I/N runs every N-th job of the part, from the I-th")
-    p.add_argument("--compile", action="store_true",
-                   help="dufter2020, GPU: the fused, torch.compile'd stacks (larger stacks; the same numbers)")
-    p.add_argument("--workers-per-gpu", type=int, default=1,
-                   help="dufter2020: stacks trained side by side on each GPU (2 lets a small stack and its compile "
-                        "overlap a large one)")
+    p = sub.add_parser("train", help="train and evaluate a paper's models (resumable)")
+    per_paper = p.add_subparsers(dest="paper", required=True, metavar="paper")
+    for paper in papers().values():
+        q = per_paper.add_parser(paper.name, help=paper.title)
+        paper.add_train_arguments(q)
+        q.add_argument("--allow-cpu", action="store_true", help="train at full size even without a GPU")
     p = sub.add_parser("pretrain", help="pretrain mini-mBERT into the cache (resumable)")
     p.add_argument("model", choices=["mini-mbert"])
-    p.add_argument("--vocab", default="shared", help="shared (a WordPiece trained here) or mbert")
+    p.add_argument("--vocab", default="shared", choices=["shared", "mbert"],
+                   help="shared (a WordPiece trained here) or mbert")
     p.add_argument("--steps", type=int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p.add_argument("--allow-cpu", action="store_true", help="pretrain at full size even on a CPU")
     p = sub.add_parser("run", help="execute one chapter notebook with papermill")
-    p.add_argument("chapter", help="e.g. dufter2020/architecture")
+    p.add_argument("chapter", help="e.g. " + next(iter(chapters()), "<paper>/<chapter>"))
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
-    p.add_argument("--output", type=Path)
+    p.add_argument("--publish", action="store_true",
+                   help="the published run: write book/<chapter>.ipynb and book/results/ (make reproduce)")
+    p.add_argument("--output", type=Path, help="the executed notebook (default: see --publish)")
+    p.add_argument("--allow-cpu", action="store_true", help="let the chapter train at full size on a CPU")
+    p = sub.add_parser("reproduce", help="the published run: train every paper, then run its chapters --publish")
+    p.add_argument("--papers", nargs="*", choices=list(papers()), help="default: every paper")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="passed to every chapter that has this parameter")
+    p.add_argument("--skip-train", action="store_true", help="only run the chapters")
+    p.add_argument("--dry-run", action="store_true", help="print the commands only")
+    p.add_argument("--allow-cpu", action="store_true")
     p = sub.add_parser("bench", help="MLM training throughput, plain HF vs ours")
-    p.add_argument("--cases", nargs="*", default=["small", "base", "mbert"])
+    p.add_argument("--cases", nargs="*", default=list(BENCH_CASES), choices=BENCH_CASES)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--compile", nargs="*", default=["small"], choices=["small", "base", "mbert"],
+    p.add_argument("--compile", nargs="*", default=["small"], choices=BENCH_CASES,
                    help="cases also timed with the fused, compiled loss (default: small)")
     p.add_argument("--out", type=Path, help="folder for bench.csv/bench.png (default: book/results/bench)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    a = build_parser().parse_args(argv)
     try:
-        if a.command == "prepare":
-            from .data.lab import prepare_lab
-            print(prepare_lab(check_profile(a.profile)))
+        if a.command == "papers":
+            for paper in papers().values():
+                print("\n".join(paper.chapters) if a.chapters else f"{paper.name}\t{paper.title}")
+        elif a.command == "prepare":
+            check_profile(a.profile)
+            for paper in papers().values():
+                if paper.prepare is not None:
+                    print(paper.prepare(a.profile))
             if a.multilingual:
                 from .data.multilingual import prepare_multilingual_cache
                 prepare_multilingual_cache()
-        elif a.command == "train" and a.chapter == "wu2019":
-            from .transfer import PARTS, TransferLab, run_part
-            if a.part is None:
-                raise ConfigError(f"wu2019 needs --part; valid choices: {', '.join(PARTS)}")
-            i, _, n = a.shard.partition("/")
-            if not (i.isdigit() and n.isdigit()):
-                raise ConfigError(f"--shard must look like 0/4; got {a.shard!r}")
-            lab = TransferLab(model=a.model, progress=False)
-            print(run_part(a.part, lab, a.languages, (int(i), int(n))).to_string())
         elif a.command == "train":
-            from .training.grid import available_devices, run_grid
-            chapter = load_chapter(a.chapter)
-            ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
-            if a.workers_per_gpu < 1:
-                raise ConfigError(f"--workers-per-gpu must be 1 or more; got {a.workers_per_gpu}")
-            done = run_grid(a.chapter, ids, a.seeds or list(chapter.seeds), large_seeds=a.large_seeds,
-                            profile=a.profile, time_limit=a.time_limit,
-                            devices=available_devices() * a.workers_per_gpu, compile=a.compile or None)
-            print("grid complete" if done else "time limit reached: run the same command again to resume")
+            train = get_paper(a.paper).prepare_train(a)  # checks every option; trains nothing
+            print(train())
         elif a.command == "pretrain":
-            import torch
-            from .mini_mbert import MiniMBertConfig, pretrain
+            if a.steps is not None and a.steps < 1:
+                raise ConfigError(f"--steps must be a positive integer; got {a.steps}")
+            from .devices import check_long_run, default_device
+            from .training.mini_mbert import MiniMBertConfig, pretrain
             config = MiniMBertConfig(vocab=a.vocab, seed=a.seed, **({"steps": a.steps} if a.steps else {}))
-            device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            device = a.device or default_device()
+            if config.steps >= MiniMBertConfig().steps:
+                check_long_run(f"pretraining mini-mBERT for {config.steps} steps", device, a.allow_cpu)
             out = pretrain(config, device, time_limit=a.time_limit)
             print(out if (out / "training.json").exists() else f"{out}: time limit reached, run again to resume")
         elif a.command == "run":
-            print(run_chapter(a.chapter, {k: _value(v) for k, v in a.parameter}, a.output))
+            parameters = {k: _value(v) for k, v in a.parameter}
+            out = run_chapter(a.chapter, parameters, a.output, publish=a.publish, allow_cpu=a.allow_cpu)
+            if not a.publish:
+                print(f"exploratory run (the book is unchanged; --publish writes it): {out.parent}", file=sys.stderr)
+            print(out)
+        elif a.command == "reproduce":
+            return _reproduce(a, main)
         elif a.command == "bench":
             from .bench import write_bench
             print(write_bench(a.cases, a.steps, a.out, compile_cases=a.compile))

@@ -1,15 +1,16 @@
-"""Declarative experiment configuration: one YAML file per paper, read into dataclasses.
+"""Declarative configuration: typed dataclasses read from YAML, one loader for every paper.
 
-Notebooks, the CLI and the tests all go through `load_chapter`, so an experiment is defined once.
-Every check here fails with a message that names the valid choices.
+Each paper declares its YAML schema as dataclasses whose fields carry ``metadata={"help": ...}`` (as HF's
+``run_mlm.py`` arguments do); `from_dict` builds them and rejects unknown keys at every level, naming the valid
+ones. Every check here fails with a ConfigError that names the valid choices.
 """
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
@@ -40,102 +41,68 @@ def check_seeds(seeds: Any) -> list[int]:
     return list(seeds)
 
 
+def check_keys(where: str, data: Any, valid: Iterable[str]) -> Mapping:
+    """`data` as a mapping whose keys are all in `valid`; else a ConfigError naming the valid keys."""
+    valid = list(valid)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with keys from {', '.join(valid)}; got {data!r}")
+    unknown = [k for k in data if k not in valid]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                          f"valid choices: {', '.join(valid)}")
+    return data
+
+
+def help_of(cls) -> dict[str, str]:
+    """Field name -> help text of a config dataclass."""
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+
+def from_dict(cls, data: Any, where: str | None = None):
+    """Build dataclass `cls` from a mapping: nested dataclasses, dict[str, X] and tuple[X, ...] fields are built
+    recursively; a dict field whose metadata has ``"keys"`` (a dataclass or a list of names) has its keys checked.
+    Unknown or missing keys raise ConfigError naming the valid ones."""
+    where = where or cls.__name__
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    check_keys(where, data, fields)
+    missing = [n for n, f in fields.items() if n not in data
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise ConfigError(f"{where}: missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    hints = typing.get_type_hints(cls)
+    return cls(**{k: _convert(hints[k], v, f"{where}.{k}", fields[k].metadata) for k, v in data.items()})
+
+
+def _convert(tp, value, where: str, metadata: Mapping = {}):
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union and type(None) in args:
+        return None if value is None else _convert(next(a for a in args if a is not type(None)), value, where,
+                                                   metadata)
+    keys = metadata.get("keys")
+    if keys is not None:
+        check_keys(where, value, [f.name for f in dataclasses.fields(keys)] if dataclasses.is_dataclass(keys) else keys)
+    if origin is dict or tp is dict:
+        check_keys(where, value, value.keys() if isinstance(value, Mapping) else ())  # a mapping at all
+        key_type, value_type = args or (Any, Any)
+        return {(str(k) if key_type is str else k): _convert(value_type, v, f"{where}.{k}") for k, v in value.items()}
+    if origin is tuple and isinstance(value, (list, tuple)):
+        return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)) if args else tuple(value)
+    return value
+
+
+def load_yaml(package: str, cls, name: str = "experiments.yaml"):
+    """`name` from a package's data (e.g. ``xlrepro.papers.<paper>``), built into `cls` with `from_dict`."""
+    raw = yaml.safe_load(resources.files(package).joinpath(name).read_text())
+    return from_dict(cls, raw, f"{package.rsplit('.', 1)[-1]}/{name}")
+
+
 @dataclass(frozen=True)
 class ModelSize:
-    name: str
-    hidden: int
-    layers: int
-    heads: int
-    ffn: int
-    lr: float
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One model setting of a paper (a row of its table), identified by the paper's own ID."""
-
-    id: str
-    description: str
-    size: str = "small"
-    epochs: int = 100
-    lang_pos: bool = False
-    shift_special: bool = False
-    no_random: bool = False
-    inv_order: bool = False
-    no_parallel: bool = False
-    untrained: bool = False
-    curve: bool = False
-
-    @property
-    def mask_probs(self) -> tuple[float, float, float]:
-        """(p[mask], p[id], p[rand]) for the masked positions (§2.3 of Dufter & Schütze)."""
-        return (0.8, 0.2, 0.0) if self.no_random else (0.8, 0.1, 0.1)
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    batch_size: int = 256
-    warmup_steps: int = 50
-    weight_decay: float = 0.01
-    adam_eps: float = 1e-6
-    max_length: int = 128
-    mlm_probability: float = 0.15
-    max_grad_norm: float = 1.0
-    vocab_per_language: int = 2048
-    eval_layers: tuple[int, ...] = (0, 8)
-    curve_points: int = 20
-    precision: str = "bf16"  # mixed precision of training on every device ("bf16" autocast or "fp32")
-
-    def __post_init__(self):
-        choose("precision", self.precision, ("bf16", "fp32"))
-
-
-@dataclass(frozen=True)
-class Chapter:
-    name: str
-    experiments: dict[str, Experiment]
-    sizes: dict[str, ModelSize]
-    training: TrainingConfig
-    seeds: tuple[int, ...]
-    tables: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def experiment(self, exp_id: Any) -> Experiment:
-        return self.experiments[choose("model ID", str(exp_id), self.experiments)]
-
-    def table(self, name: str) -> list[Experiment]:
-        return [self.experiments[i] for i in self.tables[choose("table", name, self.tables)]]
-
-    def size(self, exp: Experiment) -> ModelSize:
-        return self.sizes[exp.size]
-
-    def check_layer(self, exp: Experiment, layer: int) -> int:
-        depth = self.size(exp).layers
-        if not isinstance(layer, int) or not 0 <= layer <= depth:
-            raise ConfigError(f"layer {layer!r} is beyond model {exp.id}: valid layers are 0..{depth}")
-        return layer
-
-
-CHAPTERS = ("dufter2020",)
-
-
-@lru_cache(maxsize=None)
-def load_chapter(name: str = "dufter2020") -> Chapter:
-    choose("chapter", name, CHAPTERS)
-    text = resources.files("xlrepro.experiments").joinpath(f"{name}.yaml").read_text()
-    raw = yaml.safe_load(text)
-    defaults = raw.get("defaults", {})
-    known = {f.name for f in dataclasses.fields(Experiment)}
-    experiments = {}
-    for exp_id, spec in raw["experiments"].items():
-        merged = {**defaults, **spec}
-        unknown = set(merged) - known
-        if unknown:
-            raise ConfigError(f"{name}.yaml, model {exp_id}: unknown fields {sorted(unknown)}; valid: {sorted(known)}")
-        experiments[str(exp_id)] = Experiment(id=str(exp_id), **merged)
-    sizes = {k: ModelSize(name=k, **v) for k, v in raw["sizes"].items()}
-    train = dict(raw.get("training", {}))
-    if "eval_layers" in train:
-        train["eval_layers"] = tuple(train["eval_layers"])
-    tables = {k: tuple(str(i) for i in v) for k, v in raw.get("tables", {}).items()}
-    return Chapter(name=name, experiments=experiments, sizes=sizes, training=TrainingConfig(**train),
-                   seeds=tuple(raw["seeds"]), tables=tables)
+    name: str = field(metadata={"help": "the size's name (its key in the YAML's `sizes`)"})
+    hidden: int = field(metadata={"help": "hidden width"})
+    layers: int = field(metadata={"help": "transformer layers"})
+    heads: int = field(metadata={"help": "attention heads"})
+    ffn: int = field(metadata={"help": "feed-forward width"})
+    lr: float = field(metadata={"help": "peak learning rate"})

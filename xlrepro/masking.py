@@ -2,7 +2,7 @@
 
 15% of the word pieces (never [CLS]/[SEP]/[PAD]) are selected; a selected piece becomes [MASK] with p[mask],
 stays itself with p[id], and becomes a random piece of the whole doubled vocabulary with p[rand] (so an English
-sentence can receive a Fake-English piece, as in the authors' HF data collator).
+sentence can receive a piece of the other language, as in HF's data collator).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def mask_tokens(ids: torch.Tensor, maskable: torch.Tensor, mask_id: torch.Tensor
     With `noise` (ids [M, B, W] of M stacked models) every draw is the model's own, keyed by its seed, the step,
     the sentence's row and the position (`xlrepro.training.noise`), so a model masks the same alone or in a stack.
 
-    ids, maskable, mask_id: [..., L] (mask_id per position: Fake-English uses the shifted [MASK] under shift-special).
+    ids, maskable, mask_id: [..., L] (mask_id per position: a language may have its own [MASK] id).
     probs: (p[mask], p[id], p[rand]) in the last dimension, broadcastable to ids once it is dropped
            (e.g. [M, 1, 1, 3] for a stack of M models).
     """

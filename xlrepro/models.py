@@ -6,7 +6,7 @@ from transformers import BertConfig, BertForMaskedLM
 
 from .config import ModelSize
 
-# Room for lang-pos: Fake-English positions are max_length..2*max_length-1. Models without lang-pos never use the
+# Room for language-specific positions: the second language's are max_length..2*max_length-1. Models without lang-pos never use the
 # upper half, which therefore stays at its initial values (weight decay only shrinks it) and changes no output.
 POSITION_SLOTS = 256
 

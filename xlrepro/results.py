@@ -33,7 +33,7 @@ MISSING = "–"  # en dash: shown where a number is missing
 def results_dir(paper: str, root: str | os.PathLike | None = None) -> Path:
     """``<repo root>/book/results/<paper>``; `root` overrides the search done by `repo_root`."""
     if not paper or os.sep in paper or (os.altsep and os.altsep in paper) or paper in (".", ".."):
-        raise ValueError(f"paper must be a plain name such as 'dufter2020'; got {paper!r}")
+        raise ValueError(f"paper must be a plain folder name (a paper's or a chapter folder's); got {paper!r}")
     base = Path(root).expanduser().resolve() if root is not None else repo_root()
     return base / "book" / "results" / paper
 
@@ -200,3 +200,39 @@ def write_claims(rows: Iterable[Mapping[str, object]], path: str | os.PathLike) 
 def read_claims(path: str | os.PathLike) -> pd.DataFrame:
     """Read a claims CSV written by `write_claims`."""
     return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+# ----------------------------------------------------------------------------- claim helpers
+def verdict(reproduced: bool, partly: bool = False, seeds: int | None = None) -> str:
+    """A claim's verdict. Evidence from fewer than two seeds (`seeds`) is at most "partly"."""
+    if reproduced and seeds is not None and seeds < 2:
+        return VERDICTS[1]
+    return VERDICTS[0] if reproduced else VERDICTS[1] if partly else VERDICTS[2]
+
+
+def describe(df: pd.DataFrame, exp: str, metric: str = "mu") -> str:
+    """'0.55 ± 0.03 (5 seeds)' for the evidence column."""
+    mean, std = stats(df, exp, metric)
+    n = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["seed"].nunique()
+    return f"{fmt(mean, std)} ({n} seed{'s' if n != 1 else ''})"
+
+
+def seeds_of(df: pd.DataFrame, *exps: str) -> int:
+    """The smallest number of seeds behind the given experiments."""
+    return int(min(df[df["experiment"] == str(e)]["seed"].nunique() for e in exps))
+
+
+def update_claims(folder: Path, chapter_name: str, rows: list[dict]) -> pd.DataFrame:
+    """Replace this notebook's rows in `<folder>/claims.csv` (the other notebooks' rows stay)."""
+    path = Path(folder) / "claims.csv"
+    old = read_claims(path) if path.exists() else pd.DataFrame(columns=["claim", "evidence", "verdict", "chapter"])
+    keep = old[old["chapter"] != chapter_name].to_dict("records") if "chapter" in old else []
+    new = [{**r, "chapter": chapter_name} for r in rows]
+    write_claims(keep + new, path)
+    return pd.DataFrame(new)
+
+
+def stats(df: pd.DataFrame, exp: str, metric: str) -> tuple[float, float]:
+    """Mean and std over seeds of one (experiment, metric) of a long results frame."""
+    v = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["value"]
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")

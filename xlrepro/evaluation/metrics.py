@@ -1,6 +1,6 @@
 """Multilinguality metrics of Dufter & Schütze (2020), "Identifying Necessary Elements for BERT's Multilinguality".
 
-The paper (§2.2 and appendix A.1) measures how multilingual a model trained on English + Fake-English is with:
+The paper (§2.2 and appendix A.1) measures how multilingual a model trained on English and a shifted copy of it is with:
 
 * **word alignment** (F1 of Sabet et al.'s *Argmax* method against the identity gold alignment, or the
   anti-diagonal one for the inv-order experiments);
@@ -81,7 +81,7 @@ def retrieval_precision(queries: Tensor, targets: Tensor, chunk: int = 4096) -> 
         ρ = 1/(2m) Σ_i ( [argmax_l R_il = i] + [argmax_l R_li = i] ).
 
     Use it with mean-pooled sentence vectors for sentence retrieval ρ and with the per-token vocabulary vectors
-    (English ids vs. their shifted Fake-English twins, same order) for word translation τ; the paper defines τ
+    (source ids vs. their translations' ids, same order) for word translation τ; the paper defines τ
     "like sentence retrieval", so one function serves both.
 
     The second direction (argmax over a column of R) is computed as the rows of Rᵀ = targets·queriesᵀ, so at most
@@ -149,19 +149,19 @@ def alignment_prf(pred: set, gold: set) -> tuple[float, float, float]:
 
 
 def identity_gold(n: int) -> set[tuple[int, int]]:
-    """Gold alignment of an English sentence and its Fake-English copy: token i ↔ token i."""
+    """Gold alignment of a sentence and its token-by-token translation: token i ↔ token i."""
     return {(i, i) for i in range(n)}
 
 
 def inverted_gold(n: int) -> set[tuple[int, int]]:
-    """Gold alignment for inv-order, where the Fake-English sentence is reversed: token i ↔ token n-1-i."""
+    """Gold alignment for inv-order, where the translation is reversed: token i ↔ token n-1-i."""
     return {(i, n - 1 - i) for i in range(n)}
 
 
 def corpus_alignment_f1(pairs: Iterable[tuple[Tensor, Tensor]], inverted: bool = False) -> float:
-    """Alignment F1 over a corpus of (English [n, d], Fake-English [n, d]) word-piece vector pairs.
+    """Alignment F1 over a corpus of (source [n, d], translation [n, d]) word-piece vector pairs.
 
-    Special tokens must already be removed, and the Fake-English vectors must be in the order the model saw them
+    Special tokens must already be removed, and the translation's vectors must be in the order the model saw them
     (reversed for inv-order, hence ``inverted=True`` selects the anti-diagonal gold). Each sentence is aligned with
     :func:`mutual_argmax_alignment` on its cosine-similarity matrix S_ij = cos(eng_i, fake_j).
 

@@ -11,9 +11,9 @@ import os
 import time
 from pathlib import Path
 
-from ..config import load_chapter
-from ..data.lab import load_lab
+from .config import load_chapter
 from .grid import StackRun, grid_members
+from .lab import load_lab
 
 
 def main(argv=None) -> None:

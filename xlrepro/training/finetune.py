@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .config import ConfigError
-from .training.stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
+from ..config import ConfigError
+from .stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Zero-shot cross-lingual transfer experiments (Wu & Dredze 2019, Q1 and Q2) on the lab stand-ins.
 
-Data: the verse-pair section task (`xlrepro.tasks.sections`); encoder: mini-mBERT (`xlrepro.mini_mbert`);
-mechanics: `xlrepro.finetune`. The plan (seeds, learning-rate grid, recipe, frozen depths) is declared once in
-`xlrepro/experiments/wu2019.yaml`. Every fine-tuning run is cached as one JSON file under
+Data: the verse-pair section task (`xlrepro.tasks.sections`); encoder: mini-mBERT (`xlrepro.training.mini_mbert`);
+mechanics: `xlrepro.training.finetune`. The plan (seeds, learning-rate grid, recipe, frozen depths) is declared once in
+`xlrepro/papers/wu2019/experiments.yaml`. Every fine-tuning run is cached as one JSON file under
 runs/wu2019/<model>/..., so a chapter, the CLI (`xlrepro train wu2019`) and an interrupted run share results.
 
 Test sets are the pairs present in every language (`parallel_keys`), so they are translations of each other,
@@ -13,52 +13,65 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 import torch
-import yaml
 
-from . import atomic
-from .config import ConfigError, check_seeds, choose
-from .data.multilingual import LANGUAGES, check_language
-from .finetune import FinetuneConfig, encode_pairs, evaluate, finetune
-from .models import device_name
-from .paths import runs_dir
-from .tasks.sections import SECTIONS, majority_class, parallel_keys, verse_pairs
+from xlrepro import atomic
+from xlrepro.config import ConfigError, check_seeds, choose
+from xlrepro.data.multilingual import LANGUAGES, check_language
+from xlrepro.models import device_name
+from xlrepro.paths import runs_dir
+from xlrepro.tasks.sections import SECTIONS, majority_class, parallel_keys, verse_pairs
+from xlrepro.training.finetune import FinetuneConfig, encode_pairs, evaluate, finetune
 
-PARTS = ("select", "zero-shot", "in-language", "frozen", "all")
+from . import PARTS  # defined once, in the package
+
+
+RECIPE_KEYS = ("batch_size", "epochs", "warmup", "beta2", "weight_decay", "dropout", "max_length")
+PROBE_KEYS = ("train_per_language", "test_per_language")
 
 
 @dataclass
 class TransferPlan:
-    train_language: str
-    seeds: list[int]
-    lr_grid: list[float]
-    recipe: dict
-    freeze_fractions: list[float]
-    feature_lr: float
-    probe: dict
-    models: dict = field(default_factory=dict)
+    """The schema of `experiments.yaml`."""
+
+    train_language: str = field(metadata={"help": "the language fine-tuned on (zero-shot source)"})
+    seeds: list[int] = field(metadata={"help": "fine-tuning seeds"})
+    lr_grid: list[float] = field(metadata={"help": "learning rates searched on English dev (seed 0)"})
+    recipe: dict = field(metadata={"help": "FinetuneConfig settings but lr and seed", "keys": RECIPE_KEYS})
+    freeze_fractions: list[float] = field(metadata={"help": "frozen depth as fractions of the encoder's layers"})
+    feature_lr: float = field(metadata={"help": "learning rate of the feature-based variant"})
+    probe: dict = field(metadata={"help": "language-ID probe: sentences per language", "keys": PROBE_KEYS})
+    models: dict[str, dict] = field(default_factory=dict, metadata={
+        "help": "encoder name -> MiniMBertConfig settings (+ max_sentences_per_language)"})
 
     def freeze_levels(self, depth: int) -> list[int]:
         """Frozen layer counts for a model of `depth` layers (0, 1/4, 1/2, 3/4 of it)."""
         return sorted({int(round(f * depth)) for f in self.freeze_fractions})
 
 
-def load_plan(name: str = "wu2019") -> TransferPlan:
-    raw = yaml.safe_load(resources.files("xlrepro.experiments").joinpath(f"{name}.yaml").read_text())
-    known = {f.name for f in dataclasses.fields(TransferPlan)}
-    if set(raw) - known:
-        raise ConfigError(f"{name}.yaml: unknown fields {sorted(set(raw) - known)}; valid: {sorted(known)}")
-    return TransferPlan(**raw)
+def load_plan(raw: dict | None = None) -> TransferPlan:
+    """The plan of `xlrepro/papers/wu2019/experiments.yaml` (or of `raw`, its parsed form); unknown keys at any
+    level raise ConfigError naming the valid ones."""
+    from xlrepro.config import ModelSize, check_keys, from_dict, load_yaml
+    from xlrepro.training.mini_mbert import MiniMBertConfig
+
+    plan = load_yaml(__package__, TransferPlan) if raw is None else from_dict(TransferPlan, raw, "wu2019/experiments.yaml")
+    valid = [f.name for f in dataclasses.fields(MiniMBertConfig)] + ["max_sentences_per_language"]
+    for name, spec in plan.models.items():
+        check_keys(f"wu2019/experiments.yaml.models.{name}", spec or {}, valid)
+        if isinstance((spec or {}).get("size"), dict):
+            check_keys(f"wu2019/experiments.yaml.models.{name}.size", spec["size"],
+                       [f.name for f in dataclasses.fields(ModelSize)])
+    return plan
 
 
 def mini_mbert_for(plan: TransferPlan, model: str = "lab"):
     """(MiniMBertConfig, max_sentences_per_language) of a plan's encoder: "lab" (published) or "smoke" (CI)."""
-    from .config import ModelSize
-    from .mini_mbert import MiniMBertConfig
+    from xlrepro.config import ModelSize
+    from xlrepro.training.mini_mbert import MiniMBertConfig
 
     choose("model", model, list(plan.models))
     spec = dict(plan.models[model] or {})
@@ -70,7 +83,7 @@ def mini_mbert_for(plan: TransferPlan, model: str = "lab"):
 
 def ensure_mini_mbert(plan: TransferPlan, model: str = "lab", device=None) -> Path:
     """The encoder's folder in the cache, pretraining it first where it is missing (resumable)."""
-    from .mini_mbert import pretrain
+    from xlrepro.training.mini_mbert import pretrain
 
     config, max_sentences = mini_mbert_for(plan, model)
     out = config.default_dir()
@@ -92,7 +105,7 @@ class TransferLab:
     def __init__(self, plan: TransferPlan | None = None, model: str = "lab", *, device=None,
                  languages=None, max_train_pairs: int | None = None, max_test_pairs: int | None = None,
                  epochs: int | None = None, root: Path | None = None, progress: bool = True):
-        from .mini_mbert import load_mini_mbert
+        from xlrepro.training.mini_mbert import load_mini_mbert
 
         self.plan = plan or load_plan()
         self.model = model
@@ -246,11 +259,11 @@ def run_part(part: str, lab: TransferLab, languages=None, shard: tuple[int, int]
 
 
 def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_train_pairs=None, max_test_pairs=None,
-                epochs=None, results=None, device=None) -> tuple[TransferLab, Path]:
-    """The lab and the results folder of a Wu & Dredze chapter: book/results/wu2019 for the published run (the
-    lab model on all data), else a folder beside the run, so that a smoke run never overwrites the book's."""
-    from .config import check_profile
-    from .paths import repo_root
+                epochs=None, results=None, device=None, publish: bool = False) -> tuple[TransferLab, Path]:
+    """The lab and the results folder of a Wu & Dredze chapter: `results` if given, else book/results/wu2019 for
+    the published run (`publish=True`), else a folder beside the run, so that no other run overwrites the book's."""
+    from xlrepro.config import check_profile
+    from xlrepro.results import results_dir
 
     check_profile(profile)
     if profile == "paper":
@@ -258,8 +271,6 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
                           "later issue. Use profile='lab' (the verse-pair section task and mini-mBERT).")
     lab = TransferLab(model=model, device=device, languages=languages, max_train_pairs=max_train_pairs,
                       max_test_pairs=max_test_pairs, epochs=epochs, progress=False)
-    published = model == "lab" and lab.root.name == "lab" and languages is None
-    folder = Path(results) if results else (repo_root() / "book" / "results" / "wu2019" if published
-                                              else lab.root / "results")
+    folder = Path(results) if results else results_dir("wu2019") if publish else lab.root / "results"
     folder.mkdir(parents=True, exist_ok=True)
     return lab, folder

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import Experiment
-from .tokenization import FakeEnglish
+from .fake_english import FakeEnglish
 
 
 @dataclass

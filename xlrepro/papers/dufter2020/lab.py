@@ -11,11 +11,13 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from ..atomic import write_bytes
-from ..config import check_profile
-from ..paths import cache_dir
-from ..tokenization import FakeEnglish, train_wordpiece
-from .bible import DEV_EDITION, DEV_SENTENCES, LAB_CLAUSES, TRAIN_EDITION, load_english
+from xlrepro.atomic import write_bytes
+from xlrepro.config import check_profile
+from xlrepro.data.bible import DEV_EDITION, DEV_SENTENCES, LAB_CLAUSES, TRAIN_EDITION, load_english
+from xlrepro.paths import cache_dir
+from xlrepro.tokenization import train_wordpiece
+
+from .fake_english import FakeEnglish
 
 MAX_LENGTH = 128
 VOCAB_PER_LANGUAGE = 2048

@@ -1,4 +1,4 @@
-"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames, figures, claims.
+"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames, figures.
 
 The notebooks call these functions; each figure function returns a matplotlib Figure.
 """
@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .config import Chapter, check_profile, check_seeds, load_chapter
-from .results import VERDICTS, read_claims, results_dir, write_claims
-from .training.grid import grid_members, member_dir, run_grid, run_root
+from xlrepro.config import check_profile, check_seeds
+from xlrepro.results import results_dir, stats
+
+from .config import Chapter, load_chapter
+from .grid import grid_members, member_dir, run_grid, run_root
 
 TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
 
@@ -23,8 +25,8 @@ TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8"
 class ChapterRun:
     """What a notebook's parameters select: the run folder, the seeds per model size, where results go.
 
-    Results of the full lab run go to `book/results/<chapter>/` (the published ones); a shrunk run (smoke test,
-    fewer epochs or sentences) writes beside its own run folder, so it never overwrites the published results.
+    Only the published run (`publish=True`: `make reproduce`, `xlrepro run ... --publish`) writes
+    `book/results/<paper>/`; any other run writes to `results` or beside its own run folder.
     """
 
     chapter: Chapter
@@ -65,8 +67,9 @@ class ChapterRun:
 
 
 def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds=None, epochs=None,
-                max_sentences=None, results: str | Path | None = None, batch_size=None) -> ChapterRun:
-    """Validate a notebook's parameters (errors name the valid choices) and locate its run."""
+                max_sentences=None, results: str | Path | None = None, batch_size=None,
+                publish: bool = False) -> ChapterRun:
+    """Validate a notebook's parameters (errors name the valid choices) and locate its run and results folder."""
     chapter = load_chapter(chapter_name)
     check_profile(profile)
     seeds = check_seeds(list(chapter.seeds) if seeds is None else seeds)
@@ -75,8 +78,7 @@ def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ValueError(f"{name} must be None (the paper's setting) or a positive integer; got {value!r}")
     root = run_root(chapter_name, profile, epochs, max_sentences, batch_size)
-    full = (epochs, max_sentences, batch_size) == (None, None, None) and profile == "lab"
-    folder = Path(results) if results else results_dir(chapter_name) if full else root / "results"
+    folder = Path(results) if results else results_dir(chapter_name) if publish else root / "results"
     return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder)
 
 
@@ -119,47 +121,10 @@ def load_model(root: Path, chapter: Chapter, member, vocab_size: int):
     """A trained model of the run (weights saved by the grid); `member` from `grid_members`."""
     from safetensors.torch import load_model as load_weights
 
-    from .models import init_model
+    from xlrepro.models import init_model
     model = init_model(chapter.size(member.exp), vocab_size, member.seed)
     load_weights(model, str(member_dir(root, member) / "model.safetensors"))
     return model.eval()
-
-
-# ------------------------------------------------------------------------------------------ claims
-def verdict(reproduced: bool, partly: bool = False, seeds: int | None = None) -> str:
-    """A claim's verdict. Evidence from fewer than two seeds (`seeds`) is at most "partly"."""
-    if reproduced and seeds is not None and seeds < 2:
-        return VERDICTS[1]
-    return VERDICTS[0] if reproduced else VERDICTS[1] if partly else VERDICTS[2]
-
-
-def describe(df: pd.DataFrame, exp: str, metric: str = "mu") -> str:
-    """'0.55 ± 0.03 (5 seeds)' for the evidence column."""
-    from .results import fmt
-    mean, std = stats(df, exp, metric)
-    n = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["seed"].nunique()
-    return f"{fmt(mean, std)} ({n} seed{'s' if n != 1 else ''})"
-
-
-def seeds_of(df: pd.DataFrame, *exps: str) -> int:
-    """The smallest number of seeds behind the given experiments."""
-    return int(min(df[df["experiment"] == str(e)]["seed"].nunique() for e in exps))
-
-
-def update_claims(folder: Path, chapter_name: str, rows: list[dict]) -> pd.DataFrame:
-    """Replace this notebook's rows in `<folder>/claims.csv` (the other notebooks' rows stay)."""
-    path = Path(folder) / "claims.csv"
-    old = read_claims(path) if path.exists() else pd.DataFrame(columns=["claim", "evidence", "verdict", "chapter"])
-    keep = old[old["chapter"] != chapter_name].to_dict("records") if "chapter" in old else []
-    new = [{**r, "chapter": chapter_name} for r in rows]
-    write_claims(keep + new, path)
-    return pd.DataFrame(new)
-
-
-def stats(df: pd.DataFrame, exp: str, metric: str) -> tuple[float, float]:
-    """Mean and std over seeds of one (experiment, metric) of a long results frame."""
-    v = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["value"]
-    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
 
 
 # ------------------------------------------------------------------------------------------ figures

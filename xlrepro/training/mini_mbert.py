@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import atomic
-from .config import ConfigError, ModelSize, choose
-from .data.multilingual import LANGUAGES, load_verses
-from .masking import mask_tokens
-from .models import bert_config, device_name, init_model
-from .paths import cache_dir
-from .training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+from .. import atomic
+from ..config import ConfigError, ModelSize, choose
+from ..data.multilingual import LANGUAGES, load_verses
+from ..masking import mask_tokens
+from ..models import bert_config, device_name, init_model
+from ..paths import cache_dir
+from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 VOCABS = ("shared", "mbert")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -165,7 +165,7 @@ def _tokenizer(config: MiniMBertConfig, out_dir: Path, texts_by_lang):
     if config.vocab == "shared":
         tok = train_shared_wordpiece(texts_by_lang, config.vocab_size, config.alpha, config.seed)
     else:
-        from .data.mbert_vocab import mbert_tokenizer
+        from ..data.mbert_vocab import mbert_tokenizer
         tok = Tokenizer.from_str(mbert_tokenizer().to_str())
     atomic.write_bytes(path, tok.to_str().encode())
     return tok
@@ -288,7 +288,7 @@ def load_mini_mbert(out_dir: str | Path | None = None):
     out_dir = Path(out_dir) if out_dir is not None else MiniMBertConfig().default_dir()
     if not (out_dir / "training.json").exists():
         raise FileNotFoundError(f"no finished mini-mBERT in {out_dir}: run "
-                                f"xlrepro.mini_mbert.pretrain(MiniMBertConfig(...), out_dir={str(out_dir)!r}) first")
+                                f"xlrepro.training.mini_mbert.pretrain(MiniMBertConfig(...), out_dir={str(out_dir)!r}) first")
     config = MiniMBertConfig(**json.loads((out_dir / "config.json").read_text()))
     tok = Tokenizer.from_file(str(out_dir / "tokenizer.json"))
     model = BertForMaskedLM(bert_config(config.size, tok.get_vocab_size(), positions=config.max_length))

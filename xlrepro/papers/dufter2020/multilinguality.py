@@ -12,10 +12,11 @@ import torch
 import torch.nn.functional as F
 from transformers import BertForMaskedLM
 
-from ..config import Experiment
-from ..data.lab import LabData
-from ..transforms import BilingualSet, build_bilingual, fake_sentence, english_sentence, pad_rows
-from .metrics import mean_pool, multilinguality_score, perplexity, retrieval_precision
+from xlrepro.evaluation.metrics import mean_pool, multilinguality_score, perplexity, retrieval_precision
+
+from .config import Experiment
+from .lab import LabData
+from .transforms import BilingualSet, build_bilingual, fake_sentence, english_sentence, pad_rows
 
 EVAL_MASK_SEED = 12345  # the same masked positions for every model, so perplexities are comparable
 

@@ -28,17 +28,19 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .. import atomic
-from ..config import Chapter, Experiment, check_profile, check_seeds, load_chapter
-from ..data.lab import CORPUS, LabData, load_lab
-from ..evaluation.multilinguality import EvalSets, evaluate
-from ..masking import mask_tokens
-from ..models import count_parameters, device_name, init_model
-from ..paths import runs_dir
-from ..runkeys import run_key, write_config
-from ..transforms import BilingualSet, build_bilingual
-from .distributed import any_rank, barrier, init_from_env, world
-from .stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+from xlrepro import atomic
+from xlrepro.config import check_profile, check_seeds
+from xlrepro.masking import mask_tokens
+from xlrepro.models import count_parameters, device_name, init_model
+from xlrepro.paths import runs_dir
+from xlrepro.runkeys import run_key, write_config
+from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
+from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+
+from .config import Chapter, Experiment, load_chapter
+from .lab import CORPUS, LabData, load_lab
+from .multilinguality import EvalSets, evaluate
+from .transforms import BilingualSet, build_bilingual
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
 MAX_STACK = {"small": 20, "base": 1}
@@ -477,7 +479,7 @@ def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sent
         stale.unlink()
     for k, s in enumerate(stacks):
         atomic.write_json(queue / f"{k:03d}.json", {"members": [[m.exp.id, m.seed] for m in s]})
-    args = [sys.executable, "-m", "xlrepro.training.worker", "--chapter", chapter_name, "--root", str(root),
+    args = [sys.executable, "-m", "xlrepro.papers.dufter2020.worker", "--chapter", chapter_name, "--root", str(root),
             "--profile", profile]
     if epochs is not None:
         args += ["--epochs", str(epochs)]

@@ -1,0 +1,102 @@
+"""Dufter & Schütze 2020, "Identifying Necessary Elements for BERT's Multilinguality" (English + Fake-English).
+
+``reference.csv`` (the paper's numbers, read by `xlrepro.reference.paper_numbers`), columns
+    table, experiment, description, epochs, metric, mean, std, note
+    - Tables 1, 2, 10: metrics ``mu``, ``align_l0``, ``retr_l0``, ``trans_l0``, ``align_l8``,
+      ``retr_l8``, ``trans_l8``, ``ppl_train``, ``ppl_dev`` (fractions as printed, e.g. .97 -> 0.97;
+      perplexity cells "217 07.8" -> mean 217, std 7.8). Table 2 has no std. Table 10 fills ``epochs``.
+    - Table 3 (XNLI, BERT-base on Wikipedia): ``xnli_en``, ``xnli_de``, ``xnli_hi`` (fractions).
+    - Table 4 (mBERT, per language): ``kendall_tau_<lang>``, ``xnli_<lang>`` (percent / 100).
+    - Table 5: ``runtime_minutes`` (the printed text in ``note``). Table 6: ``parameters_millions``.
+"""
+from __future__ import annotations
+
+import argparse
+
+from xlrepro.papers import Paper
+
+NAME = "dufter2020"
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
+    p.add_argument("--seeds", nargs="*", type=int)
+    p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
+    p.add_argument("--profile", default="lab", choices=["lab", "paper"])
+    p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p.add_argument("--compile", action="store_true",
+                   help="GPU: the fused, torch.compile'd stacks (larger stacks; the same numbers)")
+    p.add_argument("--no-graphs", action="store_true", help="GPU: eager steps, no CUDA graphs (the same numbers)")
+    p.add_argument("--workers-per-gpu", type=int, default=1,
+                   help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
+                        "a large one)")
+
+
+def prepare_train(a: argparse.Namespace):
+    from xlrepro.config import ConfigError, check_seeds
+    from xlrepro.devices import check_long_run
+
+    from . import grid
+    from .config import load_chapter
+
+    chapter = load_chapter(NAME)
+    ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
+    for i in ids:
+        chapter.experiment(i)
+    seeds = check_seeds(a.seeds if a.seeds else list(chapter.seeds))
+    large_seeds = None if a.large_seeds is None else check_seeds(a.large_seeds)
+    if a.workers_per_gpu < 1:
+        raise ConfigError(f"--workers-per-gpu must be 1 or more; got {a.workers_per_gpu}")
+    if a.time_limit is not None and a.time_limit <= 0:
+        raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
+    devices = grid.available_devices()
+    check_long_run(f"training {len(ids)} models of {NAME} at the paper's settings", devices[0], a.allow_cpu)
+
+    def train() -> str:
+        done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
+                             time_limit=a.time_limit, devices=devices * a.workers_per_gpu,
+                             compile=a.compile or None, graphs=not a.no_graphs)
+        return "grid complete" if done else "time limit reached: run the same command again to resume"
+    return train
+
+
+# The table of models each chapter trains (its `run.train(ids)`); the setup chapter trains nothing.
+TRAINS = {"architecture": "table1", "comparability": "table2", "training_dynamics": "fig6"}
+
+
+def pending_training(chapter: str, parameters: dict) -> str | None:
+    """What full-size training executing `chapter` with `parameters` would start (None: none, or smoke size)."""
+    from .config import load_chapter
+    from .grid import grid_members, is_done, run_root
+
+    table = TRAINS.get(chapter.split("/")[-1])
+    if table is None or any(parameters.get(k) is not None for k in ("epochs", "max_sentences", "batch_size")):
+        return None
+    ch = load_chapter(NAME)
+    try:
+        members = grid_members(ch, ch.tables[table], parameters.get("seeds") or list(ch.seeds),
+                               parameters.get("large_seeds"), parameters.get("profile", "lab"))
+        root = run_root(NAME, parameters.get("profile", "lab"))
+    except Exception:  # bad parameters: the notebook's own checks name them
+        return None
+    todo = [m for m in members if not is_done(root, m)]
+    return f"{len(todo)} untrained models of {NAME} ({table}) at the paper's settings" if todo else None
+
+
+def prepare(profile: str):
+    from .lab import prepare_lab
+
+    return prepare_lab(profile)
+
+
+PAPER = Paper(
+    name=NAME,
+    title="Dufter & Schütze 2020, Identifying Necessary Elements for BERT's Multilinguality",
+    chapters=tuple(f"{NAME}/{n}" for n in ("setup", "architecture", "comparability", "training_dynamics")),
+    add_train_arguments=add_train_arguments,
+    prepare_train=prepare_train,
+    reproduce=(("train", NAME),),
+    pending_training=pending_training,
+    prepare=prepare,
+    order=10,
+)

@@ -1,0 +1,160 @@
+"""The Dufter & Schütze engine studies: data parallel scaling, engine probes and the equivalence of engines.
+
+They read the run files copied to `book/results/bench/` (see the setup chapter).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlrepro.paths import repo_root
+from xlrepro.results import results_dir
+
+from .config import PAPER
+
+
+# ------------------------------------------------------------------------------------------ data parallel
+DDP_RUNS = {  # folder under book/results/bench/ddp -> (label, GPUs)
+    "1gpu-graphs": ("1 GPU, CUDA graphs (the published model)", 1),
+    "1gpu-eager": ("1 GPU, eager (XLREPRO_CUDA_GRAPHS=0)", 1),
+    "2gpu-ddp-eager": ("2 GPUs, torchrun data parallel (eager)", 2),
+}
+
+
+def ddp_summary(folder: Path | None = None):
+    """The 2-GPU scaling run of BERT-base (Dufter & Schütze model 15, seed 0, the same global batch of 256) against
+    one GPU: (table of seconds, steps/s, speed-up and scaling efficiency against the eager 1-GPU run, final metrics;
+    long frame of the Figure 6 checkpoints of each run). Reads the run files copied to book/results/bench/ddp."""
+    import json
+
+    import pandas as pd
+
+
+    folder = Path(folder or repo_root() / "book" / "results" / "bench" / "ddp")
+    rows, curves = [], []
+    for name, (label, gpus) in DDP_RUNS.items():
+        if not (folder / name / "timing.json").exists():
+            continue
+        timing = json.loads((folder / name / "timing.json").read_text())
+        metrics = json.loads((folder / name / "metrics.json").read_text())["metrics"]
+        rows.append({"run": label, "gpus": gpus, "device": timing["device"], "steps": timing["steps"],
+                     "train_seconds": timing["train_seconds"], "steps_per_second": timing["steps_per_second"],
+                     **{k: metrics[k] for k in ("ppl_train", "ppl_dev", "mu")}})
+        for point in json.loads((folder / name / "curve.json").read_text()):
+            curves += [{"run": label, "step": point["step"], "metric": k, "value": point[k]}
+                       for k in ("ppl_train", "ppl_dev", "mu")]
+    table = pd.DataFrame(rows)
+    if len(table):
+        eager = table.loc[table["run"] == DDP_RUNS["1gpu-eager"][0], "steps_per_second"]
+        if len(eager):
+            table["speed-up vs 1 GPU eager"] = table["steps_per_second"] / float(eager.iloc[0])
+            table["scaling efficiency"] = table["speed-up vs 1 GPU eager"] / table["gpus"]
+    return table, pd.DataFrame(curves)
+
+
+# ------------------------------------------------------------------------------------------ fused, compiled stacks
+VMAP = "vmap / HF forward, CUDA graphs"
+ONE_GRAPH = "fused + torch.compile as one graph, SDPA, CUDA graphs"
+REGIONAL_SDPA = "fused + regional compile, SDPA, CUDA graphs"
+REGIONAL_MATH = "fused + regional compile, attention spelled out, CUDA graphs"
+REGIONAL_AUTO = "fused + regional compile, attention spelled out (1 head) or SDPA, CUDA graphs"
+# file under book/results/bench/engine -> (what the device call was, engine of each variant of scripts/speed_probe.py
+# as the code stood at that call: "bf16+compile" meant one graph with SDPA until regional compilation came)
+ENGINE_PROBES = {
+    "vmap_static_compile_h200.json": ("vmap + torch.compile, one compile per width (first try)",
+                                      {"bf16": VMAP, "fp32": "same, float32",
+                                       "bf16+compile": "vmap + torch.compile per width, CUDA graphs"}),
+    "small_h200_first.json": ("fused + compile, first machine", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
+    "small_h200.json": ("fused + compile, cold compile cache", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
+    "base_h200.json": ("fused + compile, compile cache warm from an earlier call",
+                       {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
+    "regional_h200.json": ("regional compile, cold cache (session 4, call 1)", {"bf16+compile": REGIONAL_SDPA}),
+    "full_h200.json": ("one-graph compile, cold cache, same machine (session 4, call 1)",
+                       {"bf16+compile-full": ONE_GRAPH}),
+    "attention_h200.json": ("attention spelled out vs SDPA, regional compile (session 4, call 2)",
+                            {"bf16+compile": REGIONAL_MATH, "bf16+compile+sdpa": REGIONAL_SDPA}),
+    # H100 (80 GB): a stack of 50 small models ran out of memory in call 4 (not a row); the default attention ("auto")
+    "h100_small10.json": ("H100, regional compile (session 4, call 4)", {"bf16+compile": REGIONAL_AUTO}),
+    "h100.json": ("H100, regional compile (session 4, call 5)", {"bf16+compile": REGIONAL_AUTO}),
+}
+
+
+def engine_summary(folder: Path | None = None):
+    """Steady-state step times on the lab corpus (`scripts/speed_probe.py`): the vmap stacks against the fused,
+    compiled ones, with the seconds spent on warm-up and compiling before the timed steps."""
+    import json
+
+    import pandas as pd
+
+
+    folder = Path(folder or repo_root() / "book" / "results" / "bench" / "engine")
+    rows = []
+    for name, (note, engines) in ENGINE_PROBES.items():
+        if (folder / name).exists():
+            rows += [{**r, "probe": note, "engine": engines.get(r["variant"], r["variant"])}
+                     for r in json.loads((folder / name).read_text())["rows"]]
+    return pd.DataFrame(rows)
+
+
+EQUIVALENCE_RUNS = {  # folder under book/results/bench/equivalence -> engine
+    "vmap-grid": "vmap stacks of 10-20 (the grid published until session 4)",
+    "alone": "one by one (a stack of one: HF's own forward)",
+    "fused": "fused + compiled stack of 20",
+    "fused-shared-gpu": "fused + compiled stack of 10 (GPU shared)",
+}
+
+
+PUBLISHED_ENGINE = "published: fused + regional compile, stacks of 5-25"
+
+
+def equivalence_checks(eq, metrics=("ppl_train", "ppl_dev", "mu")):
+    """Each engine's seeds against the published seeds of the same model and metric: the difference of means, the
+    published spread over seeds, whether the difference is within 2 of those std, and Welch's t-test p-value
+    (`scipy.stats.ttest_ind`, unequal variances; NaN with fewer than 2 seeds on a side). With many comparisons,
+    about 5% fall below p = 0.05 by chance alone."""
+    import pandas as pd
+    from scipy.stats import ttest_ind
+
+    eq = eq[eq["metric"].isin(metrics)]
+    published = eq[eq["engine"] == PUBLISHED_ENGINE]
+    rows = []
+    for (exp, engine, metric), g in eq[eq["engine"] != PUBLISHED_ENGINE].groupby(["experiment", "engine", "metric"]):
+        p = published.loc[(published["experiment"] == exp) & (published["metric"] == metric), "value"]
+        if p.empty:
+            continue
+        diff, std = g["value"].mean() - p.mean(), p.std()
+        welch = ttest_ind(g["value"], p, equal_var=False).pvalue if min(len(g), len(p)) >= 2 else float("nan")
+        rows.append({"experiment": exp, "engine": engine, "metric": metric, "seeds": len(g), "difference": diff,
+                     "published seed std": std, "within 2 std": bool(abs(diff) <= 2 * std), "welch p": welch})
+    return pd.DataFrame(rows)
+
+
+def equivalence_summary(published: Path | list[Path] | None = None, folder: Path | None = None):
+    """Final metrics of the same (model, seed) trained by different engines, beside the published run's
+    (`book/results/dufter2020/table1.csv`: BERT-small in fused, compiled stacks of 5-25 on two GPUs).
+    Returns (per-model long frame, timings)."""
+    import json
+
+    import pandas as pd
+
+
+    root = repo_root() / "book" / "results"
+    folder = Path(folder or root / "bench" / "equivalence")
+    rows, timings = [], []
+    for name, engine in EQUIVALENCE_RUNS.items():
+        for f in sorted((folder / name).glob("*/*/metrics.json")):
+            m = json.loads(f.read_text())
+            rows += [{"engine": engine, "experiment": m["experiment"], "seed": m["seed"], "metric": k, "value": v}
+                     for k, v in m["metrics"].items()]
+        for f in sorted((folder / name).glob("stacks/*/timing.json")):
+            t = json.loads(f.read_text())
+            timings.append({"engine": engine, "models": len(t["members"]), "members": " ".join(t["members"]),
+                            "train_seconds": t["train_seconds"], "device": t["device"]})
+    df = pd.DataFrame(rows)
+    if published is None:  # Table 1 and Table 2 (the no-parallel models 21, 21b) of the published run
+        published = [results_dir(PAPER) / "table1.csv", results_dir(PAPER) / "table2.csv"]
+    paths = [Path(published)] if isinstance(published, (str, Path)) else [Path(p) for p in published]
+    tables = pd.concat([pd.read_csv(p, dtype={"experiment": str}) for p in paths if p.exists()], ignore_index=True)
+    tables = tables.drop_duplicates(["experiment", "seed", "metric"])  # model 0 is in both tables
+    pub = tables[tables["experiment"].isin(set(df["experiment"])) & tables["metric"].isin(set(df["metric"]))]
+    df = pd.concat([df, pub.assign(engine=PUBLISHED_ENGINE)], ignore_index=True)
+    return df, pd.DataFrame(timings)

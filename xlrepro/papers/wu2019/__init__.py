@@ -1,0 +1,92 @@
+"""Wu & Dredze 2019, "Beto, Bentz, Becas: The Surprising Cross-Lingual Effectiveness of BERT".
+
+``reference.csv`` (the paper's numbers, read by `xlrepro.reference.paper_numbers`), columns
+    table, experiment, description, language, metric, mean, std, note
+    - values in PERCENT as printed (0-100); ``std`` is always blank (the paper gives none).
+    - Tables 2 (MLDoc, ``accuracy``), 3 (XNLI, ``accuracy``), 4 (NER, ``f1``), 5 (POS, ``accuracy``),
+      6 (parsing, ``uas``, ``las``, ``word_order_distance``); Figure 1a-e (layer freezing, read from
+      the heatmap's cell labels). ``experiment`` is "<system>/<setting>", e.g. "mBERT/zero-shot";
+      ``description`` keeps the paper's row label; language ``avg`` is the paper's average column
+      (``note`` says which languages it leaves out).
+"""
+from __future__ import annotations
+
+import argparse
+
+from xlrepro.papers import Paper
+
+NAME = "wu2019"
+PARTS = ("select", "zero-shot", "in-language", "frozen", "all")  # the parts of `transfer.run_part`
+MODELS = ("lab", "smoke")  # the plan's encoders (experiments.yaml, `models`)
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--part", required=True, choices=PARTS, help="the part of the plan to run")
+    p.add_argument("--languages", nargs="*", help="--part in-language only: these training languages")
+    p.add_argument("--model", default="lab", choices=MODELS, help="the plan's encoder")
+    p.add_argument("--shard", default="0/1", help="I/N runs every N-th job of the part, from the I-th")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    from xlrepro.config import ConfigError
+
+    i, _, n = text.partition("/")
+    if not (i.isdigit() and n.isdigit() and int(i) < int(n)):
+        raise ConfigError(f"--shard must be I/N with 0 <= I < N, e.g. 0/4; got {text!r}")
+    return int(i), int(n)
+
+
+def prepare_train(a: argparse.Namespace):
+    from xlrepro.config import ConfigError, choose
+    from xlrepro.data.multilingual import LANGUAGES
+    from xlrepro.devices import check_long_run, default_device
+
+    choose("part", a.part, PARTS)
+    choose("model", a.model, MODELS)
+    shard = parse_shard(a.shard)
+    if a.languages is not None:
+        if a.part not in ("in-language", "all"):
+            raise ConfigError(f"--languages applies to --part in-language (or all) only; got --part {a.part}")
+        for lang in a.languages:
+            choose("language", lang, LANGUAGES)
+    if a.model == "lab":
+        check_long_run(f"{NAME} --part {a.part} with the published encoder", default_device(), a.allow_cpu)
+
+    def train() -> str:
+        from .transfer import TransferLab, run_part
+
+        lab = TransferLab(model=a.model, progress=False)
+        return run_part(a.part, lab, a.languages, shard).to_string()
+    return train
+
+
+def pending_training(chapter: str, parameters: dict) -> str | None:
+    """Full-size training a chapter would start: the published encoder's pretraining or its fine-tuning runs."""
+    from xlrepro.paths import runs_dir
+
+    if parameters.get("model", "lab") != "lab":
+        return None
+    from .transfer import load_plan, mini_mbert_for
+
+    config, _ = mini_mbert_for(load_plan(), "lab")
+    if not (config.default_dir() / "training.json").exists():
+        return f"pretraining mini-mBERT ({config.steps} steps)"
+    shrunk = any(parameters.get(k) is not None for k in ("max_train_pairs", "max_test_pairs", "epochs"))
+    finetunes = chapter.split("/")[-1] in ("q1_zero_shot", "q2_layers", "q4_subword_overlap")
+    if finetunes and not shrunk and not any((runs_dir() / NAME / "lab" / "finetune").glob("*/*/*.json")):
+        return f"the {NAME} fine-tuning runs at the plan's settings"
+    return None
+
+
+PAPER = Paper(
+    name=NAME,
+    title="Wu & Dredze 2019, Beto, Bentz, Becas: The Surprising Cross-Lingual Effectiveness of BERT",
+    # the multilingual lab chapter presents the plan's encoder (mini-mBERT), which these chapters fine-tune
+    chapters=("multilingual/lab",) + tuple(f"{NAME}/{n}" for n in
+                                           ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")),
+    add_train_arguments=add_train_arguments,
+    prepare_train=prepare_train,
+    reproduce=(("pretrain", "mini-mbert"), ("train", NAME, "--part", "all")),
+    pending_training=pending_training,
+    order=20,
+)
