@@ -61,3 +61,12 @@ def test_locked_read_modify_write_loses_no_update_across_processes(tmp_path):
         p.join(timeout=60)
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     assert path.read_text() == "100"
+
+
+def test_new_files_are_world_readable_and_old_modes_are_kept(tmp_path):
+    atomic.write_bytes(tmp_path / "new", b"x")
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o644
+    (tmp_path / "old").write_bytes(b"x")
+    (tmp_path / "old").chmod(0o640)
+    atomic.write_bytes(tmp_path / "old", b"y")
+    assert (tmp_path / "old").stat().st_mode & 0o777 == 0o640

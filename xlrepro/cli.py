@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from .atomic import atomic_path
 from .config import ConfigError, check_profile, load_chapter
 from .paths import repo_root
 
@@ -40,11 +41,9 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
     if name not in known:
         raise ConfigError(f"unknown chapter {name!r}; valid choices: {', '.join(known)}")
     output = output or repo_root() / "book" / f"{name}.ipynb"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.running")
-    papermill.execute_notebook(str(known[name]), str(tmp), parameters=parameters, kernel_name=kernel,
-                               cwd=str(known[name].parent), progress_bar=False)
-    tmp.replace(output)  # the published notebook changes only when the run succeeded
+    with atomic_path(output, suffix=".ipynb") as tmp:  # the published notebook changes only when the run succeeded
+        papermill.execute_notebook(str(known[name]), str(tmp), parameters=parameters, kernel_name=kernel,
+                                   cwd=str(known[name].parent), progress_bar=False)
     return output
 
 
