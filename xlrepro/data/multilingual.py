@@ -45,7 +45,6 @@ LANGUAGES: tuple[str, ...] = (
     "en", "fr", "es", "de", "ru", "tr", "ar", "vi", "zh", "hi", "sw",
     "it", "pt", "id", "uk", "bn", "ja", "ko", "fa", "ro", "pl", "tl",
 )
-XNLI_LANGUAGES: tuple[str, ...] = ("en", "fr", "es", "de", "ru", "tr", "ar", "vi", "zh", "hi", "sw")
 #: Languages written without spaces between words: tokens are characters.
 CHARACTER_LANGUAGES = frozenset({"zh", "ja"})
 
@@ -184,17 +183,6 @@ def read_raw_verses(lang: str, *, edition: str | None = None,
         return con.execute(
             "SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
             "ORDER BY bNumber, cNumber, vNumber", (ed.code,)).fetchall()
-    finally:
-        con.close()
-
-
-def read_book_names(lang: str, *, edition: str | None = None,
-                    db_path: str | os.PathLike | None = None) -> dict[int, str]:
-    """Book number -> book name in the edition's language."""
-    ed = edition_for(lang, edition)
-    con = connect_bible(db_path)
-    try:
-        return dict(con.execute("SELECT bNumber, bName FROM bibleRef WHERE bbName = ?", (ed.code,)))
     finally:
         con.close()
 
