@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from xlrepro.config import ConfigError, ModelSize
-from xlrepro.data import multilingual as ml
 from xlrepro.mini_mbert import (MiniMBertConfig, draw_batch, load_mini_mbert, pretrain, sampling_weights)
 
 LANGS = ("en", "fr", "tr")
@@ -44,12 +43,8 @@ def test_bad_options_name_the_valid_choices():
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    root = tmp_path_factory.mktemp("xlrepro-cache")
-    ml.prepare_multilingual_cache(root, LANGS)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XLREPRO_CACHE", str(root))
-        yield root
+def cache(multilingual_cache):
+    return multilingual_cache
 
 
 def tiny(steps=6):

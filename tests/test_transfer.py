@@ -1,5 +1,5 @@
-"""Wu & Dredze 2019 plan and runs (xlrepro/transfer.py), on the plan's "smoke" encoder and a tiny prepared cache
-of its four languages in a tmp dir (pretraining and every fine-tuning run take seconds on a CPU)."""
+"""Wu & Dredze 2019 plan and runs (xlrepro/transfer.py), on the plan's "smoke" encoder and the session's prepared
+cache (conftest's `multilingual_cache`; pretraining and every fine-tuning run take seconds on a CPU)."""
 import json
 import multiprocessing
 import time
@@ -8,7 +8,6 @@ import pytest
 
 import xlrepro.transfer as tr
 from xlrepro.config import ConfigError, ModelSize
-from xlrepro.data import multilingual as ml
 from xlrepro.finetune import FinetuneConfig
 
 SMOKE_LANGS = ["en", "fr", "de", "es"]
@@ -59,12 +58,9 @@ def test_chapter_lab_checks_the_profile_before_building(monkeypatch):
 
 # --- a real lab on the smoke encoder ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    root = tmp_path_factory.mktemp("xlrepro-wu2019")
-    ml.prepare_multilingual_cache(root / "cache", SMOKE_LANGS)
+def lab(tmp_path_factory, multilingual_cache):  # the smoke encoder is pretrained once, also for the notebooks
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XLREPRO_CACHE", str(root / "cache"))
-        mp.setenv("XLREPRO_RUNS", str(root / "runs"))
+        mp.setenv("XLREPRO_RUNS", str(tmp_path_factory.mktemp("xlrepro-wu2019-runs")))
         lab = tr.TransferLab(model="smoke", device="cpu", languages=["fr", "de", "es"], max_train_pairs=48,
                              max_test_pairs=24, epochs=1, progress=False)
         yield lab
