@@ -86,6 +86,7 @@ def test_dropout_is_on_in_training_only():
     assert run(True) != run(True)
 
 
+@pytest.mark.slow  # torch.compile builds C++ kernels: 40 s on a fresh 2-core CPU
 @pytest.mark.parametrize("mode, graphs", [("regional", 3), ("full", 1)])
 def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack(mode, graphs):
     """Regional: one graph each for the embeddings, a layer (shared by both layers) and the head; full: one graph.
