@@ -1,3 +1,4 @@
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -40,3 +41,17 @@ def lab(xlrepro_dirs):
     """The Dufter & Schütze lab data, prepared once into the session's cache (the dufter2020 notebooks reuse it)."""
     from xlrepro.data.lab import load_lab
     return load_lab()
+
+
+@pytest.fixture
+def in_processes():
+    """run(target, [args, ...]): target(*args) in forked processes running at once; their exit codes."""
+    def run(target, args_list, timeout=60):
+        ctx = multiprocessing.get_context("fork")  # forked: they inherit the test's monkeypatches
+        procs = [ctx.Process(target=target, args=tuple(args)) for args in args_list]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout)
+        return [p.exitcode for p in procs]
+    return run

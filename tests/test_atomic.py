@@ -1,5 +1,4 @@
 """Atomic writes and the file lock (xlrepro/atomic.py), also across processes."""
-import multiprocessing
 import time
 
 import pytest
@@ -51,15 +50,9 @@ def _add_one(path, n):
             atomic.write_bytes(path, str(value + 1).encode())
 
 
-def test_locked_read_modify_write_loses_no_update_across_processes(tmp_path):
+def test_locked_read_modify_write_loses_no_update_across_processes(tmp_path, in_processes):
     path = tmp_path / "counter"
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_add_one, args=(path, 25)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert in_processes(_add_one, [(path, 25)] * 4) == [0, 0, 0, 0]
     assert path.read_text() == "100"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import multiprocessing
 import sqlite3
 import time
 from collections import Counter, defaultdict
@@ -272,7 +271,7 @@ def _prepare_one(root, lang, db):
     ml.prepare_multilingual_cache(root, [lang], db_path=db)
 
 
-def test_parallel_preparations_lose_no_manifest_entry(tmp_path, monkeypatch):
+def test_parallel_preparations_lose_no_manifest_entry(tmp_path, monkeypatch, in_processes):
     langs = ["en", "fr", "de", "es", "ru", "it"]
     db = tiny_bible(tmp_path / "bible.db", langs)
     read = ml.read_manifest
@@ -283,13 +282,7 @@ def test_parallel_preparations_lose_no_manifest_entry(tmp_path, monkeypatch):
         return manifest
 
     monkeypatch.setattr(ml, "read_manifest", slow_read)  # inherited by the forked processes
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_prepare_one, args=(tmp_path / "cache", lang, db)) for lang in langs]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0] * len(langs)
+    assert in_processes(_prepare_one, [(tmp_path / "cache", lang, db) for lang in langs]) == [0] * len(langs)
     manifest = read(tmp_path / "cache")
     assert list(manifest["languages"]) == ["en", "fr", "es", "de", "ru", "it"]  # LANGUAGES order
     assert manifest["total_bytes"] == sum(e["bytes"] for e in manifest["languages"].values())

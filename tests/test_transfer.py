@@ -1,7 +1,6 @@
 """Wu & Dredze 2019 plan and runs (xlrepro/transfer.py), on the plan's "smoke" encoder and the session's prepared
 cache (conftest's `multilingual_cache`; pretraining and every fine-tuning run take seconds on a CPU)."""
 import json
-import multiprocessing
 import time
 
 import pytest
@@ -173,7 +172,7 @@ def _run_once(lab):
     lab.run(lab.config(1e-4, 0))
 
 
-def test_parallel_shards_train_one_job_once(tmp_path, monkeypatch):
+def test_parallel_shards_train_one_job_once(tmp_path, monkeypatch, in_processes):
     lab = object.__new__(tr.TransferLab)  # no encoder: fine-tuning is faked, only the cache matters
     lab.plan, lab.languages, lab.root, lab.device, lab.encoder = tr.load_plan(), ["en", "fr"], tmp_path, "cpu", None
     lab.epochs, lab.progress, lab.data = None, False, lambda lang, split: None
@@ -187,13 +186,7 @@ def test_parallel_shards_train_one_job_once(tmp_path, monkeypatch):
     monkeypatch.setattr(tr, "finetune", slow_finetune)
     monkeypatch.setattr(tr, "evaluate", lambda *a: (0.75, 0.5))
     monkeypatch.setattr(tr, "device_name", lambda device: "cpu")
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_run_once, args=(lab,)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    assert in_processes(_run_once, [(lab,)] * 3) == [0, 0, 0]
     assert (tmp_path / "trainings").read_text() == "x"
     saved = json.loads((tmp_path / "finetune" / "en" / "all" / "lr0.0001-seed0.json").read_text())
     assert saved["test"] == {"en": {"accuracy": 0.75, "macro_f1": 0.5}, "fr": {"accuracy": 0.75, "macro_f1": 0.5}}
