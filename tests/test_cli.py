@@ -33,3 +33,24 @@ def test_train_passes_devices_and_the_compile_switch(monkeypatch, workers, compi
     assert seen["devices"] == ["cuda:0", "cuda:1"] * workers
     assert (seen["chapter"], seen["ids"], seen["seeds"]) == ("dufter2020", ["0", "21"], [0, 42])
     assert seen["compile"] == ("1" if compile_flag else "0")
+
+
+def test_run_publishes_the_notebook_only_when_it_succeeds(monkeypatch, tmp_path):
+    import papermill
+
+    from xlrepro.cli import run_chapter
+
+    def fake_execute(src, out, parameters, **kw):
+        if parameters.get("fail"):
+            open(out, "w").write("half")
+            raise RuntimeError("kernel died")
+        assert out.endswith(".ipynb")  # papermill writes into a temp notebook beside the published one
+        open(out, "w").write(f"ran with {parameters}")
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake_execute)
+    out = tmp_path / "book" / "architecture.ipynb"
+    assert run_chapter("dufter2020/architecture", {"seeds": [0]}, out) == out
+    assert out.read_text() == "ran with {'seeds': [0]}"
+    with pytest.raises(RuntimeError, match="kernel died"):
+        run_chapter("dufter2020/architecture", {"fail": True}, out)
+    assert out.read_text() == "ran with {'seeds': [0]}" and [p.name for p in out.parent.iterdir()] == [out.name]
