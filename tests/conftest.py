@@ -1,4 +1,6 @@
+import multiprocessing
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,8 +10,48 @@ torch.set_num_threads(1)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+#: Every Bible language a test reads: the smoke encoder's four (transfer tests, wu2019 and multilingual
+#: notebooks), plus tr (dropped and merged verses) and zh (characters) for the cleaning and section tests.
+TEST_LANGUAGES = ("en", "fr", "de", "es", "tr", "zh")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def xlrepro_dirs(tmp_path_factory):
+    """XLREPRO_CACHE and XLREPRO_RUNS for the whole session (notebook kernels inherit them): fresh folders, so
+    that tests never read or write the repository's cache and runs. XLREPRO_TEST_CACHE names a cache folder to
+    keep between sessions instead (faster local runs)."""
+    cache = Path(os.environ.get("XLREPRO_TEST_CACHE") or tmp_path_factory.mktemp("xlrepro-cache"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XLREPRO_CACHE", str(cache))
+        mp.setenv("XLREPRO_RUNS", str(tmp_path_factory.mktemp("xlrepro-runs")))
+        yield cache
+
 
 @pytest.fixture(scope="session")
-def lab():
+def multilingual_cache(xlrepro_dirs):
+    """The session's cache with the prepared Bible of TEST_LANGUAGES, built once for every test that reads it."""
+    from xlrepro.data.multilingual import prepare_multilingual_cache
+
+    prepare_multilingual_cache(xlrepro_dirs, TEST_LANGUAGES)
+    return xlrepro_dirs
+
+
+@pytest.fixture(scope="session")
+def lab(xlrepro_dirs):
+    """The Dufter & Schütze lab data, prepared once into the session's cache (the dufter2020 notebooks reuse it)."""
     from xlrepro.papers.dufter2020.lab import load_lab
     return load_lab()
+
+
+@pytest.fixture
+def in_processes():
+    """run(target, [args, ...]): target(*args) in forked processes running at once; their exit codes."""
+    def run(target, args_list, timeout=60):
+        ctx = multiprocessing.get_context("fork")  # forked: they inherit the test's monkeypatches
+        procs = [ctx.Process(target=target, args=tuple(args)) for args in args_list]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout)
+        return [p.exitcode for p in procs]
+    return run

@@ -6,7 +6,7 @@ import pytest
 from xlrepro.config import ConfigError, check_seeds
 from xlrepro.papers.dufter2020.config import load_chapter
 from xlrepro.papers.dufter2020.report import chapter_run
-from xlrepro.papers.dufter2020.grid import Member, grid_members, is_done, member_dir, plan_stacks, run_grid
+from xlrepro.papers.dufter2020.grid import grid_members, is_done, member_dir, plan_stacks, run_grid
 
 TINY = dict(epochs=2, max_sentences=24, batch_size=8)
 

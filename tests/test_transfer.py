@@ -1,12 +1,12 @@
-"""Wu & Dredze 2019 plan and runs (xlrepro/transfer.py), on the plan's "smoke" encoder and a tiny prepared cache
-of its four languages in a tmp dir (pretraining and every fine-tuning run take seconds on a CPU)."""
+"""Wu & Dredze 2019 plan and runs (xlrepro/transfer.py), on the plan's "smoke" encoder and the session's prepared
+cache (conftest's `multilingual_cache`; pretraining and every fine-tuning run take seconds on a CPU)."""
 import json
+import time
 
 import pytest
 
 import xlrepro.papers.wu2019.transfer as tr
 from xlrepro.config import ConfigError, ModelSize
-from xlrepro.data import multilingual as ml
 from xlrepro.training.finetune import FinetuneConfig
 
 SMOKE_LANGS = ["en", "fr", "de", "es"]
@@ -57,12 +57,9 @@ def test_chapter_lab_checks_the_profile_before_building(monkeypatch):
 
 # --- a real lab on the smoke encoder ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    root = tmp_path_factory.mktemp("xlrepro-wu2019")
-    ml.prepare_multilingual_cache(root / "cache", SMOKE_LANGS)
+def lab(tmp_path_factory, multilingual_cache):  # the smoke encoder is pretrained once, also for the notebooks
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XLREPRO_CACHE", str(root / "cache"))
-        mp.setenv("XLREPRO_RUNS", str(root / "runs"))
+        mp.setenv("XLREPRO_RUNS", str(tmp_path_factory.mktemp("xlrepro-wu2019-runs")))
         lab = tr.TransferLab(model="smoke", device="cpu", languages=["fr", "de", "es"], max_train_pairs=48,
                              max_test_pairs=24, epochs=1, progress=False)
         yield lab
@@ -169,3 +166,27 @@ def test_selected_lr_is_the_best_on_english_dev(lab, monkeypatch):
         (2e-4, "freeze-0"), (2e-4, "freeze-1"), (2e-4, "freeze-2"), (1e-3, "feature-based")]
     monkeypatch.setattr(lab, "selection", lambda: pd.DataFrame({"lr": grid, "dev_accuracy": [0.2, 0.6, 0.6]}))
     assert lab.selected_lr() == 2e-4  # ties: the first (smallest) rate
+
+
+def _run_once(lab):
+    lab.run(lab.config(1e-4, 0))
+
+
+def test_parallel_shards_train_one_job_once(tmp_path, monkeypatch, in_processes):
+    lab = object.__new__(tr.TransferLab)  # no encoder: fine-tuning is faked, only the cache matters
+    lab.plan, lab.languages, lab.root, lab.device, lab.encoder = tr.load_plan(), ["en", "fr"], tmp_path, "cpu", None
+    lab.epochs, lab.progress, lab.data = None, False, lambda lang, split: None
+
+    def slow_finetune(*a, **kw):
+        with open(tmp_path / "trainings", "a") as f:
+            f.write("x")
+        time.sleep(0.2)
+        return None, {"dev_accuracy": [0.5]}
+
+    monkeypatch.setattr(tr, "finetune", slow_finetune)
+    monkeypatch.setattr(tr, "evaluate", lambda *a: (0.75, 0.5))
+    monkeypatch.setattr(tr, "device_name", lambda device: "cpu")
+    assert in_processes(_run_once, [(lab,)] * 3) == [0, 0, 0]
+    assert (tmp_path / "trainings").read_text() == "x"
+    saved = json.loads((tmp_path / "finetune" / "en" / "all" / "lr0.0001-seed0.json").read_text())
+    assert saved["test"] == {"en": {"accuracy": 0.75, "macro_f1": 0.5}, "fr": {"accuracy": 0.75, "macro_f1": 0.5}}

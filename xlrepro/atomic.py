@@ -1,6 +1,12 @@
-"""Atomic file writes: a reader (or an interrupted run) never sees a half-written file."""
+"""Atomic file writes and file locks: the project's one implementation of both.
+
+A reader (or an interrupted run) never sees a half-written file: every write goes to a uniquely named
+temp file next to the target, is fsync'ed and then os.replace'd onto it. `locked` serialises a
+read-modify-write of a shared file between processes (e.g. parallel `--shard` runs).
+"""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -9,61 +15,69 @@ from pathlib import Path
 from typing import Iterator
 
 
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable where the platform allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 @contextmanager
-def atomic_path(path: str | Path):
-    """Yield a temporary path next to `path`; on success it replaces `path`, on error it is removed."""
+def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a unique temporary path next to `path`; on success it replaces `path`, on error it is removed
+    and an existing `path` is left untouched. `suffix` ends the temp name (some writers need ".ipynb")."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     os.close(fd)
+    os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)  # mkstemp's 0600 would stick
     try:
         yield Path(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
 
 
 @contextmanager
-def atomic_open(path: str | os.PathLike) -> Iterator:
-    """Open a temp file next to `path`; on success fsync and os.replace it onto `path`.
+def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator:
+    """`open(temp)` in text ("w", UTF-8, no newline translation) or binary ("wb") mode, written atomically
+    onto `path` (see `atomic_path`)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_open mode {mode!r}; valid modes: w, wb")
+    text = {"encoding": "utf-8", "newline": ""} if mode == "w" else {}
+    with atomic_path(path) as tmp, open(tmp, mode, **text) as f:
+        yield f
 
-    If the body raises, the temp file is removed and an existing `path` is left untouched.
-    """
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    with atomic_open(path, "wb") as f:
+        f.write(data)
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False).encode())
+
+
+@contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock for `path` (fcntl.flock on a ".<name>.lock" file next to it) between
+    processes; it is released when the block ends, also when a process dies."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    # Make the rename itself durable where the platform allows it.
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        os.close(dfd)
-
-
-def write_bytes(path: str | Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-
-
-def write_json(path: str | Path, obj) -> None:
-    write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False).encode())
+        os.close(fd)  # closing releases the lock

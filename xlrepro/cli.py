@@ -18,12 +18,12 @@ import argparse
 import ast
 import hashlib
 import json
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+from .atomic import atomic_path
 from .config import PROFILES, ConfigError, check_profile, choose
 from .papers import get_paper, paper_of_chapter, papers
 from .paths import repo_root, runs_dir
@@ -109,16 +109,14 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
     output.parent.mkdir(parents=True, exist_ok=True)
     notebook = chapters()[name]
     scratch = Path(tempfile.mkdtemp(prefix="xlrepro-run-"))  # never inside book/: an interrupted run leaves nothing
-    part = output.with_name(f".{output.name}.part")
     try:
         executed = scratch / output.name
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
                                    cwd=str(notebook.parent), progress_bar=False)
-        shutil.copyfile(executed, part)
-        os.replace(part, output)  # the output changes only when the run succeeded
+        with atomic_path(output, suffix=".ipynb") as tmp:  # the output changes only when the run succeeded
+            shutil.copyfile(executed, tmp)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        part.unlink(missing_ok=True)
     return output
 
 

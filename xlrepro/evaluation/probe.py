@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from ..data.collate import pad_batch
 from .metrics import mean_pool, retrieval_precision
 
 __all__ = ["layer_features", "language_id_probe", "probe_layers", "retrieval_by_language"]
@@ -69,10 +70,8 @@ def layer_features(model, tokenizer, texts: list[str], *, device: str | torch.de
         chunks = []
         for start in range(0, len(rows), batch_size):
             idx = order[start:start + batch_size].tolist()
-            width = int(lengths[idx].max())
-            ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            for b, i in enumerate(idx):
-                ids[b, :len(rows[i])] = torch.tensor(rows[i])
+            ids = torch.from_numpy(pad_batch([rows[i] for i in idx], pad)[0])
+            width = ids.shape[1]
             # built from the lengths, not from ids != pad, so a [PAD] piece inside a text would still count
             keep = torch.arange(width)[None, :] < lengths[idx][:, None]
             out = bert(input_ids=ids.to(device), attention_mask=keep.long().to(device),

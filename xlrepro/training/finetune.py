@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from ..config import ConfigError
+from ..data.collate import pad_batch
 from .stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
 
 
@@ -133,13 +134,9 @@ def encode_pairs(tokenizer, pairs, max_length: int = 128) -> EncodedPairs:
 
 
 def _batch(data: EncodedPairs, rows, device, pad_id: int = 0):
-    width = max(len(data.ids[i]) for i in rows)
-    ids = np.full((len(rows), width), pad_id, np.int64)
-    types = np.zeros((len(rows), width), np.int64)
-    mask = np.zeros((len(rows), width), np.int64)
-    for j, i in enumerate(rows):
-        n = len(data.ids[i])
-        ids[j, :n], types[j, :n], mask[j, :n] = data.ids[i], data.types[i], 1
+    ids, lengths = pad_batch([data.ids[i] for i in rows], pad_id)
+    types, _ = pad_batch([data.types[i] for i in rows], 0)
+    mask = (np.arange(ids.shape[1]) < lengths[:, None]).astype(np.int64)
     t = lambda a: torch.from_numpy(a).to(device, non_blocking=True)  # noqa: E731
     return t(ids), t(mask), t(types), t(data.labels[np.asarray(rows)])
 

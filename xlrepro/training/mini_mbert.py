@@ -23,6 +23,7 @@ import torch
 
 from .. import atomic
 from ..config import ConfigError, ModelSize, choose
+from ..data.collate import pad_batch
 from ..data.multilingual import LANGUAGES, load_verses
 from ..masking import mask_tokens
 from ..models import bert_config, device_name, init_model
@@ -149,11 +150,8 @@ def _encode(tok, texts_by_lang: dict[str, list[str]], max_length: int):
     for texts in texts_by_lang.values():
         starts.append(len(rows))
         rows += [[cls, *e.ids[:max_length - 2], sep] for e in tok.encode_batch(texts, add_special_tokens=False)]
-    lengths = torch.tensor([len(r) for r in rows])
-    ids = torch.full((len(rows), int(lengths.max())), tok.token_to_id("[PAD]"), dtype=torch.int32)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.tensor(r, dtype=torch.int32)
-    return ids, lengths, np.array(starts)
+    ids, lengths = pad_batch(rows, tok.token_to_id("[PAD]"), dtype=np.int32)
+    return torch.from_numpy(ids), torch.from_numpy(lengths), np.array(starts)
 
 
 def _tokenizer(config: MiniMBertConfig, out_dir: Path, texts_by_lang):

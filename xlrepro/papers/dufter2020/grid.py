@@ -15,9 +15,7 @@ A model's numbers are its own: its initialisation, data order, masking and dropo
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -214,7 +212,6 @@ class StackRun:
             ids[e, :, :s.ids.shape[1]] = torch.as_tensor(s.ids)
         dev = self.device
         exp_of = torch.tensor([exps.index(m.exp.id) for m in self.members], device=dev)
-        per_exp = lambda f: torch.tensor([f(self.sets[e], self.chapter.experiment(e)) for e in exps], device=dev)
         return dict(
             ids=ids.to(dev), exp_of=exp_of,
             lengths=torch.stack([torch.as_tensor(self.sets[e].lengths) for e in exps]).to(dev),

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xlrepro.data.collate import pad_batch
+
 from .config import Experiment
 from .fake_english import FakeEnglish
 
@@ -72,10 +74,7 @@ def build_bilingual(fe: FakeEnglish, pieces: list[np.ndarray], exp: Experiment, 
 
 
 def pad_rows(rows: list[np.ndarray], fake: np.ndarray, pad_id: int, max_length: int, lang_pos: bool) -> BilingualSet:
-    lengths = np.array([len(r) for r in rows])
+    ids, lengths = pad_batch(rows, pad_id)
     if lengths.max() > max_length:
         raise ValueError(f"a sentence has {lengths.max()} pieces with specials; the maximum is {max_length}")
-    ids = np.full((len(rows), int(lengths.max())), pad_id, dtype=np.int64)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = r
     return BilingualSet(ids=ids, lengths=lengths, fake=fake, pad_id=pad_id, max_length=max_length, lang_pos=lang_pos)

@@ -166,6 +166,10 @@ class TransferLab:
         train_lang = check_language(train_lang or self.plan.train_language)
         test_langs = list(test_langs or self.languages)
         path = self._path(config, train_lang)
+        with atomic.locked(path):  # parallel --shard processes: one runs a job, the others then read it
+            return self._run_unlocked(config, train_lang, test_langs, path)
+
+    def _run_unlocked(self, config: FinetuneConfig, train_lang: str, test_langs: list[str], path: Path) -> dict:
         if path.exists():
             result = json.loads(path.read_text())
             if set(test_langs) <= set(result["test"]):
