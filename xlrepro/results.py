@@ -22,8 +22,9 @@ from .paths import repo_root
 
 REQUIRED = ("experiment", "seed", "metric", "value")
 OPTIONAL = ("layer", "step", "language")
-VERDICTS = ("reproduced", "partly", "not reproduced")
-CLAIM_COLUMNS = ("claim", "evidence", "verdict")
+VERDICTS = ("reproduced", "partly", "not reproduced", "not testable offline")
+# claims.csv: the paper's claim, where the paper makes it, the test (xlrepro.claims), our numbers, the verdict
+CLAIM_COLUMNS = ("claim", "section", "criterion", "evidence", "verdict")
 MISSING = "–"  # en dash: shown where a number is missing
 
 
@@ -176,7 +177,7 @@ def side_by_side(ours_long: pd.DataFrame, paper_long: pd.DataFrame, experiments:
 
 
 def write_claims(rows: Iterable[Mapping[str, object]], path: str | os.PathLike) -> Path:
-    """Write claim rows (dicts with `claim`, `evidence`, `verdict`) to a CSV atomically.
+    """Write claim rows (dicts with every key of CLAIM_COLUMNS) to a CSV atomically.
 
     `verdict` must be one of VERDICTS, else ValueError naming them. Extra keys become extra columns.
     """
