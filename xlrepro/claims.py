@@ -294,6 +294,11 @@ def _amount(spec, left: float, right: float) -> float:
     return float(spec)
 
 
+def _r(x: float) -> float:
+    """Round off float dust, so that 0.7 - 0.6 meets a margin of 0.1 and a tie stays a tie."""
+    return round(float(x), 12)
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
@@ -331,8 +336,8 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
     noise = test.get("noise")
     if kind == "greater":
         a, b = sample(test["left"], data), sample(test["right"], data)
-        diff = a.mean() - b.mean()
-        margin = _amount(test["margin"], a.mean(), b.mean())
+        diff = _r(a.mean() - b.mean())
+        margin = _r(_amount(test["margin"], a.mean(), b.mean()))
         sig, how = beyond_noise(a, b, noise, test)
         ev = (f"{_sel_name(test['left'])} {_fmt(a.mean())} ({_n(a)}) − {_sel_name(test['right'])} {_fmt(b.mean())}"
               f" ({_n(b)}) = {_fmt(diff)}; margin {_fmt(margin)}; {how}")
@@ -349,8 +354,8 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
         v = sample(test["value"], data)
         t = sample(test["target"], data) if isinstance(test["target"], Mapping) else \
             pd.Series([float(test["target"])], index=[DETERMINISTIC_SEED])
-        gap = abs(v.mean() - t.mean())
-        tol = _amount(test["tolerance"], v.mean(), t.mean())
+        gap = _r(abs(v.mean() - t.mean()))
+        tol = _r(_amount(test["tolerance"], v.mean(), t.mean()))
         se = 0.0 if noise == "deterministic" else math.hypot(_sem(v), _sem(t))
         if noise == "deterministic" and not (_deterministic(v) and _deterministic(t)):
             raise ValueError("noise 'deterministic' needs numbers without seeds (seed -1); use 2se")
@@ -370,7 +375,7 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
         sign = 1 if test.get("direction", "increasing") == "increasing" else -1
         means = [sign * groups[k].mean() for k in keys]
         first, last = groups[keys[0]] * sign, groups[keys[-1]] * sign
-        rise = last.mean() - first.mean()
+        rise = _r(last.mean() - first.mean())
         sig, how = beyond_noise(last, first, noise, test)
         worst = max([means[i] - means[i + 1] for i in range(len(means) - 1)] + [0.0])
         strong = rise > 0 and rise >= float(test["margin"]) and sig
@@ -381,7 +386,7 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
     if kind == "flat":
         means = {k: g.mean() for k, g in groups.items()}
         hi, lo = max(means, key=means.get), min(means, key=means.get)
-        spread = means[hi] - means[lo]
+        spread = _r(means[hi] - means[lo])
         se = math.hypot(_sem(groups[hi]), _sem(groups[lo]))
         k = float(test.get("k", 2))
         strong = not math.isnan(se) and spread + k * se < float(test["max_spread"])
