@@ -473,7 +473,8 @@ def _criterion(test: Mapping) -> str:
     if kind in ("above", "below"):
         return f"{_sel_name(test['value'])} {'>' if kind == 'above' else '<'} {test['bound']}, {noise}"
     if kind == "within":
-        return f"|{_sel_name(test['value'])} − {_sel_name(test['target'])}| < {test['tolerance']}, {noise} included"
+        plus = f" + {test.get('k', 2)} SE" if test["noise"] == "2se" else ""
+        return f"|{_sel_name(test['value'])} − {_sel_name(test['target'])}|{plus} < {test['tolerance']}"
     if kind == "correlation":
         return (f"{test.get('method', 'pearson')} r of {_sel_name(test['left'])} and {_sel_name(test['right'])} over "
                 f"{test['over']}s: {test.get('sign', 'positive')}, |r| ≥ {test['min_r']}, p < {test['max_p']}")
@@ -481,7 +482,8 @@ def _criterion(test: Mapping) -> str:
         return (f"{_sel_name(test['value'])} {test.get('direction', 'increasing')} over {test['over']}: last − first ≥ "
                 f"{test['margin']} {noise}, no step back > {test['tolerance']}")
     if kind == "flat":
-        return f"{_sel_name(test['value'])} over {test['over']}s: max − min < {test['max_spread']}, {noise} included"
+        plus = f" + {test.get('k', 2)} SE" if test["noise"] == "2se" else ""
+        return f"{_sel_name(test['value'])} over {test['over']}s: max − min{plus} < {test['max_spread']}"
     if kind == "argmax":
         return f"highest {_sel_name(test['value'])} among {', '.join(map(str, test['candidates']))} is {test['expect']}, {noise}"
     if kind == "all":

@@ -1,4 +1,4 @@
-"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames, figures, claims.
+"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames and figures (claims: xlrepro.claims).
 
 The notebooks call these functions; each figure function returns a matplotlib Figure.
 """
@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from .config import Chapter, check_profile, check_seeds, load_chapter
-from .results import VERDICTS, read_claims, results_dir, write_claims
+from .results import results_dir
 from .training.grid import Member, member_dir, run_grid, run_root
 
 TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
@@ -118,37 +118,6 @@ def load_model(root: Path, chapter: Chapter, exp_id: str, seed: int, vocab_size:
     model = init_model(chapter.size(exp), vocab_size, seed)
     load_weights(model, str(member_dir(root, Member(exp, seed)) / "model.safetensors"))
     return model.eval()
-
-
-# ------------------------------------------------------------------------------------------ claims
-def verdict(reproduced: bool, partly: bool = False, seeds: int | None = None) -> str:
-    """A claim's verdict. Evidence from fewer than two seeds (`seeds`) is at most "partly"."""
-    if reproduced and seeds is not None and seeds < 2:
-        return VERDICTS[1]
-    return VERDICTS[0] if reproduced else VERDICTS[1] if partly else VERDICTS[2]
-
-
-def describe(df: pd.DataFrame, exp: str, metric: str = "mu") -> str:
-    """'0.55 ± 0.03 (5 seeds)' for the evidence column."""
-    from .results import fmt
-    mean, std = stats(df, exp, metric)
-    n = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["seed"].nunique()
-    return f"{fmt(mean, std)} ({n} seed{'s' if n != 1 else ''})"
-
-
-def seeds_of(df: pd.DataFrame, *exps: str) -> int:
-    """The smallest number of seeds behind the given experiments."""
-    return int(min(df[df["experiment"] == str(e)]["seed"].nunique() for e in exps))
-
-
-def update_claims(folder: Path, chapter_name: str, rows: list[dict]) -> pd.DataFrame:
-    """Replace this notebook's rows in `<folder>/claims.csv` (the other notebooks' rows stay)."""
-    path = Path(folder) / "claims.csv"
-    old = read_claims(path) if path.exists() else pd.DataFrame(columns=["claim", "evidence", "verdict", "chapter"])
-    keep = old[old["chapter"] != chapter_name].to_dict("records") if "chapter" in old else []
-    new = [{**r, "chapter": chapter_name} for r in rows]
-    write_claims(keep + new, path)
-    return pd.DataFrame(new)
 
 
 def stats(df: pd.DataFrame, exp: str, metric: str) -> tuple[float, float]:
