@@ -65,3 +65,22 @@ def test_no_paths_or_run_log_wording(path):
     text = notebook_text(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8", errors="replace")
     found = problems(text)
     assert not found, f"{path.relative_to(ROOT)}:\n" + "\n".join(f"  line {i}: {what}: {line}" for i, what, line in found)
+
+
+def test_run_record(tmp_path, monkeypatch):
+    from xlrepro import runrecord as R
+    monkeypatch.setenv("XLREPRO_ROOT", str(tmp_path / "repo"))
+    (tmp_path / "repo" / "runs" / "a").mkdir(parents=True)
+    assert R.shown(tmp_path / "repo" / "runs" / "a") == "runs/a"
+    assert R.shown(tmp_path / "elsewhere" / "x.csv") == "<outside the repository>/x.csv"
+    assert R.git_commit(tmp_path) == "unknown"  # not a git checkout
+    for k, dev in enumerate(["NVIDIA H200", "NVIDIA H200", "NVIDIA H100 80GB HBM3"]):
+        (tmp_path / "repo" / "runs" / "a" / f"m{k}").mkdir()
+        (tmp_path / "repo" / "runs" / "a" / f"m{k}" / "metrics.json").write_text(f'{{"device": "{dev}"}}')
+    rec = R.run_record("p", "ch", tmp_path / "repo" / "runs" / "a", started=0)
+    assert rec["training devices"] == "NVIDIA H100 80GB HBM3, NVIDIA H200"
+    assert rec["wall time (s)"] > 0 and rec["chapter"] == "ch"
+    path = R.save_run_record(rec, tmp_path / "out")
+    assert path.name == "run_record_ch.json" and json.loads(path.read_text())["paper"] == "p"
+    assert R.run_record("p", "ch", None)["training devices"] == "none recorded"
+    assert not problems(path.read_text())  # the record itself names no machine path
