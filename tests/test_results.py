@@ -107,16 +107,20 @@ def test_side_by_side_with_reference_table():
 
 def test_write_claims(tmp_path):
     path = tmp_path / "claims.csv"
-    rows = [{"claim": "lang-pos hurts", "evidence": "mu .30 vs .70", "verdict": "reproduced"},
-            {"claim": "knn helps", "evidence": "Table 3", "verdict": "partly"}]
+    base = {"section": "§3.1", "criterion": "mu(0) - mu(1) >= 0.05, beyond 2 SE"}
+    rows = [{"claim": "lang-pos hurts", **base, "evidence": "mu .30 vs .70", "verdict": "reproduced"},
+            {"claim": "knn helps", **base, "evidence": "Table 3", "verdict": "not testable offline"}]
     write_claims(rows, path)
     back = results.read_claims(path)
-    assert back["verdict"].tolist() == ["reproduced", "partly"]
-    with pytest.raises(ValueError, match="reproduced.*partly.*not reproduced"):
-        write_claims([{"claim": "c", "evidence": "e", "verdict": "yes"}], path)
-    assert results.read_claims(path)["verdict"].tolist() == ["reproduced", "partly"]  # untouched
+    assert back.columns.tolist() == ["claim", "section", "criterion", "evidence", "verdict"]
+    assert back["verdict"].tolist() == ["reproduced", "not testable offline"]
+    with pytest.raises(ValueError, match="reproduced.*partly.*not reproduced.*not testable offline"):
+        write_claims([{"claim": "c", **base, "evidence": "e", "verdict": "yes"}], path)
+    assert results.read_claims(path)["verdict"].tolist() == ["reproduced", "not testable offline"]  # untouched
     with pytest.raises(ValueError, match="verdict"):
-        write_claims([{"claim": "c", "evidence": "e"}], path)
+        write_claims([{"claim": "c", **base, "evidence": "e"}], path)
+    with pytest.raises(ValueError, match="criterion"):
+        write_claims([{"claim": "c", "section": "§1", "evidence": "e", "verdict": "partly"}], path)
     assert [p.name for p in tmp_path.iterdir()] == ["claims.csv"]
 
 

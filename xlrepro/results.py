@@ -22,8 +22,9 @@ from .paths import repo_root
 
 REQUIRED = ("experiment", "seed", "metric", "value")
 OPTIONAL = ("layer", "step", "language")
-VERDICTS = ("reproduced", "partly", "not reproduced")
-CLAIM_COLUMNS = ("claim", "evidence", "verdict")
+VERDICTS = ("reproduced", "partly", "not reproduced", "not testable offline")
+# claims.csv: the paper's claim, where the paper makes it, the test (xlrepro.claims), our numbers, the verdict
+CLAIM_COLUMNS = ("claim", "section", "criterion", "evidence", "verdict")
 MISSING = "–"  # en dash: shown where a number is missing
 
 
@@ -176,7 +177,7 @@ def side_by_side(ours_long: pd.DataFrame, paper_long: pd.DataFrame, experiments:
 
 
 def write_claims(rows: Iterable[Mapping[str, object]], path: str | os.PathLike) -> Path:
-    """Write claim rows (dicts with `claim`, `evidence`, `verdict`) to a CSV atomically.
+    """Write claim rows (dicts with every key of CLAIM_COLUMNS) to a CSV atomically.
 
     `verdict` must be one of VERDICTS, else ValueError naming them. Extra keys become extra columns.
     """
@@ -202,36 +203,7 @@ def read_claims(path: str | os.PathLike) -> pd.DataFrame:
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
-# ----------------------------------------------------------------------------- claim helpers
-def verdict(reproduced: bool, partly: bool = False, seeds: int | None = None) -> str:
-    """A claim's verdict. Evidence from fewer than two seeds (`seeds`) is at most "partly"."""
-    if reproduced and seeds is not None and seeds < 2:
-        return VERDICTS[1]
-    return VERDICTS[0] if reproduced else VERDICTS[1] if partly else VERDICTS[2]
-
-
-def describe(df: pd.DataFrame, exp: str, metric: str = "mu") -> str:
-    """'0.55 ± 0.03 (5 seeds)' for the evidence column."""
-    mean, std = stats(df, exp, metric)
-    n = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["seed"].nunique()
-    return f"{fmt(mean, std)} ({n} seed{'s' if n != 1 else ''})"
-
-
-def seeds_of(df: pd.DataFrame, *exps: str) -> int:
-    """The smallest number of seeds behind the given experiments."""
-    return int(min(df[df["experiment"] == str(e)]["seed"].nunique() for e in exps))
-
-
-def update_claims(folder: Path, chapter_name: str, rows: list[dict]) -> pd.DataFrame:
-    """Replace this notebook's rows in `<folder>/claims.csv` (the other notebooks' rows stay)."""
-    path = Path(folder) / "claims.csv"
-    old = read_claims(path) if path.exists() else pd.DataFrame(columns=["claim", "evidence", "verdict", "chapter"])
-    keep = old[old["chapter"] != chapter_name].to_dict("records") if "chapter" in old else []
-    new = [{**r, "chapter": chapter_name} for r in rows]
-    write_claims(keep + new, path)
-    return pd.DataFrame(new)
-
-
+# ----------------------------------------------------------------------------- summaries of one model
 def stats(df: pd.DataFrame, exp: str, metric: str) -> tuple[float, float]:
     """Mean and std over seeds of one (experiment, metric) of a long results frame."""
     v = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["value"]

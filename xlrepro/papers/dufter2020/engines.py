@@ -65,16 +65,16 @@ ENGINE_PROBES = {
                                        "bf16+compile": "vmap + torch.compile per width, CUDA graphs"}),
     "small_h200_first.json": ("fused + compile, first machine", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
     "small_h200.json": ("fused + compile, cold compile cache", {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
-    "base_h200.json": ("fused + compile, compile cache warm from an earlier call",
+    "base_h200.json": ("fused + compile, compile cache warm from an earlier run",
                        {"bf16": VMAP, "bf16+compile": ONE_GRAPH}),
-    "regional_h200.json": ("regional compile, cold cache (session 4, call 1)", {"bf16+compile": REGIONAL_SDPA}),
-    "full_h200.json": ("one-graph compile, cold cache, same machine (session 4, call 1)",
+    "regional_h200.json": ("regional compile, cold cache (H200 probe A)", {"bf16+compile": REGIONAL_SDPA}),
+    "full_h200.json": ("one-graph compile, cold cache (same H200 as probe A)",
                        {"bf16+compile-full": ONE_GRAPH}),
-    "attention_h200.json": ("attention spelled out vs SDPA, regional compile (session 4, call 2)",
+    "attention_h200.json": ("attention spelled out vs SDPA, regional compile (H200 probe B)",
                             {"bf16+compile": REGIONAL_MATH, "bf16+compile+sdpa": REGIONAL_SDPA}),
-    # H100 (80 GB): a stack of 50 small models ran out of memory in call 4 (not a row); the default attention ("auto")
-    "h100_small10.json": ("H100, regional compile (session 4, call 4)", {"bf16+compile": REGIONAL_AUTO}),
-    "h100.json": ("H100, regional compile (session 4, call 5)", {"bf16+compile": REGIONAL_AUTO}),
+    # H100 (80 GB): a stack of 50 small models ran out of memory (not a row); the default attention ("auto")
+    "h100_small10.json": ("H100, regional compile, stack of 10", {"bf16+compile": REGIONAL_AUTO}),
+    "h100.json": ("H100, regional compile, stack of 25", {"bf16+compile": REGIONAL_AUTO}),
 }
 
 
@@ -96,7 +96,7 @@ def engine_summary(folder: Path | None = None):
 
 
 EQUIVALENCE_RUNS = {  # folder under book/results/bench/equivalence -> engine
-    "vmap-grid": "vmap stacks of 10-20 (the grid published until session 4)",
+    "vmap-grid": "vmap stacks of 10-20 (the grid published before the fused engine)",
     "alone": "one by one (a stack of one: HF's own forward)",
     "fused": "fused + compiled stack of 20",
     "fused-shared-gpu": "fused + compiled stack of 10 (GPU shared)",

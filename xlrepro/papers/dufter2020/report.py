@@ -1,4 +1,4 @@
-"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames, figures.
+"""Rendering for the Dufter & Schütze chapters: results of a run as tidy frames and figures (claims: xlrepro.claims).
 
 The notebooks call these functions; each figure function returns a matplotlib Figure.
 """

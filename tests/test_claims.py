@@ -1,0 +1,328 @@
+"""Known-answer tests of xlrepro.claims: hand-made frames whose verdict is known for every kind."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xlrepro import claims as C
+from xlrepro.results import read_claims, read_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def frame(values: dict[str, list[float]], metric="m", seeds=None) -> pd.DataFrame:
+    """experiment -> one value per seed (seeds 0, 1, ... unless given)."""
+    rows = []
+    for exp, vals in values.items():
+        for s, v in zip(seeds or range(len(vals)), vals):
+            rows.append({"experiment": exp, "seed": s, "metric": metric, "value": v})
+    return pd.DataFrame(rows)
+
+
+def verdict(test, frames, **kw):
+    return C.evaluate(test, C.Data(frames if isinstance(frames, dict) else {"t": frames}, artifact="t"), **kw)[0]
+
+
+def greater(margin=0.05, noise="2se", **kw):
+    return {"kind": "greater", "left": {"experiment": "a", "metric": "m"},
+            "right": {"experiment": "b", "metric": "m"}, "margin": margin, "noise": noise, **kw}
+
+
+# ----------------------------------------------------------------------------------------------- greater
+@pytest.mark.parametrize("a, b, expected", [
+    ([0.60, 0.61, 0.59], [0.40, 0.41, 0.39], "reproduced"),      # 0.2 ≥ margin, far beyond 2 SE
+    ([0.43, 0.44, 0.42], [0.40, 0.41, 0.39], "partly"),          # beyond noise, below the margin
+    ([0.90, 0.30, 0.60], [0.40, 0.41, 0.39], "partly"),          # margin met, noise too large
+    ([0.41, 0.40, 0.42], [0.40, 0.41, 0.39], "not reproduced"),  # direction alone
+    ([0.40, 0.41, 0.39], [0.40, 0.41, 0.39], "not reproduced"),  # tie
+    ([0.30, 0.31, 0.29], [0.40, 0.41, 0.39], "not reproduced"),  # wrong direction
+])
+def test_greater(a, b, expected):
+    assert verdict(greater(), frame({"a": a, "b": b})) == expected
+
+
+def test_greater_welch_and_relative_margin():
+    df = frame({"a": [0.60, 0.61, 0.59], "b": [0.40, 0.41, 0.39]})
+    assert verdict(greater(noise="welch", alpha=0.05), df) == "reproduced"
+    assert verdict(greater(margin="50% of left"), df) == "partly"   # 0.2 < 0.3
+    assert verdict(greater(margin="30% of left"), df) == "reproduced"  # 0.2 ≥ 0.18
+    noisy = frame({"a": [0.9, 0.2, 0.7], "b": [0.40, 0.41, 0.39]})
+    assert verdict(greater(noise="welch"), noisy) == "partly"  # margin met, Welch p > 0.05
+
+
+def test_greater_one_seed_is_at_most_partly_but_deterministic_counts():
+    one = frame({"a": [0.9], "b": [0.1]})
+    assert verdict(greater(), one) == "partly"
+    fixed = frame({"a": [0.9], "b": [0.1]}, seeds=[-1])
+    assert verdict(greater(noise="deterministic"), fixed) == "reproduced"
+    assert verdict(greater(noise="deterministic"), frame({"a": [0.1], "b": [0.1]}, seeds=[-1])) == "not reproduced"
+    with pytest.raises(ValueError, match="seed -1"):
+        verdict(greater(noise="deterministic"), frame({"a": [0.9, 0.8], "b": [0.1, 0.2]}))
+
+
+def test_greater_without_positive_margin_is_refused():
+    with pytest.raises(ValueError, match="positive margin"):
+        verdict(greater(margin=0), frame({"a": [1.0, 1.1], "b": [0.0, 0.1]}))
+
+
+# ----------------------------------------------------------------------------------------------- bounds
+@pytest.mark.parametrize("kind, vals, expected", [
+    ("above", [0.95, 0.96, 0.97], "reproduced"),
+    ("above", [0.99, 0.80, 0.95], "partly"),      # mean 0.913 > 0.9 but 2 SE reach below
+    ("above", [0.90, 0.90, 0.90], "not reproduced"),  # tie with the bound
+    ("below", [0.01, 0.00, 0.02], "reproduced"),
+    ("below", [0.00, 0.19, 0.00], "partly"),
+    ("below", [0.20, 0.30, 0.25], "not reproduced"),
+])
+def test_above_below(kind, vals, expected):
+    bound = 0.9 if kind == "above" else 0.1
+    test = {"kind": kind, "value": {"experiment": "a", "metric": "m"}, "bound": bound, "noise": "2se"}
+    assert verdict(test, frame({"a": vals})) == expected
+
+
+@pytest.mark.parametrize("vals, expected", [
+    ([0.70, 0.71, 0.69], "reproduced"),
+    ([0.78, 0.62, 0.80], "partly"),            # mean 0.733 within 0.1 of 0.7, band sticks out
+    ([0.60, 0.60, 0.60], "not reproduced"),    # gap exactly the tolerance: a tie fails
+    ([0.50, 0.51, 0.49], "not reproduced"),
+])
+def test_within(vals, expected):
+    test = {"kind": "within", "value": {"experiment": "a", "metric": "m"}, "target": 0.7, "tolerance": 0.1,
+            "noise": "2se"}
+    assert verdict(test, frame({"a": vals})) == expected
+
+
+def test_within_selector_target_relative():
+    df = frame({"a": [12.0, 12.1, 11.9], "b": [10.0, 10.1, 9.9]})
+    test = {"kind": "within", "value": {"experiment": "a", "metric": "m"},
+            "target": {"experiment": "b", "metric": "m"}, "tolerance": "50% of target", "noise": "2se"}
+    assert verdict(test, df) == "reproduced"
+    assert verdict({**test, "tolerance": "10% of target"}, df) == "not reproduced"
+
+
+# ----------------------------------------------------------------------------------------------- correlation
+def by_language(values: dict[str, list[float]], exp="x") -> pd.DataFrame:
+    return pd.DataFrame([{"experiment": exp, "seed": -1, "metric": "m", "language": l, "value": v}
+                         for l, v in zip("abcdefgh", values)])
+
+
+def corr(**kw):
+    return {"kind": "correlation", "over": "language", "method": "pearson", "sign": "positive", "min_r": 0.5,
+            "max_p": 0.05, "left": {"artifact": "x", "metric": "m"}, "right": {"artifact": "y", "metric": "m"}, **kw}
+
+
+@pytest.mark.parametrize("y, expected", [
+    ([1, 2, 3, 4, 5, 6, 7, 8], "reproduced"),
+    ([2, 1, 4, 3, 6, 5, 8, 7], "reproduced"),       # r = 0.90
+    ([3, 1, 2, 6, 4, 5, 8, 4], "partly"),            # r ≈ 0.66 but p ≈ 0.07: strong, not significant
+    ([1, 5, 2, 6, 3, 7, 4, 2], "not reproduced"),    # weak positive (r ≈ 0.2): direction alone
+    ([8, 7, 6, 5, 4, 3, 2, 1], "not reproduced"),    # wrong sign
+])
+def test_correlation(y, expected):
+    frames = {"x": by_language(list(range(1, 9))), "y": by_language(y)}
+    assert verdict(corr(), frames) == expected
+
+
+def test_correlation_negative_sign_and_spearman():
+    frames = {"x": by_language(list(range(1, 9))), "y": by_language([9, 8, 7, 6, 5, 4, 3, 1])}
+    assert verdict(corr(sign="negative", method="spearman"), frames) == "reproduced"
+    assert verdict(corr(sign="positive", method="spearman"), frames) == "not reproduced"
+
+
+# ----------------------------------------------------------------------------------------------- curves
+def curve(points: list[float], seeds=(0, 1, 2), jitter=0.001) -> pd.DataFrame:
+    return pd.DataFrame([{"experiment": "a", "seed": s, "metric": "m", "step": 100 * i, "value": v + jitter * s}
+                         for s in seeds for i, v in enumerate(points)])
+
+
+@pytest.mark.parametrize("points, expected", [
+    ([0.0, 0.1, 0.3, 0.5, 0.6], "reproduced"),
+    ([0.0, 0.3, 0.1, 0.5, 0.6], "partly"),           # rises overall, one step back of 0.2
+    ([0.0, 0.01, 0.02, 0.03, 0.03], "not reproduced"),  # below the margin
+    ([0.5, 0.5, 0.5, 0.5, 0.5], "not reproduced"),   # flat: a tie
+])
+def test_monotone(points, expected):
+    test = {"kind": "monotone", "value": {"experiment": "a", "metric": "m"}, "over": "step",
+            "direction": "increasing", "margin": 0.05, "tolerance": 0.02, "noise": "2se"}
+    assert verdict(test, curve(points)) == expected
+
+
+def test_curve_events():
+    df = pd.concat([curve([0.0, 0.1, 0.3, 0.5, 0.6]),
+                    curve([100.0, 20.0, 11.0, 10.0, 10.0]).assign(metric="ppl"),
+                    curve([50.0, 20.0, 30.0, 35.0, 40.0]).assign(metric="dev")])
+    data = C.Data({"t": df}, artifact="t")
+    assert C.sample({"metric": "m", "event": "half_final"}, data).tolist() == [200.0] * 3  # 0.3 >= 0.6 / 2
+    assert C.sample({"metric": "m", "event": "half_final", "fraction": True}, data).tolist() == [0.5] * 3
+    assert C.sample({"metric": "ppl", "event": "drop_90_log"}, data).tolist() == [200.0] * 3  # log 11 <= 90% drop
+    assert C.sample({"metric": "dev", "event": "argmin"}, data).tolist() == [100.0] * 3
+    assert C.sample({"metric": "m", "at": "half"}, data).round(3).tolist() == [0.3, 0.301, 0.302]
+    # µ half-way (0.5) a checkpoint after the lowest dev ppl (0.25): reproduced; the same checkpoint: a tie
+    later = greater(left={"metric": "m", "event": "half_final", "fraction": True},
+                    right={"metric": "dev", "event": "argmin", "fraction": True})
+    assert verdict(later, df) == "reproduced"
+    tie = dict(later, right={"metric": "m", "event": "half_final", "fraction": True})
+    assert verdict(tie, df) == "not reproduced"
+
+
+# ----------------------------------------------------------------------------------------------- flat, argmax
+def layers(means: list[float], spread=0.001) -> pd.DataFrame:
+    return pd.DataFrame([{"experiment": "p", "seed": s, "metric": "m", "layer": i, "value": v + spread * (s - 1)}
+                         for i, v in enumerate(means) for s in range(3)])
+
+
+@pytest.mark.parametrize("means, spread, expected", [
+    ([0.96, 0.97, 0.96, 0.965], 0.001, "reproduced"),
+    ([0.95, 0.99, 0.96], 0.02, "partly"),     # spread 0.04 < 0.05, but 2 SE push it over
+    ([0.90, 0.97, 0.96], 0.001, "not reproduced"),
+])
+def test_flat(means, spread, expected):
+    test = {"kind": "flat", "value": {"metric": "m"}, "over": "layer", "max_spread": 0.05, "noise": "2se"}
+    assert verdict(test, layers(means, spread)) == expected
+
+
+@pytest.mark.parametrize("vals, expected", [
+    ({"f0": [0.50, 0.51, 0.49], "f1": [0.60, 0.61, 0.59], "f2": [0.70, 0.71, 0.69]}, "reproduced"),
+    ({"f0": [0.50, 0.51, 0.49], "f1": [0.69, 0.70, 0.68], "f2": [0.70, 0.71, 0.69]}, "partly"),  # best, within noise
+    ({"f0": [0.50, 0.51, 0.49], "f1": [0.70, 0.71, 0.69], "f2": [0.70, 0.71, 0.69]}, "not reproduced"),  # tie
+    ({"f0": [0.50, 0.51, 0.49], "f1": [0.80, 0.81, 0.79], "f2": [0.70, 0.71, 0.69]}, "not reproduced"),
+])
+def test_argmax(vals, expected):
+    test = {"kind": "argmax", "value": {"metric": "m"}, "over": "experiment", "candidates": ["f0", "f1", "f2"],
+            "expect": "f2", "noise": "2se"}
+    assert verdict(test, frame(vals)) == expected
+
+
+# ----------------------------------------------------------------------------------------------- composites
+def test_all_and_each():
+    df = frame({"a": [0.60, 0.61, 0.59], "b": [0.40, 0.41, 0.39], "c": [0.41, 0.40, 0.42]})
+    good, direction = greater(), greater(left={"experiment": "c", "metric": "m"})
+    partly = greater(margin=0.5)  # beyond noise, below the margin
+    assert verdict({"kind": "all", "parts": [good, good]}, df) == "reproduced"
+    assert verdict({"kind": "all", "parts": [good, direction]}, df) == "partly"      # score 1/2
+    assert verdict({"kind": "all", "parts": [partly, direction]}, df) == "not reproduced"  # score 1/4
+    assert verdict({"kind": "all", "parts": [partly, partly]}, df) == "partly"
+    each = {"kind": "each", "over": "experiment", "values": ["a", "c"], "into": ["left"], "test": greater()}
+    assert verdict(each, df) == "partly"
+    assert verdict(dict(each, values=["a"]), df) == "reproduced"
+
+
+def test_each_over_languages_fills_both_sides():
+    zero = pd.DataFrame([{"experiment": e, "seed": s, "metric": "acc", "language": l, "value": v + 0.001 * s}
+                         for l, z in (("en", 0.9), ("de", 0.6), ("zh", 0.3)) for e, v in (("zs", z), ("maj", 0.25))
+                         for s in range(3)])
+    test = {"kind": "each", "over": "language", "exclude": ["en"],
+            "test": {"kind": "greater", "left": {"experiment": "zs", "metric": "acc"},
+                     "right": {"experiment": "maj", "metric": "acc"}, "margin": 0.1, "noise": "2se"}}
+    v, evidence = C.evaluate(test, C.Data({"t": zero}, artifact="t"))
+    assert v == "partly" and "1 of 2 languages" in evidence and "zh" in evidence
+
+
+def test_not_testable_offline():
+    test = {"kind": "not_testable_offline", "reason": "needs XNLI"}
+    assert C.evaluate(test, C.Data({}))[0] == "not testable offline"
+    assert C.evaluate(test, C.Data({}), profile="paper")[0] == "not reproduced"
+
+
+# ----------------------------------------------------------------------------------------------- errors
+def test_errors_name_the_valid_choices():
+    df = frame({"a": [0.6, 0.7], "b": [0.1, 0.2]})
+    with pytest.raises(ValueError, match="unknown kind 'bigger'.*greater.*within.*correlation"):
+        verdict({"kind": "bigger"}, df)
+    with pytest.raises(ValueError, match="unknown noise 'sd'.*2se.*welch.*deterministic"):
+        verdict(greater(noise="sd"), df)
+    with pytest.raises(KeyError, match="unknown metric \\['mu'\\].*valid choices: m"):
+        verdict(greater(left={"experiment": "a", "metric": "mu"}), df)
+    with pytest.raises(KeyError, match="unknown experiment \\['z'\\].*valid choices: a, b"):
+        verdict(greater(left={"experiment": "z", "metric": "m"}), df)
+    with pytest.raises(KeyError, match="no results artifact 'table9'; available: t"):
+        verdict(greater(left={"artifact": "table9", "experiment": "a", "metric": "m"}), df)
+    with pytest.raises(ValueError, match="unknown selector keys \\['metrics'\\]; valid keys: artifact"):
+        verdict(greater(left={"experiment": "a", "metrics": "m"}), df)
+    with pytest.raises(ValueError, match="unknown event 'peak'; valid events: half_final"):
+        verdict(greater(left={"experiment": "a", "metric": "m", "event": "peak"}), df)
+
+
+def test_claims_yaml_errors(tmp_path):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text("claims:\n  - {id: x, chapter: c, section: s, quote: q, claim: c, why: w,"
+                   " test: {kind: bigger}}\n")
+    with pytest.raises(ValueError, match="claim 'x': unknown kind 'bigger'; valid kinds: greater"):
+        C.load_claims("p", bad)
+    bad.write_text("claims:\n  - {id: x, chapter: c, section: s, claim: c, why: w, test: {kind: greater}}\n")
+    with pytest.raises(ValueError, match="lacks \\['quote'\\]"):
+        C.load_claims("p", bad)
+    with pytest.raises(FileNotFoundError, match="papers with claims: dufter2020, wu2019"):
+        C.load_claims("nosuchpaper")
+
+
+def test_claims_table_writes_only_its_chapter(tmp_path):
+    (tmp_path / "t.csv").write_text("experiment,seed,metric,value\na,0,m,0.6\na,1,m,0.61\nb,0,m,0.4\nb,1,m,0.41\n")
+    claims = [{"id": "one", "chapter": "c1", "section": "§1", "quote": "q", "claim": "a beats b", "artifact": "t",
+               "test": greater(), "why": "because"},
+              {"id": "two", "chapter": "c2", "section": "§2", "quote": "q", "claim": "b beats a", "artifact": "t",
+               "test": greater(left={"experiment": "b", "metric": "m"}, right={"experiment": "a", "metric": "m"}),
+               "why": "because"}]
+    t1 = C.claims_table("p", "c1", tmp_path, claims=claims)
+    assert t1.columns.tolist() == ["claim", "section", "criterion", "evidence", "verdict"]
+    assert t1["verdict"].tolist() == ["reproduced"] and "Why: because" in t1.loc[0, "criterion"]
+    C.claims_table("p", "c2", tmp_path, claims=claims)
+    C.claims_table("p", "c1", tmp_path, claims=claims)
+    back = read_claims(tmp_path / "claims.csv")
+    assert back.sort_values("chapter")["verdict"].tolist() == ["reproduced", "not reproduced"]
+    with pytest.raises(ValueError, match="no claims for chapter 'c3'; chapters: c1, c2"):
+        C.claims_table("p", "c3", tmp_path, claims=claims)
+
+
+# ----------------------------------------------------------------------------------------------- the papers
+def _selectors(test):
+    if test["kind"] == "all":
+        for p in test["parts"]:
+            yield from _selectors(p)
+    elif test["kind"] == "each":
+        yield from _selectors(test["test"])
+    for key in ("left", "right", "value", "target"):
+        if isinstance(test.get(key), dict):
+            yield test[key]
+            if "minus" in test[key]:
+                yield test[key]["minus"]
+
+
+@pytest.mark.parametrize("paper", ["dufter2020", "wu2019"])
+def test_paper_claims_reference_existing_results(paper):
+    claims = C.load_claims(paper)
+    folder = ROOT / "book" / "results" / paper
+    frames = {p.stem: read_csv(p) for p in folder.glob("*.csv") if p.stem != "claims"}
+    chapters = {p.stem for p in (ROOT / "notebooks" / paper).glob("*.ipynb")}
+    for c in claims:
+        assert c["chapter"] in chapters, c["id"]
+        assert len(c["quote"]) > 10 and c["why"], c["id"]
+        for sel in _selectors(c["test"]):
+            if "reference" in sel:
+                continue
+            name = sel.get("artifact", c.get("artifact"))
+            assert name in frames, f"{c['id']}: artifact {name!r} not in {sorted(frames)}"
+            df = frames[name]
+            for key in ("experiment", "metric"):
+                if key in sel:
+                    assert str(sel[key]) in set(df[key].astype(str)), f"{c['id']}: {key} {sel[key]!r} not in {name}"
+        # and every claim gets a verdict from the published results
+        v, evidence = C.evaluate(c["test"], C.Data(frames, paper, c.get("artifact")))
+        assert v in C.VERDICTS and evidence
+
+
+@pytest.mark.parametrize("paper", ["dufter2020", "wu2019"])
+def test_paper_quotes_are_verbatim(paper):
+    readme = (Path("/work/shared/papers") / "README.md")
+    if not readme.exists():
+        pytest.skip("paper texts not available")
+    name = next(line.split("|")[1].strip() for line in readme.read_text().splitlines()
+                if line.strip().endswith(f"| {paper} |"))
+    text = (readme.parent / name).read_text()
+    flat = " ".join(text.split())
+    flat = flat.replace("- ", "-")  # undo line-break hyphenation loosely: compare without it
+    bare = flat.replace("-", "")
+    for c in C.load_claims(paper):
+        for piece in c["quote"].split("…"):  # "…" marks text the extraction put in between (a figure caption)
+            piece = " ".join(piece.split()).replace("- ", "-")
+            assert piece in flat or piece.replace("-", "") in bare, f"{c['id']}: {piece!r} not in the paper"

@@ -1,0 +1,537 @@
+"""Claims as data: each paper's ``papers/<paper>/claims.yaml`` states its claims and the tests that decide them.
+
+One function, :func:`evaluate`, turns a test and the results frames into a verdict; :func:`claims_table` does it
+for a chapter and writes ``claims.csv``. Nothing here names a paper.
+
+A claim in the YAML::
+
+    - id: overparam_lowers          # unique within the paper
+      chapter: architecture         # the notebook that tests it
+      section: "§3.1, Table 1"
+      quote: "..."                  # the paper's words, verbatim
+      claim: "..."                  # one sentence for the table
+      artifact: table1              # default results CSV (book/results/<paper>/<artifact>.csv) for its selectors
+      test: {kind: greater, left: {experiment: "0", metric: mu}, right: {experiment: "15", metric: mu},
+             margin: 0.05, noise: 2se}
+      why: "one line on why this threshold"
+
+A selector picks rows of a results frame: ``artifact`` (else the claim's), ``experiment``, ``metric``, ``layer``,
+``step``, ``language`` (a value or a list), ``exclude_language`` (list); or ``reference: <table>`` for the paper's
+numbers (:func:`xlrepro.reference.paper_numbers`). Curves (rows with ``step``) reduce per seed with ``at:
+final|half`` (the value there) or ``event: half_final|drop_90_log|argmin`` (the step of the event); ``fraction:
+true`` divides that step by the last one. ``minus: <selector>`` subtracts another selection seed by seed. Rows left
+after that are averaged per seed: a selection is one number per seed.
+
+Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not reproduced"):
+
+- ``greater``: mean(left) − mean(right) ≥ margin (> 0; a number or "P% of left|right") AND beyond seed noise /
+  exactly one of the two.
+- ``within``: |mean(value) − target| (a number or a selector) plus noise < tolerance (number or "P% of target") /
+  the mean alone within it.
+- ``above`` / ``below``: mean beyond ``bound`` AND beyond noise / the mean beyond it, noise not.
+- ``correlation``: over the shared ``over`` keys, ``method`` pearson|spearman (scipy.stats, two-sided p) has the
+  claimed ``sign`` with |r| ≥ min_r AND p < max_p / the claimed sign and one of the two.
+- ``monotone``: along ``over``, last − first in ``direction`` ≥ margin beyond noise AND no step back larger than
+  ``tolerance`` / the first alone.
+- ``flat``: max − min of the means along ``over`` plus noise < max_spread / the spread alone.
+- ``argmax``: among ``candidates`` (values of ``over``) ``expect`` has the highest mean AND beats the runner-up
+  beyond noise / the highest mean alone.
+- ``all`` (``parts``) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
+  ``exclude``; ``into`` names the selectors that get the value, default all): reproduced if every part is; partly if
+  the parts score at least half (reproduced 1, partly ½); else not reproduced.
+- ``not_testable_offline`` (``reason``): needs the paper profile.
+
+Noise (``NOISE``), named in every comparing test: ``2se`` (the difference exceeds ``k`` (default 2) standard
+errors, scipy.stats.sem per sample), ``welch`` (one-sided Welch t-test, scipy.stats.ttest_ind, p < ``alpha``) or
+``deterministic`` (the numbers have no seed: all rows have seed -1; only the margin counts). A stochastic sample of
+one seed has unknown noise: it never counts as beyond noise. A deterministic sample (seed -1) has none.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import yaml
+from scipy import stats as sps
+
+REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
+VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE)
+KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
+         "not_testable_offline")
+NOISE = ("2se", "welch", "deterministic")
+SELECTOR_KEYS = ("artifact", "reference", "experiment", "metric", "layer", "step", "language", "exclude_language",
+                 "at", "event", "fraction", "minus")
+EVENTS = ("half_final", "drop_90_log", "argmin")
+CLAIM_KEYS = ("id", "chapter", "section", "quote", "claim", "artifact", "test", "why")
+DETERMINISTIC_SEED = -1
+
+
+def claims_path(paper: str) -> Path:
+    return Path(__file__).parent / "papers" / paper / "claims.yaml"
+
+
+def load_claims(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
+    """The claims of `paper` (from `path`, default ``xlrepro/papers/<paper>/claims.yaml``), checked for shape."""
+    path = Path(path) if path else claims_path(paper)
+    if not path.is_file():
+        known = sorted(p.parent.name for p in (Path(__file__).parent / "papers").glob("*/claims.yaml"))
+        raise FileNotFoundError(f"no claims for paper {paper!r} at {path}; papers with claims: {', '.join(known)}")
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    claims = doc.get("claims") if isinstance(doc, dict) else None
+    if not isinstance(claims, list):
+        raise ValueError(f"{path}: expected a mapping with a list under 'claims'")
+    ids = set()
+    for c in claims:
+        missing = [k for k in CLAIM_KEYS if k not in c and k != "artifact"]
+        if missing:
+            raise ValueError(f"claim {c.get('id', '?')!r} lacks {missing}; each claim needs {', '.join(CLAIM_KEYS)}")
+        unknown = [k for k in c if k not in CLAIM_KEYS]
+        if unknown:
+            raise ValueError(f"claim {c['id']!r} has unknown keys {unknown}; valid keys: {', '.join(CLAIM_KEYS)}")
+        if c["id"] in ids:
+            raise ValueError(f"claim id {c['id']!r} appears twice")
+        ids.add(c["id"])
+        check_test(c["test"], where=f"claim {c['id']!r}")
+    return claims
+
+
+def check_test(test: Mapping, where: str = "test") -> None:
+    """Raise ValueError (naming the valid choices) for an unknown kind, noise or selector key."""
+    kind = test.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"{where}: unknown kind {kind!r}; valid kinds: {', '.join(KINDS)}")
+    if kind == "all":
+        for p in test["parts"]:
+            check_test(p, where)
+        return
+    if kind == "each":
+        check_test(test["test"], where)
+        return
+    if kind == "not_testable_offline":
+        if not test.get("reason"):
+            raise ValueError(f"{where}: not_testable_offline needs a reason")
+        return
+    if kind in ("greater", "within", "above", "below", "monotone", "flat", "argmax"):
+        noise = test.get("noise")
+        if noise not in NOISE:
+            raise ValueError(f"{where}: unknown noise {noise!r}; valid choices: {', '.join(NOISE)}")
+        if kind in ("within", "flat") and noise == "welch":
+            raise ValueError(f"{where}: {kind} takes noise 2se or deterministic, not welch")
+    if kind == "greater" and not _margin_positive(test.get("margin")):
+        raise ValueError(f"{where}: greater needs a positive margin (a number or 'P% of left|right'), so that "
+                         f"direction alone or a tie never passes; got {test.get('margin')!r}")
+    if kind == "correlation" and test.get("method", "pearson") not in ("pearson", "spearman"):
+        raise ValueError(f"{where}: unknown method {test['method']!r}; valid choices: pearson, spearman")
+    for key in ("left", "right", "value", "target"):
+        if isinstance(test.get(key), Mapping):
+            _check_selector(test[key], where)
+
+
+def _check_selector(sel: Mapping, where: str) -> None:
+    unknown = [k for k in sel if k not in SELECTOR_KEYS]
+    if unknown:
+        raise ValueError(f"{where}: unknown selector keys {unknown}; valid keys: {', '.join(SELECTOR_KEYS)}")
+    if "event" in sel and sel["event"] not in EVENTS:
+        raise ValueError(f"{where}: unknown event {sel['event']!r}; valid events: {', '.join(EVENTS)}")
+    if "at" in sel and sel["at"] not in ("final", "half"):
+        raise ValueError(f"{where}: unknown 'at' {sel['at']!r}; valid choices: final, half")
+    if isinstance(sel.get("minus"), Mapping):
+        _check_selector(sel["minus"], where)
+
+
+def _margin_positive(m) -> bool:
+    if isinstance(m, str):
+        hit = re.fullmatch(r"\s*([0-9.]+)\s*% of (left|right|target)\s*", m)
+        return bool(hit) and float(hit.group(1)) > 0
+    return isinstance(m, (int, float)) and m > 0
+
+
+# ------------------------------------------------------------------------------------------------- selections
+@dataclass
+class Data:
+    """The frames a claim reads: results artifacts by name, and the paper (for ``reference`` selectors)."""
+
+    frames: Mapping[str, pd.DataFrame]
+    paper: str | None = None
+    artifact: str | None = None  # the claim's default artifact
+
+    def frame(self, sel: Mapping) -> pd.DataFrame:
+        if "reference" in sel:
+            from .reference import paper_numbers
+            df = paper_numbers(self.paper, sel["reference"]).rename(columns={"mean": "value"})
+            return df.assign(seed=DETERMINISTIC_SEED, metric=df.get("metric", "value"))
+        name = sel.get("artifact", self.artifact)
+        if name not in self.frames:
+            raise KeyError(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
+        return self.frames[name]
+
+
+def _as_list(v) -> list:
+    return [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+
+
+def rows(sel: Mapping, data: Data) -> pd.DataFrame:
+    """The rows a selector picks (before any reduction); errors name the valid values."""
+    df = data.frame(sel)
+    for key in ("experiment", "metric", "language", "layer", "step"):
+        if key not in sel:
+            continue
+        if key not in df.columns:
+            raise KeyError(f"selector key {key!r}: the frame has no such column; columns: {', '.join(df.columns)}")
+        col = df[key].astype(str)
+        want = _as_list(sel[key])
+        bad = [w for w in want if w not in set(col)]
+        if bad:
+            raise KeyError(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
+                           f"valid choices: {', '.join(sorted(set(col)))}")
+        df = df[col.isin(want)]
+    if "exclude_language" in sel:
+        df = df[~df["language"].astype(str).isin(_as_list(sel["exclude_language"]))]
+    return df
+
+
+def _curve_value(curve: pd.Series, sel: Mapping) -> float:
+    """One seed's curve (value indexed by step) reduced to a number."""
+    curve = curve.sort_index()
+    last = float(curve.index.max())
+    if "at" in sel:
+        return float(curve.iloc[-1] if sel["at"] == "final" else curve[curve.index <= last / 2].iloc[-1])
+    ev = sel["event"]
+    if ev == "half_final":
+        step = curve.index[(curve >= 0.5 * curve.iloc[-1]).to_numpy().argmax()]
+    elif ev == "drop_90_log":
+        lg = np.log(curve)
+        step = lg.index[(lg <= lg.iloc[0] - 0.9 * (lg.iloc[0] - lg.iloc[-1])).to_numpy().argmax()]
+    else:
+        step = curve.idxmin()
+    return float(step) / last if sel.get("fraction") else float(step)
+
+
+def sample(sel: Mapping, data: Data, df: pd.DataFrame | None = None) -> pd.Series:
+    """One number per seed (index: seed) for a selector."""
+    df = rows(sel, data) if df is None else df
+    if df.empty:
+        raise ValueError(f"selector {dict(sel)} picks no rows")
+    df = df.assign(value=pd.to_numeric(df["value"]))
+    if "at" in sel or "event" in sel:
+        keys = ["seed"] + [k for k in ("experiment", "metric", "language", "layer") if k in df.columns]
+        df = df.groupby(keys, dropna=False).apply(
+            lambda g: _curve_value(g.set_index("step")["value"], sel), include_groups=False).rename("value").reset_index()
+    out = df.groupby("seed")["value"].mean()
+    if "minus" in sel:
+        other = sample({"artifact": sel.get("artifact"), **sel["minus"]} if "artifact" in sel else sel["minus"], data)
+        shared = out.index.intersection(other.index)
+        if len(shared) == 0:
+            raise ValueError(f"selector {dict(sel)}: 'minus' shares no seed with it")
+        out = out[shared] - other[shared]
+    return out
+
+
+def by(sel: Mapping, over: str, data: Data) -> dict[str, pd.Series]:
+    """Per value of `over` (e.g. language, layer, step, experiment): one number per seed."""
+    df = rows(sel, data)
+    if over not in df.columns:
+        raise KeyError(f"cannot go over {over!r}: columns are {', '.join(df.columns)}")
+    def at(k):  # the selector narrowed to one value of `over`, its `minus` too
+        return {**sel, over: k, **({"minus": {**sel["minus"], over: k}} if "minus" in sel else {})}
+    return {str(k): sample(at(str(k)), data, g) for k, g in df.groupby(df[over].astype(str), sort=False)}
+
+
+# ------------------------------------------------------------------------------------------------- statistics
+def _deterministic(s: pd.Series) -> bool:
+    return bool((s.index == DETERMINISTIC_SEED).all())
+
+
+def _sem(s: pd.Series) -> float:
+    """Standard error of the mean over seeds; 0 without seeds, NaN (unknown) for one stochastic seed."""
+    if _deterministic(s):
+        return 0.0
+    return float(sps.sem(s.to_numpy(), ddof=1)) if len(s) > 1 else math.nan
+
+
+def beyond_noise(a: pd.Series, b: pd.Series | float, noise: str, test: Mapping) -> tuple[bool, str]:
+    """Is mean(a) − mean(b) > 0 beyond seed noise? Returns (answer, a few words for the evidence)."""
+    bs = b if isinstance(b, pd.Series) else pd.Series([float(b)], index=[DETERMINISTIC_SEED])
+    diff = a.mean() - bs.mean()
+    if noise == "deterministic":
+        stray = [s for s in (a, bs) if not _deterministic(s)]
+        if stray:
+            raise ValueError("noise 'deterministic' needs numbers without seeds (seed -1); this sample has seeds "
+                             f"{sorted(stray[0].index)}: use 2se or welch")
+        return bool(diff > 0), "no seed noise"
+    if noise == "2se":
+        k = float(test.get("k", 2))
+        se = math.hypot(_sem(a), _sem(bs))
+        if math.isnan(se):
+            return False, "noise unknown (one seed)"
+        return bool(diff > k * se), f"{k:g} SE = {k * se:.3g}"
+    alpha = float(test.get("alpha", 0.05))
+    if len(a) < 2 and len(bs) < 2 or (len(a) < 2 and not _deterministic(a)) or (len(bs) < 2 and not _deterministic(bs)):
+        return False, "noise unknown (one seed)"
+    if _deterministic(bs):
+        p = sps.ttest_1samp(a.to_numpy(), bs.mean(), alternative="greater").pvalue
+    elif _deterministic(a):
+        p = sps.ttest_1samp(bs.to_numpy(), a.mean(), alternative="less").pvalue
+    else:
+        p = sps.ttest_ind(a.to_numpy(), bs.to_numpy(), equal_var=False, alternative="greater").pvalue
+    p = float(p) if not np.isnan(p) else (0.0 if diff > 0 else 1.0)  # both samples constant: the sign decides
+    return bool(p < alpha), f"Welch p = {p:.2g}"
+
+
+def _amount(spec, left: float, right: float) -> float:
+    """A margin or tolerance: a number, or 'P% of left|right|target'."""
+    if isinstance(spec, str):
+        hit = re.fullmatch(r"\s*([0-9.]+)\s*% of (left|right|target)\s*", spec)
+        if not hit:
+            raise ValueError(f"cannot read {spec!r}: write a number or 'P% of left', 'P% of right', 'P% of target'")
+        return float(hit.group(1)) / 100 * abs(left if hit.group(2) == "left" else right)
+    return float(spec)
+
+
+def _r(x: float) -> float:
+    """Round off float dust, so that 0.7 - 0.6 meets a margin of 0.1 and a tie stays a tie."""
+    return round(float(x), 12)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _sel_name(sel) -> str:
+    if not isinstance(sel, Mapping):
+        return _fmt(float(sel))
+    parts = [str(sel[k]) if not isinstance(sel[k], list) else "/".join(map(str, sel[k]))
+             for k in ("reference", "experiment", "metric", "language", "layer", "at", "event") if k in sel]
+    if "exclude_language" in sel:
+        parts.append("without " + "/".join(_as_list(sel["exclude_language"])))
+    name = " ".join(parts)
+    return f"{name} − ({_sel_name(sel['minus'])})" if "minus" in sel else name
+
+
+def _n(s: pd.Series) -> str:
+    return "no seed" if _deterministic(s) else f"{len(s)} seed{'s' if len(s) != 1 else ''}"
+
+
+def _grade(strong: bool, weak: bool) -> str:
+    return REPRODUCED if strong and weak else PARTLY if strong or weak else NOT
+
+
+# ------------------------------------------------------------------------------------------------- verdicts
+def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]:
+    """(verdict, evidence) of one test; see the module docstring for each kind."""
+    check_test(test)
+    kind = test["kind"]
+    if kind == "not_testable_offline":
+        return (OFFLINE, test["reason"]) if profile != "paper" else (NOT, "the paper profile has no test for it yet")
+    if kind == "all":
+        return _combine([evaluate(p, data, profile) for p in test["parts"]])
+    if kind == "each":
+        return _each(test, data, profile)
+    noise = test.get("noise")
+    if kind == "greater":
+        a, b = sample(test["left"], data), sample(test["right"], data)
+        diff = _r(a.mean() - b.mean())
+        margin = _r(_amount(test["margin"], a.mean(), b.mean()))
+        sig, how = beyond_noise(a, b, noise, test)
+        ev = (f"{_sel_name(test['left'])} {_fmt(a.mean())} ({_n(a)}) − {_sel_name(test['right'])} {_fmt(b.mean())}"
+              f" ({_n(b)}) = {_fmt(diff)}; margin {_fmt(margin)}; {how}")
+        return _grade(diff > 0 and diff >= margin, diff > 0 and sig), ev
+    if kind in ("above", "below"):
+        v, bound = sample(test["value"], data), float(test["bound"])
+        a, b = (v, bound) if kind == "above" else (pd.Series([bound], index=[DETERMINISTIC_SEED]), v)
+        b_mean = b if not isinstance(b, pd.Series) else b.mean()
+        sig, how = beyond_noise(a, b, noise, test)
+        ok = a.mean() > b_mean
+        return (REPRODUCED if ok and sig else PARTLY if ok else NOT,
+                f"{_sel_name(test['value'])} {_fmt(v.mean())} ({_n(v)}), {kind} {_fmt(bound)}; {how}")
+    if kind == "within":
+        v = sample(test["value"], data)
+        t = sample(test["target"], data) if isinstance(test["target"], Mapping) else \
+            pd.Series([float(test["target"])], index=[DETERMINISTIC_SEED])
+        gap = _r(abs(v.mean() - t.mean()))
+        tol = _r(_amount(test["tolerance"], v.mean(), t.mean()))
+        se = 0.0 if noise == "deterministic" else math.hypot(_sem(v), _sem(t))
+        if noise == "deterministic" and not (_deterministic(v) and _deterministic(t)):
+            raise ValueError("noise 'deterministic' needs numbers without seeds (seed -1); use 2se")
+        k = float(test.get("k", 2))
+        strong = not math.isnan(se) and gap + k * se < tol
+        return (REPRODUCED if strong else PARTLY if gap < tol else NOT,
+                f"{_sel_name(test['value'])} {_fmt(v.mean())} ({_n(v)}) vs "
+                + (f"{_sel_name(test['target'])} {_fmt(t.mean())}" if isinstance(test["target"], Mapping) else _fmt(t.mean()))
+                + ": "
+                f"gap {_fmt(gap)}, tolerance {_fmt(tol)}; " + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}"))
+    if kind == "correlation":
+        return _correlation(test, data)
+    over = test["over"]
+    groups = by(test["value"], over, data)
+    if kind == "monotone":
+        keys = sorted(groups, key=float)
+        sign = 1 if test.get("direction", "increasing") == "increasing" else -1
+        means = [sign * groups[k].mean() for k in keys]
+        first, last = groups[keys[0]] * sign, groups[keys[-1]] * sign
+        rise = _r(last.mean() - first.mean())
+        sig, how = beyond_noise(last, first, noise, test)
+        worst = max([means[i] - means[i + 1] for i in range(len(means) - 1)] + [0.0])
+        strong = rise > 0 and rise >= float(test["margin"]) and sig
+        return (REPRODUCED if strong and worst <= float(test["tolerance"]) else PARTLY if strong else NOT,
+                f"{_sel_name(test['value'])} over {len(keys)} {over}s: {test.get('direction', 'increasing')} by "
+                f"{_fmt(rise)} (margin {_fmt(float(test['margin']))}; {how}); largest step back {_fmt(worst)} "
+                f"(tolerance {_fmt(float(test['tolerance']))})")
+    if kind == "flat":
+        means = {k: g.mean() for k, g in groups.items()}
+        hi, lo = max(means, key=means.get), min(means, key=means.get)
+        spread = _r(means[hi] - means[lo])
+        se = math.hypot(_sem(groups[hi]), _sem(groups[lo]))
+        k = float(test.get("k", 2))
+        strong = not math.isnan(se) and spread + k * se < float(test["max_spread"])
+        return (REPRODUCED if strong else PARTLY if spread < float(test["max_spread"]) else NOT,
+                f"{_sel_name(test['value'])} over {len(means)} {over}s: {_fmt(means[lo])} ({over} {lo}) to "
+                f"{_fmt(means[hi])} ({over} {hi}), spread {_fmt(spread)} (max {_fmt(float(test['max_spread']))}); "
+                + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}"))
+    # argmax
+    cands = [str(c) for c in test["candidates"]]
+    missing = [c for c in cands if c not in groups]
+    if missing:
+        raise KeyError(f"argmax candidates {missing} not in the data; valid choices: {', '.join(groups)}")
+    means = {c: groups[c].mean() for c in cands}
+    ranked = sorted(cands, key=means.get, reverse=True)
+    expect = str(test["expect"])
+    top, runner = ranked[0], ranked[1]
+    is_top = top == expect and means[top] > means[runner]  # a shared maximum is no argmax
+    sig, how = beyond_noise(groups[top], groups[runner], noise, test) if is_top else (False, "")
+    ev = (f"highest {_sel_name(test['value'])}: {top} {_fmt(means[top])}, then {runner} {_fmt(means[runner])}; "
+          f"expected {expect}" + (f"; {how}" if how else ""))
+    return (REPRODUCED if is_top and sig else PARTLY if is_top else NOT), ev
+
+
+def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
+    over = test["over"]
+    left = {k: s.mean() for k, s in by(test["left"], over, data).items()}
+    right = {k: s.mean() for k, s in by(test["right"], over, data).items()}
+    keys = [k for k in left if k in right]
+    if len(keys) < 3:
+        return NOT, f"only {len(keys)} shared {over}s; a correlation needs 3"
+    x, y = [left[k] for k in keys], [right[k] for k in keys]
+    method = test.get("method", "pearson")
+    res = (sps.pearsonr if method == "pearson" else sps.spearmanr)(x, y)
+    r, p = float(res[0]), float(res[1])
+    sign = 1 if test.get("sign", "positive") == "positive" else -1
+    right_sign = sign * r > 0
+    strong, sig = sign * r >= float(test["min_r"]), p < float(test["max_p"])
+    verdict = REPRODUCED if right_sign and strong and sig else PARTLY if right_sign and (strong or sig) else NOT
+    return verdict, (f"{method} r = {r:.2f}, p = {p:.2g} over {len(keys)} {over}s "
+                     f"({_sel_name(test['left'])} vs {_sel_name(test['right'])})")
+
+
+def _combine(results: list[tuple[str, str]]) -> tuple[str, str]:
+    score = {REPRODUCED: 1.0, PARTLY: 0.5, NOT: 0.0, OFFLINE: 0.0}
+    verdicts = [v for v, _ in results]
+    mean = sum(score[v] for v in verdicts) / len(verdicts)
+    verdict = REPRODUCED if all(v == REPRODUCED for v in verdicts) else PARTLY if mean >= 0.5 else NOT
+    return verdict, "; ".join(f"[{v}] {e}" for v, e in results)
+
+
+def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "value", "target")) -> dict:
+    out = dict(test)
+    for key in into:
+        if isinstance(out.get(key), Mapping):
+            out[key] = {**out[key], over: value}
+    return out
+
+
+def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
+    over, inner = test["over"], test["test"]
+    first = next(inner[k] for k in ("left", "value") if isinstance(inner.get(k), Mapping))
+    values = [str(v) for v in test["values"]] if "values" in test else \
+        list(dict.fromkeys(rows(first, data)[over].astype(str)))
+    values = [v for v in values if v not in _as_list(test.get("exclude", []))]
+    into = test.get("into", ("left", "right", "value", "target"))
+    results = {v: evaluate(_substitute(inner, over, v, into), data, profile) for v in values}
+    verdict, _ = _combine(list(results.values()))
+    counts = {k: sum(r[0] == k for r in results.values()) for k in (REPRODUCED, PARTLY, NOT)}
+    failing = [v for v, r in results.items() if r[0] != REPRODUCED]
+    ev = (f"{counts[REPRODUCED]} of {len(values)} {over}s reproduced, {counts[PARTLY]} partly"
+          + (f"; not: {', '.join(failing[:8])}{' …' if len(failing) > 8 else ''}" if failing else "")
+          + f". Each: {_criterion(inner)}")
+    return verdict, ev
+
+
+# ------------------------------------------------------------------------------------------------- criterion
+def _criterion(test: Mapping) -> str:
+    """The test in words, for the claims table."""
+    kind = test["kind"]
+    noise = {"2se": f"beyond {test.get('k', 2)} SE", "welch": f"Welch p < {test.get('alpha', 0.05)}",
+             "deterministic": "no seed noise"}.get(test.get("noise"), "")
+    if kind == "greater":
+        return f"{_sel_name(test['left'])} − {_sel_name(test['right'])} ≥ {test['margin']}, {noise}"
+    if kind in ("above", "below"):
+        return f"{_sel_name(test['value'])} {'>' if kind == 'above' else '<'} {test['bound']}, {noise}"
+    if kind == "within":
+        plus = f" + {test.get('k', 2)} SE" if test["noise"] == "2se" else ""
+        return f"|{_sel_name(test['value'])} − {_sel_name(test['target'])}|{plus} < {test['tolerance']}"
+    if kind == "correlation":
+        return (f"{test.get('method', 'pearson')} r of {_sel_name(test['left'])} and {_sel_name(test['right'])} over "
+                f"{test['over']}s: {test.get('sign', 'positive')}, |r| ≥ {test['min_r']}, p < {test['max_p']}")
+    if kind == "monotone":
+        return (f"{_sel_name(test['value'])} {test.get('direction', 'increasing')} over {test['over']}: last − first ≥ "
+                f"{test['margin']} {noise}, no step back > {test['tolerance']}")
+    if kind == "flat":
+        plus = f" + {test.get('k', 2)} SE" if test["noise"] == "2se" else ""
+        return f"{_sel_name(test['value'])} over {test['over']}s: max − min{plus} < {test['max_spread']}"
+    if kind == "argmax":
+        return f"highest {_sel_name(test['value'])} among {', '.join(map(str, test['candidates']))} is {test['expect']}, {noise}"
+    if kind == "all":
+        return " AND ".join(f"({_criterion(p)})" for p in test["parts"])
+    if kind == "each":
+        return f"for every {test['over']}: {_criterion(test['test'])}"
+    return f"not testable offline: {test['reason']}"
+
+
+def criterion(claim: Mapping) -> str:
+    """The claim's test in words, with the reason for its threshold."""
+    return f"{_criterion(claim['test'])}. Why: {claim['why']}"
+
+
+# ------------------------------------------------------------------------------------------------- chapter table
+def read_results(folder: str | os.PathLike) -> dict[str, pd.DataFrame]:
+    """Every results CSV of a folder by artifact name (claims.csv and run records left out)."""
+    from .results import read_csv
+    return {p.stem: read_csv(p) for p in sorted(Path(folder).glob("*.csv")) if p.stem != "claims"}
+
+
+def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[str, pd.DataFrame],
+                 out: str | os.PathLike | None = None, profile: str = "lab",
+                 claims: list[dict] | None = None) -> pd.DataFrame:
+    """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict).
+
+    `results`: a results folder (its CSVs by file name) or a mapping artifact -> long frame. The rows replace this
+    chapter's rows in ``<out>/claims.csv`` (`out` defaults to `results` when that is a folder; the other chapters'
+    rows stay).
+    """
+    from .results import CLAIM_COLUMNS, read_claims, write_claims
+    claims = load_claims(paper) if claims is None else claims
+    chapters = sorted({c["chapter"] for c in claims})
+    mine = [c for c in claims if c["chapter"] == chapter]
+    if not mine:
+        raise ValueError(f"paper {paper!r} has no claims for chapter {chapter!r}; chapters: {', '.join(chapters)}")
+    frames = results if isinstance(results, Mapping) else read_results(results)
+    rows_ = []
+    for c in mine:
+        verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact")), profile)
+        rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
+                      "evidence": evidence, "verdict": verdict})
+    table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))
+    folder = out if out is not None else (None if isinstance(results, Mapping) else results)
+    if folder is not None:
+        path = Path(folder) / "claims.csv"
+        old = read_claims(path) if path.exists() else pd.DataFrame(columns=[*CLAIM_COLUMNS, "chapter"])
+        keep = old[old["chapter"] != chapter].to_dict("records") if "chapter" in old else []
+        keep = [{**{k: "" for k in ("section", "criterion")}, **r} for r in keep]  # rows from before the columns
+        write_claims(keep + [{**r, "chapter": chapter} for r in rows_], path)
+    return table
