@@ -326,3 +326,14 @@ def test_paper_quotes_are_verbatim(paper):
         for piece in c["quote"].split("…"):  # "…" marks text the extraction put in between (a figure caption)
             piece = " ".join(piece.split()).replace("- ", "-")
             assert piece in flat or piece.replace("-", "") in bare, f"{c['id']}: {piece!r} not in the paper"
+
+
+def test_a_claim_on_an_untrained_model_is_pending_and_a_typo_still_fails():
+    df = frame({"a": [0.5, 0.6, 0.55], "b": [0.1, 0.2, 0.15]})
+    claim = {"id": "x", "chapter": "c", "section": "§1", "quote": "q", "claim": "a > b", "why": "w",
+             "test": {"kind": "greater", "left": {"experiment": "a", "metric": "m"},
+                      "right": {"experiment": "z", "metric": "m"}, "margin": 0.1, "noise": "2se"}}
+    table = C.claims_table("p", "c", {"t": df}, claims=[{**claim, "artifact": "t"}], pending=["z"])
+    assert table["verdict"].tolist() == ["pending"] and "z awaits" in table["evidence"][0]
+    with pytest.raises(KeyError, match="unknown experiment"):  # not declared pending: an error, not a verdict
+        C.claims_table("p", "c", {"t": df}, claims=[{**claim, "artifact": "t"}])

@@ -98,3 +98,26 @@ def test_a_changed_setting_gets_a_new_run_key_and_the_same_setting_the_same_key(
     assert grid_members(ch, ["1"], [0])[0].run_key != key()  # another experiment
     renamed = replace(ch, experiments={**ch.experiments, "0": replace(ch.experiments["0"], description="renamed")})
     assert key(renamed) == key()  # the description changes no number
+
+
+def test_a_resumed_grid_plans_the_same_stacks_when_some_are_done(tmp_path, monkeypatch):
+    """Stacks are planned from every requested model: finishing one stack must not re-cut the others (their
+    checkpoints are found by the stack's key). Two GPUs: 6 models are cut into stacks of 3."""
+    from xlrepro.papers.dufter2020 import grid
+
+    planned = []
+    monkeypatch.setattr(grid, "_run_parallel", lambda ch, stacks, *a: planned.extend([m.key for m in s] for s in stacks)
+                        or True)
+    monkeypatch.setattr(grid, "load_lab", lambda profile: None)  # one stack left: trained in this process
+    monkeypatch.setattr(grid, "StackRun", lambda ch, stack, *a, **k: planned.append([m.key for m in stack])
+                        or type("Run", (), {"run": lambda self, *a: True})())
+    run = lambda: grid.run_grid("dufter2020", ["0", "1", "2"], [0, 42], root=tmp_path, devices=["cuda:0", "cuda:1"],
+                                max_stack={"small": 4}, progress=False, **TINY)
+    run()
+    assert sorted(planned) == [["0/0", "0/42", "1/0"], ["1/42", "2/0", "2/42"]]
+    for m in grid.grid_members(load_chapter("dufter2020"), ["0", "1"], [0, 42], **TINY)[:3]:  # one stack finished
+        grid.member_dir(tmp_path, m).mkdir(parents=True)
+        (grid.member_dir(tmp_path, m) / "metrics.json").write_text("{}")
+    planned.clear()
+    run()
+    assert planned == [["1/42", "2/0", "2/42"]]  # the same stack as before (not re-cut into 2 + 1)

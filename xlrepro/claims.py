@@ -61,7 +61,8 @@ import yaml
 from scipy import stats as sps
 
 REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
-VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE)
+PENDING = "pending"  # a model the test reads has not been trained yet (it waits for a GPU run)
+VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
@@ -152,6 +153,14 @@ def _margin_positive(m) -> bool:
     return isinstance(m, (int, float)) and m > 0
 
 
+class Pending(Exception):
+    """A test reads an experiment that is declared pending (not trained yet)."""
+
+    def __init__(self, experiments):
+        super().__init__(f"model {', '.join(experiments)} awaits its GPU run")
+        self.experiments = list(experiments)
+
+
 # ------------------------------------------------------------------------------------------------- selections
 @dataclass
 class Data:
@@ -160,6 +169,7 @@ class Data:
     frames: Mapping[str, pd.DataFrame]
     paper: str | None = None
     artifact: str | None = None  # the claim's default artifact
+    pending: frozenset = frozenset()  # experiments declared but not trained yet: their claims are PENDING
 
     def frame(self, sel: Mapping) -> pd.DataFrame:
         if "reference" in sel:
@@ -186,6 +196,9 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
             raise KeyError(f"selector key {key!r}: the frame has no such column; columns: {', '.join(df.columns)}")
         col = df[key].astype(str)
         want = _as_list(sel[key])
+        waiting = [w for w in want if key == "experiment" and w in data.pending and "reference" not in sel]
+        if waiting:
+            raise Pending(waiting)
         bad = [w for w in want if w not in set(col)]
         if bad:
             raise KeyError(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
@@ -507,12 +520,12 @@ def read_results(folder: str | os.PathLike) -> dict[str, pd.DataFrame]:
 
 def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[str, pd.DataFrame],
                  out: str | os.PathLike | None = None, profile: str = "lab",
-                 claims: list[dict] | None = None) -> pd.DataFrame:
+                 claims: list[dict] | None = None, pending=()) -> pd.DataFrame:
     """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict).
 
     `results`: a results folder (its CSVs by file name) or a mapping artifact -> long frame. The rows replace this
     chapter's rows in ``<out>/claims.csv`` (`out` defaults to `results` when that is a folder; the other chapters'
-    rows stay).
+    rows stay). `pending`: experiments not trained yet; a claim that reads one gets the verdict "pending".
     """
     from .results import CLAIM_COLUMNS, read_claims, write_claims
     claims = load_claims(paper) if claims is None else claims
@@ -523,7 +536,11 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     frames = results if isinstance(results, Mapping) else read_results(results)
     rows_ = []
     for c in mine:
-        verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact")), profile)
+        try:
+            verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact"), frozenset(map(str, pending))),
+                                         profile)
+        except Pending as wait:
+            verdict, evidence = PENDING, str(wait)
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": verdict})
     table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))

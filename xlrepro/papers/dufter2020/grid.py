@@ -429,13 +429,15 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
     check_profile(profile)
     compile_mode(compile)  # a bad value fails before any work
     root = Path(root or run_root(chapter_name, profile, epochs, max_sentences, batch_size))
-    members = [m for m in grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences,
-                                       batch_size) if not is_done(root, m)]
-    if not members:
+    members = grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences, batch_size)
+    if all(is_done(root, m) for m in members):
         return True
     ddp_device = init_from_env()  # under torchrun: all ranks train every stack together, one device each
     devices = [ddp_device] if ddp_device else devices or available_devices()
+    # The plan is made from every requested model, done or not, so that a resumed call plans the same stacks and
+    # finds their checkpoints; a stack whose models are all done is skipped (a stack's models finish together).
     stacks = plan_stacks(members, max_stack, gpus=len({d for d in devices if d.startswith("cuda")}), compile=compile)
+    stacks = [s for s in stacks if not all(is_done(root, m) for m in s)]
     cost = lambda s: _cost(s, compile)
     if len(devices) == 1 or len(stacks) == 1:
         lab = load_lab(profile)

@@ -5,7 +5,7 @@ The notebooks call these functions; each figure function returns a matplotlib Fi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +13,11 @@ import pandas as pd
 import torch
 
 from xlrepro.config import check_profile, check_seeds
+from xlrepro.devices import default_device
 from xlrepro.results import results_dir, stats
 
 from .config import Chapter, load_chapter
-from .grid import grid_members, member_dir, run_grid, run_root
+from .grid import grid_members, is_done, member_dir, run_grid, run_root
 
 TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
 
@@ -38,11 +39,24 @@ class ChapterRun:
     batch_size: int | None
     root: Path
     results: Path
+    # models the chapter needs but did not train: full-size training on a CPU waits for a GPU (see `train`)
+    pending: list = field(default_factory=list)
 
     def seeds_of(self, exp_id: str) -> list[int]:
         return self.seeds if self.chapter.experiment(exp_id).size == "small" else self.large_seeds
 
-    def train(self, ids, time_limit: float | None = None) -> None:
+    def train(self, ids, time_limit: float | None = None, allow_cpu: bool = False) -> None:
+        """Train the models of `ids` that are not done. At the paper's size on a CPU (days of work) nothing is
+        trained unless `allow_cpu`: the missing models are listed in `pending`, and the chapter shows the rest."""
+        full = (self.epochs, self.max_sentences, self.batch_size) == (None, None, None)
+        if full and default_device() == "cpu" and not allow_cpu:
+            todo = [m for m in self.members(ids) if not is_done(self.root, m)]
+            self.pending += [m for m in todo if m not in self.pending]
+            if todo:
+                print(f"{len(todo)} models await a GPU run ({', '.join(m.key for m in todo)}); on a GPU: "
+                      f"xlrepro train {self.chapter.name} --ids {' '.join(dict.fromkeys(m.exp.id for m in todo))} "
+                      f"--compile")
+            return
         done = run_grid(self.chapter.name, ids, self.seeds, large_seeds=self.large_seeds, profile=self.profile,
                         root=self.root, epochs=self.epochs, max_sentences=self.max_sentences, time_limit=time_limit,
                         batch_size=self.batch_size)
@@ -54,11 +68,21 @@ class ChapterRun:
         return [m for e in ids for m in grid_members(self.chapter, [e], self.seeds_of(e), self.seeds_of(e),
                                                       self.profile, self.epochs, self.max_sentences, self.batch_size)]
 
+    def trained(self, ids):
+        """The models of `ids` that have results (all of them, unless some are `pending`)."""
+        return [m for m in self.members(ids) if m not in self.pending]
+
+    def pending_experiments(self, ids=None) -> list[str]:
+        """Experiments of `ids` (default: all pending) without a single trained seed: their claims are pending."""
+        ids = list(dict.fromkeys(m.exp.id for m in self.pending)) if ids is None else ids
+        have = {m.exp.id for m in self.trained(ids)}
+        return [e for e in ids if e not in have]
+
     def results_frame(self, ids) -> pd.DataFrame:
-        return load_results(self.root, self.members(ids))
+        return load_results(self.root, self.trained(ids))
 
     def curves_frame(self, ids) -> pd.DataFrame:
-        return load_curves(self.root, self.members(ids))
+        return load_curves(self.root, self.trained(ids))
 
     def model(self, exp_id: str, seed: int, vocab_size: int):
         """A trained model of the run (weights saved by the grid)."""
