@@ -294,9 +294,13 @@ def test_paper_claims_reference_existing_results(paper):
     folder = ROOT / "book" / "results" / paper
     frames = {p.stem: read_csv(p) for p in folder.glob("*.csv") if p.stem != "claims"}
     chapters = {p.stem for p in (ROOT / "notebooks" / paper).glob("*.ipynb")}
+    published = read_claims(folder / "claims.csv") if (folder / "claims.csv").exists() else None
+    waiting = set() if published is None else set(published.loc[published["verdict"] == C.PENDING, "claim"])
     for c in claims:
         assert c["chapter"] in chapters, c["id"]
         assert len(c["quote"]) > 10 and c["why"], c["id"]
+        if c["claim"] in waiting:  # published as pending: its models await a GPU run, so their rows are absent
+            continue
         for sel in _selectors(c["test"]):
             if "reference" in sel:
                 continue
