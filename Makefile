@@ -96,6 +96,7 @@ test-all: $(STAMP_DEV)
 	$(TEST_ENV) $(VPY) -m pytest -m "slow or not slow" $(PYTEST_ARGS)
 
 book: $(STAMP_BOOK)
+	$(VPY) -m xlrepro.findings
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
 
 reproduce: $(CLI_DEPS)
