@@ -92,7 +92,8 @@ def test_no_absolute_machine_path(pages):
 
 
 def test_nothing_wider_than_the_content_column(pages):
-    assert {rel: r["wide"] for rel, r in pages.items() if r and r["wide"]} == {}
+    wide = {rel: r["wide"] for rel, r in pages.items() if r and r["wide"]}
+    assert not wide, "wider than the content column:\n" + json.dumps(wide, indent=1, ensure_ascii=False)
 
 
 def test_no_truncated_table(pages):
