@@ -29,7 +29,7 @@ VERDICT_MARK = {REPRODUCED: "**reproduced**", PARTLY: "**partly**", NOT: "**not 
 
 @dataclass(frozen=True)
 class BookPaper:
-    name: str          # e.g. "dufter2020": the chapters' folder, the results folder and the references.bib key
+    name: str          # e.g. "smith2021": the chapters' folder, the results folder and the references.bib key
     title: str
     chapters: tuple[str, ...]  # '<folder>/<notebook>' in book order; empty for a planned paper
     order: int
@@ -66,7 +66,7 @@ def verdict_counts(claims: pd.DataFrame) -> dict[str, int]:
 
 
 def _chapter_doc(paper: BookPaper, chapter: str) -> str | None:
-    """The page (relative to book/) of a claims.csv `chapter` value, e.g. 'architecture' -> 'dufter2020/architecture'."""
+    """The page (relative to book/) of a claims.csv `chapter` value, e.g. 'ch' -> 'smith2021/ch'."""
     for full in paper.chapters:
         if full == chapter or full.split("/")[-1] == chapter:
             return full
