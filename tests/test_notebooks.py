@@ -13,6 +13,7 @@ SMOKE_LANGS = ["en", "fr", "de", "es"]
 TRANSFER = {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "max_train_pairs": 64, "max_test_pairs": 40,
             "epochs": 1}
 PARAMETERS = {
+    "dufter2020/engineering": {},  # reads recorded GPU probes only
     "multilingual/lab": {"model": "smoke", "languages": SMOKE_LANGS, "retrieval_sentences": 50, "dictionary_words": 100},
     "wu2019/q3_language_id": {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "train_per_language": 60,
                               "test_per_language": 30},

@@ -117,6 +117,9 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
             shutil.copyfile(executed, tmp)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if publish:  # a published chapter may have new verdicts: the findings page follows its claims.csv
+        from .findings import write_findings
+        write_findings()
     return output
 
 

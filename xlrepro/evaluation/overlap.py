@@ -42,6 +42,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 from scipy.stats import pearsonr
+from ..tables import p_value
 
 __all__ = ["subword_overlap", "overlap_vs_transfer", "plot_overlap_vs_transfer", "MEASURES"]
 
@@ -158,7 +159,8 @@ def plot_overlap_vs_transfer(df: pd.DataFrame, title: str | None = None):
         for lang, x, y in zip(merged["language"], merged[m], merged["accuracy"]):
             ax.annotate(str(lang), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=8)
         ax.set_xlabel(_LABELS[m])
-        ax.set_title(f"{m}: r = {stats.at[m, 'r']:.2f}, p = {stats.at[m, 'p']:.2g}", color="red")
+        p = p_value(stats.at[m, "p"])
+        ax.set_title(f"{m}: r = {stats.at[m, 'r']:.2f}, p {p if p.startswith('<') else '= ' + p}", color="red")
     axes[0].set_ylabel("zero-shot accuracy")
     if title:
         fig.suptitle(title)

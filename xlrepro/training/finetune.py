@@ -192,7 +192,7 @@ def finetune(config: FinetuneConfig, encoder: nn.Module, train: EncodedPairs, n_
              dev: EncodedPairs | None = None, device="cpu", progress: bool = True) -> tuple[PairClassifier, dict]:
     """Fine-tune a copy of `encoder` on `train`; returns the model and a history (loss per epoch, dev accuracy per
     epoch when `dev` is given, seconds, steps). Batches are drawn by a generator seeded with config.seed."""
-    from tqdm.auto import tqdm
+    from ..progress import progress as progress_bar
     from transformers import get_linear_schedule_with_warmup
 
     device = torch.device(device)
@@ -207,7 +207,7 @@ def finetune(config: FinetuneConfig, encoder: nn.Module, train: EncodedPairs, n_
     gen = torch.Generator().manual_seed(config.seed)
     history = {"loss": [], "dev_accuracy": [], "steps": total}
     t0 = time.time()
-    bar = tqdm(total=total, disable=not progress, desc=f"fine-tune {config.mode} lr={config.lr:g} seed={config.seed}")
+    bar = progress_bar(total=total, disable=not progress, desc=f"fine-tune {config.mode} lr={config.lr:g} seed={config.seed}")
     for _ in range(config.epochs):
         model.train()
         order = torch.randperm(len(train), generator=gen).numpy()

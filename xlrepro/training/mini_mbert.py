@@ -179,7 +179,7 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
     (also saved every few minutes), and the next call resumes from it. Returns out_dir either way.
     """
     from safetensors.torch import save_model
-    from tqdm import tqdm
+    from ..progress import progress as progress_bar
 
     config = config or MiniMBertConfig()
     out_dir = Path(out_dir) if out_dir is not None else config.default_dir()
@@ -237,7 +237,7 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
         return inputs, attention, pos.expand_as(x), torch.zeros_like(x), sel_index, sel_labels
 
     torch.manual_seed(config.seed * 100003 + stack.step_count)  # masking and dropout streams
-    bar = tqdm(total=config.steps, initial=stack.step_count, disable=not progress, desc="mini-mBERT")
+    bar = progress_bar(total=config.steps, initial=stack.step_count, disable=not progress, desc="mini-mBERT")
     t_start = last_save = time.time()
     while stack.step_count < config.steps:
         step = stack.step_count

@@ -92,7 +92,8 @@ def prepare(profile: str):
 PAPER = Paper(
     name=NAME,
     title="Dufter & Schütze 2020, Identifying Necessary Elements for BERT's Multilinguality",
-    chapters=tuple(f"{NAME}/{n}" for n in ("setup", "architecture", "comparability", "training_dynamics")),
+    chapters=tuple(f"{NAME}/{n}" for n in ("setup", "architecture", "comparability", "training_dynamics",
+                                                       "engineering")),
     add_train_arguments=add_train_arguments,
     prepare_train=prepare_train,
     reproduce=(("train", NAME),),

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from xlrepro import atomic
 from xlrepro.config import check_profile, check_seeds
@@ -34,6 +33,7 @@ from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+from xlrepro.progress import progress as progress_bar
 
 from .config import Chapter, Experiment, load_chapter
 from .lab import CORPUS, LabData, load_lab
@@ -339,7 +339,7 @@ class StackRun:
         d = self._device_data()
         lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
         losses_log = []
-        bar = tqdm(total=total, initial=stack.step_count, disable=not progress or self.rank > 0,
+        bar = progress_bar(total=total, initial=stack.step_count, disable=not progress or self.rank > 0,
                    desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
         last_save = time.time()
         t_start = time.time()

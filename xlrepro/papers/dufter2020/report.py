@@ -20,6 +20,22 @@ from .config import Chapter, load_chapter
 from .grid import grid_members, is_done, member_dir, run_grid, run_root
 
 TABLE1_METRICS = ["mu", "align_l0", "retr_l0", "trans_l0", "align_l8", "retr_l8", "trans_l8", "ppl_train", "ppl_dev"]
+# The metrics' names for readers (§2.2): what the book's tables and figures show instead of the codes.
+METRIC_NAMES = {"mu": "µ", "align_l0": "alignment F1, layer 0", "retr_l0": "retrieval ρ, layer 0",
+                "trans_l0": "translation τ, layer 0", "align_l8": "alignment F1, layer 8",
+                "retr_l8": "retrieval ρ, layer 8", "trans_l8": "translation τ, layer 8",
+                "ppl_train": "perplexity, train", "ppl_dev": "perplexity, dev"}
+
+
+def table_for_readers(ours, paper, ids, labels) -> "pd.DataFrame":
+    """Table 1/2 as a reader sees it: one row per model (ID and description), each cell ours (mean ± std over
+    seeds) with the paper's number in parentheses, columns named by METRIC_NAMES."""
+    from xlrepro.tables import paired_table
+
+    table = paired_table(ours, paper, ids, TABLE1_METRICS, METRIC_NAMES)
+    table.index = [f"{i} {labels[i]}" for i in ids]
+    table.index.name = "model"
+    return table
 
 
 @dataclass

@@ -1,0 +1,68 @@
+"""The findings page: generated from the claims files, and the committed page is the generated one."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xlrepro.findings import md_text, render_findings, verdict_counts
+from xlrepro.paths import repo_root
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _planned(tmp_path, text="planned:\n  - {name: zz2099, title: 'Zed 2099, A Paper Not Written Yet', order: 999}\n"):
+    path = tmp_path / "planned.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_committed_findings_page_matches_the_claims_files():
+    page = ROOT / "book" / "findings.md"
+    assert page.read_text(encoding="utf-8") == render_findings(ROOT / "book" / "results"), (
+        "book/findings.md is out of date with book/results/*/claims.csv: run `python -m xlrepro.findings`")
+
+
+def test_counts_every_verdict_and_rejects_unknown_ones():
+    claims = pd.DataFrame({"verdict": ["reproduced", "partly", "reproduced", "not testable offline"]})
+    assert verdict_counts(claims) == {"reproduced": 2, "partly": 1, "not reproduced": 0, "not testable offline": 1}
+    with pytest.raises(ValueError, match="valid verdicts"):
+        verdict_counts(pd.DataFrame({"verdict": ["maybe"]}))
+
+
+def test_markdown_specials_are_escaped():
+    assert md_text("|0 mu − 0.7| < 2 [x] $a$ *b*") == r"\|0 mu − 0.7\| \< 2 \[x\] \$a\$ \*b\*"
+    assert md_text("a\n  b") == "a b"
+
+
+def test_page_from_hand_made_claims(tmp_path):
+    results = tmp_path / "results"
+    (results / "dufter2020").mkdir(parents=True)
+    pd.DataFrame([
+        {"claim": "A holds.", "section": "§1", "criterion": "c", "evidence": "a = 1 | b", "verdict": "reproduced",
+         "chapter": "architecture"},
+        {"claim": "B holds.", "section": "§2", "criterion": "c", "evidence": "b = 0.1 vs 0.7", "verdict":
+         "not reproduced", "chapter": "training_dynamics"},
+    ]).to_csv(results / "dufter2020" / "claims.csv", index=False)
+    page = render_findings(results, _planned(tmp_path))
+    dufter = page[page.index("## Dufter"):page.index("## Wu")]
+    assert "2 claims: **1** reproduced, **0** partly, **1** not reproduced, **0** not testable offline." in dufter
+    assert "{doc}`architecture <dufter2020/architecture>`" in dufter
+    assert "{doc}`training dynamics <dufter2020/training_dynamics>`" in dufter
+    assert r"a = 1 \| b" in dufter
+    disagree = dufter[dufter.index("Where we disagree most"):]
+    assert "- B holds. (§2): b = 0.1 vs 0.7" in disagree and "A holds." not in disagree
+    wu = page[page.index("## Wu"):page.index("## Zed")]
+    assert "No verdicts yet" in wu                              # registered, but no claims.csv here
+    zed = page[page.index("## Zed"):]
+    assert "Not covered yet" in zed and "{cite:t}`zz2099`" in zed
+    assert page.index("## Dufter") < page.index("## Wu") < page.index("## Zed")  # book order
+
+
+def test_a_registered_paper_wins_over_its_planned_entry(tmp_path):
+    page = render_findings(tmp_path, _planned(tmp_path, "planned:\n  - {name: wu2019, title: Old title}\n"))
+    assert "Old title" not in page and page.count("{cite:t}`wu2019`") == 1
+
+
+def test_planned_entries_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="name, title"):
+        render_findings(tmp_path, _planned(tmp_path, "planned:\n  - {name: x, titel: y}\n"))
