@@ -107,12 +107,19 @@ def test_smoke_sizes_train_on_a_cpu(monkeypatch, cpu):
     assert seen == [(30, "cpu")]
 
 
-def test_chapter_that_would_train_at_full_size_on_a_cpu_stops(capsys, no_training, cpu, tmp_path, monkeypatch):
+def test_chapter_at_full_size_on_a_cpu_trains_nothing_and_lists_what_awaits_a_gpu(capsys, no_training, cpu, tmp_path,
+                                                                                  monkeypatch):
+    from xlrepro.papers.dufter2020.report import chapter_run
+
     monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))  # nothing trained there
-    assert main(["run", "dufter2020/architecture"]) == 2
-    assert "--allow-cpu" in capsys.readouterr().err
-    with pytest.raises(AssertionError, match="training started"):  # smoke parameters: allowed
-        main(["run", "dufter2020/architecture", "-p", "epochs", "1"])
+    monkeypatch.setattr("xlrepro.papers.dufter2020.report.default_device", lambda: "cpu")
+    run = chapter_run("dufter2020", seeds=[0, 42])
+    run.train(["0", "1"])  # `no_training` makes any training fail
+    assert [m.key for m in run.pending] == ["0/0", "0/42", "1/0", "1/42"]
+    assert "4 models await a GPU run" in capsys.readouterr().out
+    assert run.pending_experiments() == ["0", "1"] and run.results_frame(["0", "1"]).empty
+    with pytest.raises(AssertionError, match="training started"):  # smoke parameters: it trains
+        chapter_run("dufter2020", seeds=[0], epochs=1).train(["0"])
 
 
 @pytest.mark.parametrize("workers, compile_flag", [(1, []), (2, ["--compile"])])

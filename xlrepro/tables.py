@@ -6,7 +6,6 @@ table into several of at most `width` columns that repeat the index, so that non
 """
 from __future__ import annotations
 
-import math
 from typing import Mapping, Sequence
 
 import pandas as pd

@@ -65,8 +65,16 @@ TRAINS = {"architecture": "table1", "comparability": "table2", "training_dynamic
 
 
 def pending_training(chapter: str, parameters: dict) -> str | None:
-    """What full-size training executing `chapter` with `parameters` would start (None: none, or smoke size)."""
+    """What full-size training executing `chapter` with `parameters` would start (None: none, or smoke size).
+
+    None on a CPU too: there the chapter trains nothing at full size and lists the models that await a GPU
+    (`ChapterRun.train`)."""
+    from xlrepro.devices import default_device
+
     from .config import load_chapter
+
+    if default_device() == "cpu":
+        return None
     from .grid import grid_members, is_done, run_root
 
     table = TRAINS.get(chapter.split("/")[-1])
