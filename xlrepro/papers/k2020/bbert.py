@@ -310,7 +310,10 @@ class Cell:
         return EncodedPairs([r[0] for r in rows], [r[1] for r in rows], a["label"].to_numpy(np.int64))
 
     def test_keys(self):
-        return parallel_keys(sorted({D.base_language(l) for l in self.exp.test}), "test", self.cache_dir)
+        """Test pairs present in en, es, hi, ru and the cell's languages: every cell is tested on translations of
+        the same pairs, so accuracies compare across targets and cells."""
+        langs = sorted({"en", "es", "hi", "ru"} | {D.base_language(l) for l in self.exp.test})
+        return parallel_keys(langs, "test", self.cache_dir)
 
     def evaluate_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
         """Fine-tune seed `seed`'s encoder on the source train pairs; accuracy and macro-F1 on the source dev and
