@@ -113,7 +113,8 @@ def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
 
 def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> pd.DataFrame:
     """Our mean ± sd over seeds (percent), experiment x language."""
-    r = results[results["experiment"].isin(experiments) & (results["metric"] == metric)]
+    names = list(experiments) + [f"majority/{e}" for e in experiments]  # the baseline beside each cell
+    r = results[results["experiment"].isin(names) & (results["metric"] == metric)]
     if r.empty:
         return pd.DataFrame()
     g = r.groupby(["experiment", "language"], sort=False)["value"]
