@@ -12,7 +12,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 #: Every Bible language a test reads: the smoke encoder's four (transfer tests, wu2019 and multilingual
 #: notebooks), plus tr (dropped and merged verses) and zh (characters) for the cleaning and section tests.
-TEST_LANGUAGES = ("en", "fr", "de", "es", "tr", "zh")
+TEST_LANGUAGES = ("en", "fr", "de", "es", "tr", "zh", "hi", "ru")  # hi, ru: K et al. 2020
 
 
 @pytest.fixture(scope="session", autouse=True)

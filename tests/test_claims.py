@@ -252,7 +252,7 @@ def test_claims_yaml_errors(tmp_path):
     bad.write_text("claims:\n  - {id: x, chapter: c, section: s, claim: c, why: w, test: {kind: greater}}\n")
     with pytest.raises(ValueError, match="lacks \\['quote'\\]"):
         C.load_claims("p", bad)
-    with pytest.raises(FileNotFoundError, match="papers with claims: dufter2020, wu2019"):
+    with pytest.raises(FileNotFoundError, match="papers with claims: dufter2020, k2020, wu2019"):
         C.load_claims("nosuchpaper")
 
 
@@ -315,7 +315,7 @@ def test_paper_claims_reference_existing_results(paper):
         assert v in C.VERDICTS and evidence
 
 
-@pytest.mark.parametrize("paper", ["dufter2020", "wu2019"])
+@pytest.mark.parametrize("paper", ["dufter2020", "wu2019", "k2020"])
 def test_paper_quotes_are_verbatim(paper):
     readme = (Path("/work/shared/papers") / "README.md")
     if not readme.exists():

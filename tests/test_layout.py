@@ -33,5 +33,5 @@ def test_every_paper_has_its_files_and_chapters():
 
 
 def test_unknown_paper_names_the_valid_ones():
-    with pytest.raises(ConfigError, match="unknown paper 'devlin2019'; valid choices: dufter2020, wu2019"):
+    with pytest.raises(ConfigError, match="unknown paper 'devlin2019'; valid choices: dufter2020, wu2019, k2020"):
         get_paper("devlin2019")

@@ -12,8 +12,11 @@ TINY = {"epochs": 1, "max_sentences": 4, "batch_size": 4, "seeds": [0]}
 SMOKE_LANGS = ["en", "fr", "de", "es"]
 TRANSFER = {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "max_train_pairs": 64, "max_test_pairs": 40,
             "epochs": 1}
+# K et al. 2020: the smoke profile's tiny B-BERTs, trained in the notebook, one experiment per chapter.
+K2020 = {"profile": "smoke", "train": True, "experiments": ["enfake-es"], "seeds": [0]}
 PARAMETERS = {
     "dufter2020/engineering": {},  # reads recorded GPU probes only
+    "k2020/input_objective": {**K2020, "experiments": ["enfake-es/word"]},
     "multilingual/lab": {"model": "smoke", "languages": SMOKE_LANGS, "retrieval_sentences": 50, "dictionary_words": 100},
     "wu2019/q3_language_id": {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "train_per_language": 60,
                               "test_per_language": 30},
@@ -22,6 +25,8 @@ PARAMETERS = {
 
 def tiny_parameters(notebook: Path) -> dict:
     name = f"{notebook.parent.name}/{notebook.stem}"
+    if notebook.parent.name == "k2020":
+        return PARAMETERS.get(name, K2020)
     return PARAMETERS.get(name, TRANSFER if notebook.parent.name == "wu2019" else TINY)
 
 

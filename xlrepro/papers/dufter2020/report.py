@@ -247,6 +247,12 @@ def plot_curves(curves: pd.DataFrame, ids: list[str], labels: dict[str, str]):
     fig, axes = plt.subplots(2, len(ids), figsize=(5 * len(ids), 6.5), squeeze=False, sharex="col")
     for col, exp in enumerate(ids):
         sub = curves[curves["experiment"] == str(exp)]
+        if sub.empty:  # not trained yet: say so instead of drawing empty axes
+            for row in range(2):
+                axes[row][col].text(0.5, 0.5, f"model {exp}: awaits its GPU run", ha="center", va="center",
+                                    transform=axes[row][col].transAxes)
+            axes[0][col].set_title(f"{exp}: {labels[str(exp)]}")
+            continue
         for row, metrics in enumerate(panels):
             ax = axes[row][col]
             for m in metrics:

@@ -1,0 +1,220 @@
+"""K et al. 2020: known answers for the data layer, the plan and the cell pipeline (smoke size)."""
+import argparse
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from xlrepro.config import ConfigError, from_dict
+from xlrepro.papers.k2020 import data as D
+from xlrepro.papers.k2020.config import (Experiment, check_shape, load_plan, model_size, parameter_count,
+                                         experiments_of)
+from xlrepro.reference import paper_numbers
+
+
+# ------------------------------------------------------------------------------------------- Fake-English
+def test_unicode_shift_by_hand_and_inverse():
+    assert D.shift_text("ab c") == chr(97 + 200000) + chr(98 + 200000) + " " + chr(99 + 200000)
+    text = "In the beginning, God created."
+    fake = D.to_fake_unicode(text)
+    assert fake.count(" ") == 6  # "In the beginning , God created ." : punctuation split off, spaces kept
+    assert D.from_fake_unicode(fake) == "In the beginning , God created ."
+    assert not set(fake.replace(" ", "")) & set(text)
+
+
+def test_shift_past_unicode_is_an_error():
+    with pytest.raises(ValueError, match="leaves Unicode"):
+        D.shift_text(chr(0x10FFFF - 5))
+
+
+def test_enfake_shares_no_piece_with_a_joint_vocabulary():
+    en = ["the king went to the house of the lord", "and the king said to them"]
+    es = ["el rey fue a la casa", "y el rey les dijo"]
+    specials = D.special_tokens(["enfake", "es"], langid=False)
+    tok = D.build_tokenizer("wordpiece", [D.to_fake_unicode(t) for t in en] + es, 40, specials)
+    fake = [e.tokens for e in tok.encode_batch([D.to_fake_unicode(t) for t in en], add_special_tokens=False)]
+    real = [e.tokens for e in tok.encode_batch(es, add_special_tokens=False)]
+    assert D.piece_overlap(fake, real, specials)["shared_types"] == 0
+    # unshifted, the same small vocabulary shares pieces with Spanish (e.g. the word 'a' and the initial 'a' of 'and')
+    tok2 = D.build_tokenizer("wordpiece", en + es, 40, specials)
+    en_p = [e.tokens for e in tok2.encode_batch(en, add_special_tokens=False)]
+    es_p = [e.tokens for e in tok2.encode_batch(es, add_special_tokens=False)]
+    assert D.piece_overlap(en_p, es_p, specials)["shared_types"] > 0
+
+
+# ------------------------------------------------------------------------------------------- permutation
+def test_permutation_counts_and_identity():
+    assert [D.n_transpositions(L, p) for L, p in [(1, 1.0), (2, 1.0), (9, 0.25), (9, 0.5), (10, 1.0), (10, 0.0)]] == \
+        [0, 1, 2, 4, 9, 0]
+    line = list(range(10))
+    assert D.permute(line, 0.0, np.random.default_rng(0)) == line
+    out = D.permute(line, 1.0, np.random.default_rng(0))
+    assert sorted(out) == line  # a permutation of the same pieces
+    # one transposition moves exactly two pieces
+    one = D.permute(list(range(3)), 0.5, np.random.default_rng(1))
+    assert sum(a != b for a, b in zip(one, range(3))) == 2
+    # seeded: the same draw again
+    assert D.permute(line, 0.5, np.random.default_rng(7)) == D.permute(line, 0.5, np.random.default_rng(7))
+    with pytest.raises(ConfigError, match="in \\[0, 1\\]"):
+        D.permute(line, 1.5, np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------------------------------- unigram corpus
+def test_unigram_corpus_keeps_lengths_and_matches_counts():
+    lines = ["a a a a b", "a b c", "a", "b b a a a a"] * 200  # counted by hand: a 10, b 4, c 1 of 15 per block
+    out = D.unigram_corpus(lines, seed=3)
+    assert [len(l.split()) for l in out] == [len(l.split()) for l in lines]
+    counts = pd.Series(" ".join(out).split()).value_counts()
+    expected = {"a": 10 / 15, "b": 4 / 15, "c": 1 / 15}
+    n = counts.sum()
+    chi = stats.chisquare([counts.get(w, 0) for w in "abc"], [expected[w] * n for w in "abc"])
+    assert chi.pvalue > 0.001
+    assert D.unigram_corpus(lines, seed=3) == out and D.unigram_corpus(lines, seed=4) != out
+
+
+# ------------------------------------------------------------------------------------------- NSP pairs
+def test_nsp_pairs_half_random_and_within_documents():
+    docs = np.repeat(np.arange(200), 11)  # 200 chapters of 11 verses: 2,000 consecutive pairs
+    pairs = D.nsp_pairs(docs, seed=0)
+    assert len(pairs) == 2000
+    share = np.mean([not p.is_next for p in pairs])
+    assert abs(share - 0.5) < 4 * np.sqrt(0.25 / 2000)
+    for p in pairs:
+        if p.is_next:
+            assert p.second == p.first + 1 and docs[p.first] == docs[p.second]
+        else:
+            assert docs[p.second] != docs[p.first]
+    assert all(p.is_next for p in D.nsp_pairs(docs, seed=0, random_share=0.0))
+
+
+# ------------------------------------------------------------------------------------------- inputs
+def test_langid_separators_where_declared():
+    ids, types, starts = D.pair_input(np.array([10, 11]), np.array([20]), cls=2, sep_a=7, sep_b=8, max_length=16)
+    assert ids.tolist() == [2, 10, 11, 7, 20, 8] and types.tolist() == [0, 0, 0, 0, 1, 1]
+    assert starts.tolist() == [0, 1, 2, 3, 4, 5]
+    ids, _, _ = D.pair_input(np.arange(10), np.arange(3), 2, 3, 3, max_length=8)  # longest first: a is cut
+    assert ids.tolist() == [2, 0, 1, 3, 0, 1, 2, 3]
+    specials = D.special_tokens(["enfake", "es"], langid=True)
+    assert specials[-2:] == ["[SEP-enfake]", "[SEP-es]"]
+
+
+def test_whole_word_mask_selects_words():
+    import torch
+    from xlrepro.papers.k2020.bbert import whole_word_mask
+    ids = torch.tensor([[2, 10, 11, 12, 13, 3]])
+    start = torch.tensor([[0, 1, 1, 1, 4, 5]])  # pieces 1-3 are one word
+    maskable = torch.tensor([[False, True, True, True, True, False]])
+    u = torch.tensor([[0.9, 0.01, 0.99, 0.99, 0.5, 0.0]])  # only the word starting at 1 is selected
+    act = torch.tensor([[0.0, 0.1, 0.85, 0.95, 0.0, 0.0]])  # mask, keep, random
+    inputs, labels = whole_word_mask(ids, maskable, start, u, act, torch.full_like(ids, 99), mask_id=4, p=0.15)
+    assert labels.tolist() == [[-100, 10, 11, 12, -100, -100]]
+    assert inputs.tolist() == [[2, 4, 11, 99, 13, 3]]
+
+
+def test_three_tokenizations_and_unk_rate():
+    texts = ["the king came", "the king went home"]
+    specials = D.special_tokens(["en"], False)
+    char = D.build_tokenizer("char", texts, 0, specials)
+    assert char.encode("king", add_special_tokens=False).tokens == ["k", "##i", "##n", "##g"]
+    word = D.build_tokenizer("word", texts, 2, specials)  # the 2 most frequent words: the, king
+    assert word.encode("the king went", add_special_tokens=False).tokens == ["the", "king", "[UNK]"]
+    assert D.unk_rate(word, ["the king went home"]) == 0.5
+    with pytest.raises(ConfigError, match="valid choices: wordpiece, char, word"):
+        D.build_tokenizer("bytes", texts, 10, specials)
+
+
+# ------------------------------------------------------------------------------------------- corpora
+def test_halves_are_disjoint_and_seeded(multilingual_cache):
+    a = D.corpus("en", 0, max_lines=None)
+    b = D.corpus("es", 1, max_lines=None)
+    ka, kb = set(zip(a.book, a.chapter)), set(zip(b.book, b.chapter))
+    assert ka and kb and not ka & kb
+    assert D.chapter_half(1, 1) == D.chapter_half(1, 1) and {D.chapter_half(1, c) for c in range(1, 40)} == {0, 1}
+
+
+def test_language_without_bible_names_the_valid_ones():
+    with pytest.raises(ConfigError, match="valid choices: en, fr, es"):
+        D.check_corpus_language("el")
+
+
+# ------------------------------------------------------------------------------------------- plan
+def test_plan_loads_and_parts_are_declared():
+    plan = load_plan()
+    assert len(plan.seeds) >= 3
+    assert experiments_of(plan, "pilot") == ["en-es", "enfake-es", "en-ru", "enfake-ru"]
+    with pytest.raises(ConfigError, match="valid choices: pilot, t1"):
+        experiments_of(plan, "t99")
+
+
+def test_unknown_variant_key_is_an_error():
+    with pytest.raises(ConfigError, match="unknown key 'shuffle'; valid choices: pretrain, finetune"):
+        from_dict(Experiment, {"pretrain": ["en", "es"], "finetune": "en", "test": ["es"], "shuffle": 0.5})
+    with pytest.raises(ConfigError, match="valid choices: wordpiece, char, word"):
+        Experiment(pretrain=("en", "es"), finetune="en", test=("es",), tokenization="bpe")
+    with pytest.raises(ConfigError, match="unknown test language 'hi'; valid choices: en, es"):
+        Experiment(pretrain=("en", "es"), finetune="en", test=("hi",))
+
+
+def test_heads_must_divide_hidden():
+    with pytest.raises(ConfigError, match="5 heads do not divide hidden 192; valid head counts: 1, 2, 3, 4, 6, 8"):
+        check_shape(192, 12, 5)
+    plan = load_plan()
+    bad = Experiment(pretrain=("enfake", "ru"), finetune="enfake", test=("ru",), heads=5, hidden=192)
+    with pytest.raises(ConfigError, match="do not divide"):
+        model_size(plan.profiles["lab"], bad)
+
+
+def test_parameter_count_matches_hf_and_depth_sweep_is_flat():
+    from transformers import BertConfig, BertForMaskedLM
+    model = BertForMaskedLM(BertConfig(vocab_size=500, hidden_size=36, num_hidden_layers=3, num_attention_heads=3,
+                                       intermediate_size=144, max_position_embeddings=64))
+    assert parameter_count(36, 3, 3, 500, 64) == sum(p.numel() for p in model.parameters())
+    plan = load_plan()
+    prof = plan.profiles["lab"]
+    base = parameter_count(192, 12, 12, prof.pretrain.vocab_size, prof.pretrain.max_length)
+    for name in experiments_of(plan, "t4"):
+        s = model_size(prof, plan.experiments[name])
+        assert s.hidden % s.heads == 0
+        assert abs(parameter_count(s.hidden, s.layers, s.heads, prof.pretrain.vocab_size, 128) / base - 1) < 0.06, name
+
+
+def test_reference_cells_by_hand():
+    t1 = paper_numbers("k2020", "Table 1")
+    r = t1[(t1.experiment == "enfake-hi") & (t1.metric == "f1")].iloc[0]
+    assert (r["mean"], r["std"]) == (62.9, 0.7)
+    t6 = paper_numbers("k2020", "Table 6")
+    assert t6[(t6.experiment == "enfake-ru/L12H12/213.2%") & (t6.metric == "parameters_m")]["mean"].item() == 283.11
+    t11 = paper_numbers("k2020", "Table 11")
+    assert t11[(t11.experiment == "enfake-hi") & (t11.language == "hi>enfake")]["mean"].item() == 55.6
+    # every reference experiment is declared (so the tables join with our results)
+    plan = load_plan()
+    ref = paper_numbers("k2020")
+    assert set(ref["experiment"]) <= set(plan.experiments)
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def test_cli_validates_up_front():
+    from xlrepro.papers import get_paper
+    paper = get_paper("k2020")
+    ns = lambda **kw: argparse.Namespace(**{"part": "pilot", "profile": "smoke", "seeds": None, "time_limit": None,  # noqa
+                                            "allow_cpu": False, **kw})
+    with pytest.raises(ConfigError, match="valid choices: pilot, t1"):
+        paper.prepare_train(ns(part="t12"))
+    with pytest.raises(ConfigError, match="valid choices: lab, smoke"):
+        paper.prepare_train(ns(profile="wiki"))
+    with pytest.raises(ConfigError, match="CPU"):
+        paper.prepare_train(ns(profile="lab"))
+
+
+def test_smoke_cell_runs_and_resumes(multilingual_cache, tmp_path):
+    from xlrepro.papers.k2020.bbert import Cell
+    cell = Cell(None, "smoke", "enfake-es", seeds=[0], root=tmp_path)
+    assert cell.pretrain(progress=False, time_limit=1e-9) is False  # stopped at once: a checkpoint, no model
+    assert list(tmp_path.glob("*/checkpoint_0.pt")) and not cell.pretrained()
+    out = cell.run(progress=False)
+    assert set(out["language"]) >= {"enfake", "es", "enfake>es", "es>enfake"}
+    assert out[out.metric == "accuracy"]["value"].between(0, 1).all()
+    again = Cell(None, "smoke", "enfake-es", seeds=[0], root=tmp_path)
+    assert again.dir == cell.dir  # the same configuration finds its run
+    pd.testing.assert_frame_equal(again.run(progress=False), out)

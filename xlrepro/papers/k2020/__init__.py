@@ -1,0 +1,71 @@
+"""K, Wang, Mayhew & Roth 2020, "Cross-Lingual Ability of Multilingual BERT: An Empirical Study".
+
+``reference.csv`` (the paper's numbers, read by `xlrepro.reference.paper_numbers`), columns
+    table, experiment, description, language, metric, mean, std, note
+    - values as printed: accuracies and F1 in percent, ``parameters_m`` in millions; ``std`` is the NER ± where given.
+    - ``experiment`` is the name of the matching experiment of ``experiments.yaml`` ("enfake-es", "enfake-ru/L6H12",
+      "enfake-ru/L3H3/5.9%", "en-es-hi-ru/L16H1", ...). Where the paper's column is our base's setting the base's
+      name is used: Table 8 "No-NSP", Table 9 "No Lang-id" and Table 10 "WordPiece" are "enfake-X"; the paper's
+      base itself had NSP (Table 8's NSP column repeats Table 1).
+    - ``language`` is the test language; Table 11 writes "premise>hypothesis"; ``delta`` (Tables 4-6) is the
+      Fake-English minus Russian accuracy; ``word_piece_contribution`` (Table 1) en-X minus enfake-X.
+"""
+from __future__ import annotations
+
+import argparse
+
+from xlrepro.papers import Paper
+
+NAME = "k2020"
+CHAPTERS = ("linguistic", "architecture", "input_objective", "mixed_pairs")
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--part", required=True, help="pilot, t1 .. t11 or all (experiments.yaml `parts`)")
+    p.add_argument("--profile", default="lab", help="lab (the GPU run) or smoke (tiny, for CI)")
+    p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
+    p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+
+
+def prepare_train(a: argparse.Namespace):
+    from xlrepro.config import ConfigError, check_seeds, choose
+    from xlrepro.devices import check_long_run, default_device
+
+    from .config import PROFILES, check_part, load_plan
+
+    plan = load_plan()
+    check_part(plan, a.part)
+    choose("profile", a.profile, PROFILES)
+    if a.seeds is not None:
+        check_seeds(a.seeds)
+    if a.time_limit is not None and a.time_limit <= 0:
+        raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
+    device = default_device()
+    if a.profile == "lab":
+        check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
+
+    def train() -> str:
+        from .bbert import pilot_gate, run_part
+
+        out = run_part(a.part, a.profile, a.seeds, device, a.time_limit, progress=True)
+        text = f"{len(out)} result rows"
+        if a.part == "pilot" and len(out):
+            text += "\n" + pilot_gate(out).to_string(index=False)
+        return text
+    return train
+
+
+def pending_training(chapter: str, parameters: dict) -> str | None:
+    return None  # the chapters never train at the lab profile: they read finished cells and say what is pending
+
+
+PAPER = Paper(
+    name=NAME,
+    title="K, Wang, Mayhew & Roth 2020, Cross-Lingual Ability of Multilingual BERT: An Empirical Study",
+    chapters=tuple(f"{NAME}/{c}" for c in CHAPTERS),
+    add_train_arguments=add_train_arguments,
+    prepare_train=prepare_train,
+    reproduce=(("train", NAME, "--part", "pilot"), ("train", NAME, "--part", "all")),
+    pending_training=pending_training,
+    order=30,
+)

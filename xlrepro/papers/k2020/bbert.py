@@ -1,0 +1,418 @@
+"""One cell of K et al. (2020): pre-train a B-BERT (every seed of an experiment as one `ModelStack`), fine-tune each
+on the source side of the section task, test zero-shot on the targets. Resumable; folders keyed by `run_key`.
+
+    cell = Cell(plan, "lab", "enfake-es")                 # resolves corpora, tokenizer, shape; checks everything
+    cell.run(device="cuda", time_limit=540)                # returns the results frame, or None if it ran out of time
+
+Folder ``runs/k2020/<profile>/<experiment with / as __>-<key>/``: config.json, tokenizer.json, checkpoint.pt
+(while pre-training), model_<seed>.safetensors (bf16), results_<seed>.csv, timing.json.
+
+Whole-word masking (their scripts): a word is selected with probability 0.15 and all its pieces are predicted;
+each selected piece then becomes [MASK] (80%), stays (10%) or becomes a random piece (10%), as in BERT's
+create_pretraining_data. Their cap of 20 predictions per sequence is not applied (our pairs are ~70 pieces).
+NSP needs a second head, which the fused stack does not have: NSP cells train their seeds one by one with HF's
+`BertForPreTraining` (same data, masking rule and optimiser); every other cell trains as one stack of its seeds.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from xlrepro import atomic
+from xlrepro.config import ConfigError, choose
+from xlrepro.data.collate import pad_batch
+from xlrepro.paths import runs_dir
+from xlrepro.runkeys import canonical, run_key, write_config
+from xlrepro.tasks.sections import SECTIONS, majority_baseline, parallel_keys, verse_pairs
+from xlrepro.training.finetune import EncodedPairs, FinetuneConfig, evaluate, finetune
+from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
+from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+
+from . import data as D
+from .config import PROFILES, Plan, load_plan, model_size
+
+NAME = "k2020"
+TASK = "sections"
+CHECKPOINT_SECONDS = 180
+RESULT_COLUMNS = ["experiment", "seed", "language", "task", "metric", "value"]
+
+
+def whole_word_mask(ids, maskable, word_start, u_select, u_action, random_ids, mask_id: int, p: float):
+    """(inputs, labels) of whole-word masking. ids, maskable, word_start (index of each piece's word-initial
+    piece), u_select, u_action, random_ids: [..., W]. A piece is selected when its word's first piece drew
+    u_select < p; selected pieces: [MASK] if u_action < 0.8, unchanged if < 0.9, else the random id."""
+    selected = (torch.gather(u_select, -1, word_start) < p) & maskable
+    labels = torch.where(selected, ids, torch.full_like(ids, -100))
+    inputs = torch.where(selected & (u_action < 0.8), torch.full_like(ids, mask_id), ids)
+    inputs = torch.where(selected & (u_action >= 0.9), random_ids, inputs)
+    return inputs, labels
+
+
+class Cell:
+    """One experiment of the plan at one profile, all its seeds."""
+
+    def __init__(self, plan: Plan | None, profile: str, experiment: str, seeds=None, cache_dir=None, root=None):
+        self.plan = plan or load_plan()
+        self.profile_name = choose("profile", profile, PROFILES)
+        self.profile = self.plan.profiles[profile]
+        self.name = choose("experiment", experiment, self.plan.experiments)
+        self.exp = self.plan.experiments[experiment]
+        self.seeds = list(self.plan.seeds if seeds is None else seeds)
+        self.size = model_size(self.profile, self.exp)
+        self.cache_dir = cache_dir
+        self.config = {"paper": NAME, "experiment": self.exp, "size": self.size, "pretrain": self.profile.pretrain,
+                       "finetune": self.profile.finetune, "half_seed": self.plan.half_seed, "task": TASK}
+        # the folder is keyed without the seeds: a seed's files are its own, and more seeds extend a cell
+        self.key = run_key(self.config)
+        base = Path(root) if root is not None else runs_dir() / NAME / profile
+        self.dir = base / f"{experiment.replace('/', '__').replace('%', 'pct')}-{self.key}"
+
+    # ------------------------------------------------------------------------------------------- data
+    def corpora(self) -> dict[str, pd.DataFrame]:
+        """Pre-training lines per language: the source (first) from chapter half 0, the others from half 1;
+        Fake-English shifted (Unicode way), target corpora replaced by unigram samples where declared."""
+        p, out = self.profile.pretrain, {}
+        for i, lang in enumerate(self.exp.pretrain):
+            df = D.corpus(lang, 0 if i == 0 else 1, seed=self.plan.half_seed, max_lines=p.max_lines,
+                          cache_dir=self.cache_dir)
+            texts = df["text"].tolist()
+            if self.exp.unigram and i > 0:
+                texts = D.unigram_corpus(texts, seed=self.plan.half_seed)
+            out[lang] = df.assign(text=self.surface(lang, texts))
+        return out
+
+    def surface(self, lang: str, texts: list[str]) -> list[str]:
+        """Texts as the tokenizer sees them: Fake-English shifted by code point in the Unicode way."""
+        if lang == D.FAKE and self.exp.fake == "unicode":
+            return [D.to_fake_unicode(t) for t in texts]
+        return list(texts)
+
+    def tokenizer(self, corpora=None):
+        path = self.dir / "tokenizer.json"
+        from tokenizers import Tokenizer
+        if path.exists():
+            return Tokenizer.from_file(str(path))
+        corpora = corpora or self.corpora()
+        p = self.profile.pretrain
+        size = p.word_vocab_size if self.exp.tokenization == "word" else p.vocab_size
+        texts = [t for df in corpora.values() for t in df["text"]]
+        tok = D.build_tokenizer(self.exp.tokenization, texts, size, D.special_tokens(self.exp.pretrain, self.exp.langid))
+        atomic.write_bytes(path, tok.to_str().encode())
+        return tok
+
+    @property
+    def shift(self) -> int:
+        """The id shift of Fake-English in the id way (0 otherwise): the joint vocabulary's size."""
+        return self._tok.get_vocab_size() if self.exp.fake == "id" else 0
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size() * (2 if self.exp.fake == "id" else 1)
+
+    def _load(self):
+        if not hasattr(self, "_tok"):
+            self.dir.mkdir(parents=True, exist_ok=True)
+            write_config(self.dir, self.config)
+            self._tok = self.tokenizer()
+            t = self._tok
+            self.ids = {s: t.token_to_id(s) for s in D.SPECIAL_TOKENS}
+            self.special = set(self.ids.values()) | ({t.token_to_id(D.separator(l)) for l in self.exp.pretrain}
+                                                     if self.exp.langid else set())
+
+    def encode(self, lang: str, texts: list[str], permute_seed: int | None = None) -> D.Encoded:
+        """Lines of `lang` (surface already applied) as ids; Fake-English in the id way shifted past the vocabulary;
+        with the experiment's permutation (seeded per line) when `permute_seed` is given."""
+        self._load()
+        enc = D.encode_lines(self._tok, texts)
+        if lang == D.FAKE and self.exp.fake == "id":
+            special = np.array(sorted(self.special))
+            enc.ids = [np.where(np.isin(x, special), x, x + self.shift) for x in enc.ids]
+        if permute_seed is not None and self.exp.permute > 0:
+            ids = []
+            for i, x in enumerate(enc.ids):
+                ids.append(np.asarray(D.permute(x, self.exp.permute, np.random.default_rng([permute_seed, i])),
+                                      np.int64))
+            enc.ids = ids
+            enc.word_start = [np.arange(len(x)) for x in ids]  # after swapping, every piece is its own unit
+        return enc
+
+    def sep(self, lang: str) -> int:
+        return self._tok.token_to_id(D.separator(lang)) if self.exp.langid else self.ids["[SEP]"]
+
+    def pretraining_pairs(self, corpora):
+        """Per language: padded pair inputs [N, W], token types, word starts, lengths, is_next."""
+        p = self.profile.pretrain
+        out = {}
+        for lang, df in corpora.items():
+            enc = self.encode(lang, df["text"].tolist(), permute_seed=self.plan.half_seed)
+            docs = (df["book"].astype(np.int64) * 1000 + df["chapter"].astype(np.int64)).to_numpy()
+            pairs = D.nsp_pairs(docs, seed=self.plan.half_seed, random_share=0.5 if self.exp.nsp else 0.0)
+            rows = [D.pair_input(enc.ids[q.first], enc.ids[q.second], self.ids["[CLS]"], self.sep(lang),
+                                 self.sep(lang), p.max_length, enc.word_start[q.first], enc.word_start[q.second])
+                    for q in pairs]
+            ids, lengths = pad_batch([r[0] for r in rows], self.ids["[PAD]"])
+            types, _ = pad_batch([r[1] for r in rows], 0)
+            starts, _ = pad_batch([r[2] for r in rows], 0)
+            out[lang] = (ids, types, starts, lengths, np.array([q.is_next for q in pairs]))
+        return out
+
+    # ------------------------------------------------------------------------------------------- pre-training
+    def pretrained(self) -> list[int]:
+        return [s for s in self.seeds if (self.dir / f"model_{s}.safetensors").exists()]
+
+    def pretrain(self, device="cpu", time_limit: float | None = None, progress: bool = True) -> bool:
+        """Pre-train the seeds that have no model yet; True when all are done (False: stopped, resumable)."""
+        from safetensors.torch import save_model
+        from tqdm.auto import tqdm
+
+        from xlrepro.models import init_model
+        from xlrepro.training.mini_mbert import draw_batch, sampling_weights
+
+        self._load()
+        todo = [s for s in self.seeds if s not in self.pretrained()]
+        if not todo:
+            return True
+        t0 = time.time()
+        device = torch.device(device)
+        p = self.profile.pretrain
+        data = self.pretraining_pairs(self.corpora())
+        langs = list(data)
+        sizes = np.array([len(data[l][0]) for l in langs])
+        weights = sampling_weights(dict(zip(langs, sizes.tolist())), p.alpha)
+        probs = np.array([weights[l] for l in langs])
+        width_all = max(d[0].shape[1] for d in data.values())
+        cat = lambda k: torch.from_numpy(np.concatenate([np.pad(d[k], ((0, 0), (0, width_all - d[k].shape[1])))  # noqa
+                                                         for d in data.values()])).to(device)
+        ids, types, wstart = cat(0), cat(1), cat(2)
+        lengths = torch.from_numpy(np.concatenate([d[3] for d in data.values()])).to(device)
+        is_next = torch.from_numpy(np.concatenate([d[4] for d in data.values()])).long().to(device)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        host_lengths = lengths.cpu().numpy()
+        optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
+                            warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
+        groups = [todo] if not self.exp.nsp else [[s] for s in todo]
+        for group in groups:
+            ckpt = self.dir / f"checkpoint_{'_'.join(map(str, group))}.pt"
+            m = len(group)
+            if self.exp.nsp:
+                from transformers import BertForPreTraining
+                from xlrepro.models import bert_config
+                torch.manual_seed(group[0])
+                model = BertForPreTraining(bert_config(self.size, self.vocab_size, positions=p.max_length)).to(device)
+                opt = torch.optim.AdamW(model.parameters(), lr=optim.lr, weight_decay=optim.weight_decay, eps=optim.eps)
+                from xlrepro.training.stacked import linear_schedule
+                sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(optim.warmup_steps, optim.total_steps))
+                gen = torch.Generator(device=device).manual_seed(group[0])
+                step = 0
+                if ckpt.exists():
+                    st = torch.load(ckpt, map_location=device, weights_only=False)
+                    model.load_state_dict(st["model"]), opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
+                    step = st["step"]
+                    gen.manual_seed(group[0] * 1_000_003 + step)
+            else:
+                models = [init_model(self.size, self.vocab_size, s, positions=p.max_length) for s in group]
+                stack = ModelStack(models, optim, device, seeds=group)
+                stack.noise.rows = torch.arange(p.batch_size, device=device)
+                if ckpt.exists():
+                    stack.load_state_dict(torch.load(ckpt, map_location=device, weights_only=False))
+                step = stack.step_count
+            bar = tqdm(total=p.steps, initial=step, disable=not progress, desc=f"{self.name} seeds {group}")
+            last_save = time.time()
+            while step < p.steps:
+                picked = np.stack([offsets[l] + s for l, s in (draw_batch(seed, step, probs, sizes, p.batch_size)
+                                                                for seed in group)])  # [M, B]
+                width = int(host_lengths[picked].max())
+                rows = torch.as_tensor(picked, device=device)
+                x, tt, ws = ids[rows, :width], types[rows, :width], wstart[rows, :width]  # [M, B, W]
+                n = lengths[rows]
+                pos = torch.arange(width, device=device)
+                maskable = (pos < n[..., None]) & ~torch.isin(x, torch.tensor(sorted(self.special), device=device))
+                if self.exp.nsp:
+                    u, r = (torch.rand(x.shape, device=device, generator=gen) for _ in range(2))
+                    rnd = torch.randint(self.vocab_size, x.shape, device=device, generator=gen)
+                    inputs, labels = whole_word_mask(x, maskable, ws, u, r, rnd, self.ids["[MASK]"], p.mlm_probability)
+                    model.train()
+                    out = model(input_ids=inputs[0], attention_mask=(pos < n[0, :, None]).long(),
+                                token_type_ids=tt[0], labels=labels[0], next_sentence_label=1 - is_next[rows[0]])
+                    out.loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), optim.max_grad_norm)
+                    opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
+                    step += 1
+                else:
+                    def make(x=x, tt=tt, ws=ws, n=n, maskable=maskable, pos=pos, width=width):
+                        noise = stack.noise
+                        u, r = noise.uniform_tokens(MASK_SELECT, width), noise.uniform_tokens(MASK_ACTION, width)
+                        rnd = (noise.uniform_tokens(MASK_RANDOM_ID, width) * self.vocab_size).long().clamp_(
+                            max=self.vocab_size - 1)
+                        inputs, labels = whole_word_mask(x, maskable, ws, u, r, rnd, self.ids["[MASK]"],
+                                                         p.mlm_probability)
+                        sel = select_masked(labels, masked_capacity(p.batch_size * width, p.mlm_probability))
+                        attention = (pos < n[..., None])[:, :, None, None, :]
+                        return inputs, attention, pos.expand_as(x), tt, *sel
+                    stack.step(make)
+                    step = stack.step_count
+                bar.update(1)
+                over = time_limit is not None and time.time() - t0 > time_limit
+                if over or time.time() - last_save > CHECKPOINT_SECONDS:
+                    state = ({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                              "step": step} if self.exp.nsp else stack.state_dict())
+                    with atomic.atomic_path(ckpt) as tmp:
+                        torch.save(state, tmp)
+                    last_save = time.time()
+                if over and step < p.steps:
+                    bar.close()
+                    return False
+            bar.close()
+            for i, seed in enumerate(group):
+                model_i = model if self.exp.nsp else stack.export(i)
+                with atomic.atomic_path(self.dir / f"model_{seed}.safetensors") as tmp:
+                    save_model(model_i.bert.to(torch.bfloat16).cpu(), str(tmp))
+            ckpt.unlink(missing_ok=True)
+        atomic.write_json(self.dir / f"timing_{'_'.join(map(str, todo))}.json",
+                          {"seeds": todo, "seconds": time.time() - t0, "device": str(device), "steps": p.steps})
+        return True
+
+    def encoder(self, seed: int):
+        from safetensors.torch import load_model
+        from transformers import BertModel
+
+        from xlrepro.models import bert_config
+        self._load()
+        model = BertModel(bert_config(self.size, self.vocab_size, positions=self.profile.pretrain.max_length),
+                          add_pooling_layer=False)
+        # an NSP model also saved its pooler (the NSP head's input): the classifier does not use it
+        missing, unexpected = load_model(model, str(self.dir / f"model_{seed}.safetensors"), strict=False)
+        if missing or any(not k.startswith("pooler.") for k in unexpected):
+            raise RuntimeError(f"model_{seed} does not match the cell's shape: missing {missing}, extra {unexpected}")
+        return model.float()
+
+    # ------------------------------------------------------------------------------------------- the task
+    def task_pairs(self, premise: str, hypothesis: str, split: str, keys=None, max_pairs=None) -> EncodedPairs:
+        """Verse pairs of `split` with the first verse in language `premise` and the second in `hypothesis`
+        (the same language for the ordinary task; different ones for Table 11), encoded for this cell."""
+        self._load()
+        a = verse_pairs(D.base_language(premise), split, self.cache_dir, max_pairs=max_pairs, keys=keys)
+        b = a if hypothesis == premise else verse_pairs(D.base_language(hypothesis), split, self.cache_dir,
+                                                        max_pairs=max_pairs, keys=keys)
+        if not (a[["book", "chapter", "verse"]].values == b[["book", "chapter", "verse"]].values).all():
+            raise ValueError("premise and hypothesis pairs differ in keys: pass parallel keys")
+        first = self.encode(premise, self.surface(premise, a["first"].tolist()))
+        second = self.encode(hypothesis, self.surface(hypothesis, b["second"].tolist()))
+        rows = [D.pair_input(x, y, self.ids["[CLS]"], self.sep(premise), self.sep(hypothesis),
+                             self.profile.pretrain.max_length) for x, y in zip(first.ids, second.ids)]
+        return EncodedPairs([r[0] for r in rows], [r[1] for r in rows], a["label"].to_numpy(np.int64))
+
+    def test_keys(self):
+        """Test pairs present in en, es, hi, ru and the cell's languages: every cell is tested on translations of
+        the same pairs, so accuracies compare across targets and cells."""
+        langs = sorted({"en", "es", "hi", "ru"} | {D.base_language(l) for l in self.exp.test})
+        return parallel_keys(langs, "test", self.cache_dir)
+
+    def evaluate_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
+        """Fine-tune seed `seed`'s encoder on the source train pairs; accuracy and macro-F1 on the source dev and
+        on every test language (parallel test pairs); Table 11's mixed pairs for enfake-X cells."""
+        path = self.dir / f"results_{seed}.csv"
+        if path.exists():
+            return pd.read_csv(path, dtype={"experiment": str, "language": str})
+        f = self.profile.finetune
+        src = self.exp.finetune
+        train = self.task_pairs(src, src, "train", max_pairs=f.max_train_pairs)
+        dev = self.task_pairs(src, src, "dev", max_pairs=f.max_test_pairs)
+        cfg = FinetuneConfig(lr=f.lr, batch_size=f.batch_size, epochs=f.epochs,
+                             max_length=self.profile.pretrain.max_length, seed=seed)
+        model, history = finetune(cfg, self.encoder(seed), train, len(SECTIONS), device=device, progress=progress)
+        rows = []
+
+        def add(language, split, data):
+            acc, f1 = evaluate(model, data, device, len(SECTIONS))
+            for metric, v in ((f"{split}_accuracy" if split != "test" else "accuracy", acc),
+                              (f"{split}_macro_f1" if split != "test" else "macro_f1", f1)):
+                rows.append({"experiment": self.name, "seed": seed, "language": language, "task": TASK,
+                             "metric": metric, "value": v})
+        add(src, "dev", dev)
+        keys = self.test_keys()
+        for lang in self.exp.test:
+            add(lang, "test", self.task_pairs(lang, lang, "test", keys=keys, max_pairs=f.max_test_pairs))
+            if lang != src:
+                add(lang, "dev", self.task_pairs(lang, lang, "dev", max_pairs=f.max_test_pairs))
+        targets = [l for l in self.exp.test if l != src]
+        if src == D.FAKE and len(targets) == 1 and targets[0] != "en":  # Table 11: premise > hypothesis
+            t = targets[0]
+            for a, b in ((src, t), (t, src)):
+                acc, f1 = evaluate(model, self.task_pairs(a, b, "test", keys=keys, max_pairs=f.max_test_pairs),
+                                   device, len(SECTIONS))
+                rows.append({"experiment": self.name, "seed": seed, "language": f"{a}>{b}", "task": TASK,
+                             "metric": "accuracy", "value": acc})
+        rows.append({"experiment": self.name, "seed": seed, "language": src, "task": TASK,
+                     "metric": "finetune_seconds", "value": history["seconds"]})
+        df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+        atomic.write_bytes(path, df.to_csv(index=False).encode())
+        return df
+
+    def majority(self) -> pd.DataFrame:
+        """The majority-class baseline (source train majority) on each test language's test pairs and on dev."""
+        f = self.profile.finetune
+        train = verse_pairs(D.base_language(self.exp.finetune), "train", self.cache_dir, max_pairs=f.max_train_pairs)
+        keys = self.test_keys()
+        rows = []
+        for lang in self.exp.test:
+            base = D.base_language(lang)
+            for split, metric, k in (("test", "accuracy", keys), ("dev", "dev_accuracy", None)):
+                test = verse_pairs(base, split, self.cache_dir, max_pairs=f.max_test_pairs, keys=k)
+                rows.append({"experiment": "majority", "seed": -1, "language": lang, "task": TASK, "metric": metric,
+                             "value": majority_baseline(train["label"], test["label"])})
+        return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+    def run(self, device="cpu", time_limit: float | None = None, progress: bool = True) -> pd.DataFrame | None:
+        t0 = time.time()
+        if not self.pretrain(device, time_limit, progress):
+            return None
+        frames = []
+        for seed in self.seeds:
+            if time_limit is not None and time.time() - t0 > time_limit and not (self.dir / f"results_{seed}.csv").exists():
+                return None
+            frames.append(self.evaluate_seed(seed, device, progress))
+        return pd.concat(frames, ignore_index=True)
+
+
+def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
+             progress: bool = True, cache_dir=None, root=None) -> pd.DataFrame:
+    """Every cell of a part (resumable): their results, with the majority baselines, as one long frame."""
+    from .config import experiments_of
+    plan = load_plan()
+    names = experiments_of(plan, part)
+    t0, frames = time.time(), []
+    for name in names:
+        cell = Cell(plan, profile, name, seeds, cache_dir=cache_dir, root=root)
+        left = None if time_limit is None else time_limit - (time.time() - t0)
+        if left is not None and left <= 0:
+            break
+        out = cell.run(device, left, progress)
+        if out is None:
+            break
+        frames += [out, cell.majority().assign(experiment=f"majority/{name}")]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def pilot_gate(results: pd.DataFrame, margin: float = 0.05) -> pd.DataFrame:
+    """The pilot's check on dev: each experiment's target dev accuracy (mean over seeds) minus the majority's."""
+    rows = []
+    for name in results["experiment"].unique():
+        if name.startswith("majority"):
+            continue
+        r = results[(results["experiment"] == name) & (results["metric"] == "dev_accuracy")]
+        m = results[(results["experiment"] == f"majority/{name}") & (results["metric"] == "dev_accuracy")]
+        for lang in r["language"].unique():
+            if lang in ("en", D.FAKE):
+                continue
+            acc, base = r[r["language"] == lang]["value"].mean(), m[m["language"] == lang]["value"].mean()
+            rows.append({"experiment": name, "language": lang, "dev_accuracy": acc, "majority": base,
+                         "margin": acc - base, "passes": bool(acc - base >= margin)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,212 @@
+"""The typed plan of K et al. (2020): experiments.yaml -> `Plan`, every experiment resolved to one `Cell` recipe.
+
+An experiment names its pre-training languages (source first; "enfake" is Fake-English), the language it is
+fine-tuned on, the languages it is tested on, and what it changes against the base B-BERT: word-order
+permutation, a unigram-frequency target corpus, NSP, language-id separators, tokenization, or the shape (layers,
+heads, and either an explicit hidden width or a share of the base's parameter count, solved for the width).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from xlrepro.config import ConfigError, ModelSize, check_seeds, choose, load_yaml
+
+from .data import FAKE, TOKENIZATIONS, check_corpus_language
+
+FAKE_WAYS = ("unicode", "id")
+PROFILES = ("lab", "smoke")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    pretrain: tuple[str, ...] = field(metadata={"help": "pre-training languages, source first (enfake = Fake-English)"})
+    finetune: str = field(metadata={"help": "the language fine-tuned on (a pre-training language)"})
+    test: tuple[str, ...] = field(metadata={"help": "languages tested zero-shot (pre-training languages)"})
+    table: tuple[str, ...] = field(default=(), metadata={"help": "the paper's tables this experiment serves"})
+    fake: str = field(default="unicode", metadata={"help": "Fake-English by Unicode shift (paper) or by id shift"})
+    permute: float = field(default=0.0, metadata={"help": "share p: int((L-1)p) transpositions per line, all sides"})
+    unigram: bool = field(default=False, metadata={"help": "target corpora sampled from their unigram distribution"})
+    nsp: bool = field(default=False, metadata={"help": "next-sentence prediction on (50% random second lines)"})
+    langid: bool = field(default=False, metadata={"help": "[SEP-<lang>] separators instead of [SEP]"})
+    tokenization: str = field(default="wordpiece", metadata={"help": "wordpiece, char or word"})
+    layers: int | None = field(default=None, metadata={"help": "depth (None: the base's)"})
+    heads: int | None = field(default=None, metadata={"help": "attention heads (None: the base's)"})
+    hidden: int | None = field(default=None, metadata={"help": "hidden width (None: the base's or solved)"})
+    parameters: float | None = field(default=None, metadata={
+        "help": "share of the base's parameter count; the hidden width (a multiple of heads) is solved for it"})
+
+    def __post_init__(self):
+        if not self.pretrain:
+            raise ConfigError("pretrain needs at least one language")
+        for lang in self.pretrain:
+            check_corpus_language(lang)
+        if len(set(self.pretrain)) != len(self.pretrain):
+            raise ConfigError(f"pretrain languages repeat: {self.pretrain}")
+        choose("fine-tuning language", self.finetune, self.pretrain)
+        for lang in self.test:
+            choose("test language", lang, self.pretrain)
+        choose("fake", self.fake, FAKE_WAYS)
+        choose("tokenization", self.tokenization, TOKENIZATIONS)
+        if not 0 <= self.permute <= 1:
+            raise ConfigError(f"permute is a share in [0, 1]; got {self.permute}")
+        if self.fake == "id" and (FAKE not in self.pretrain or "en" in self.pretrain):
+            raise ConfigError("fake: id shifts English ids: it needs enfake and no en among the pretrain languages")
+        if self.hidden is not None and self.parameters is not None:
+            raise ConfigError("give hidden or parameters, not both")
+
+
+@dataclass(frozen=True)
+class Pretrain:
+    steps: int = field(metadata={"help": "optimiser steps per model"})
+    batch_size: int = field(metadata={"help": "sentence pairs per step"})
+    max_length: int = field(default=128, metadata={"help": "word pieces of a pair, specials included"})
+    warmup: float = field(default=0.01, metadata={"help": "share of the steps with a rising learning rate"})
+    mlm_probability: float = field(default=0.15, metadata={"help": "share of words masked (whole-word masking)"})
+    alpha: float = field(default=0.7, metadata={"help": "language sampling exponent (their 0.7)"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    vocab_size: int = field(default=10_000, metadata={"help": "word pieces of a joint vocabulary (their script's 10k)"})
+    word_vocab_size: int = field(default=20_000, metadata={"help": "words of a word-level vocabulary"})
+    max_lines: int | None = field(default=None, metadata={"help": "lines per language (None: all; smoke runs)"})
+
+
+@dataclass(frozen=True)
+class Finetune:
+    lr: float = field(metadata={"help": "peak learning rate"})
+    epochs: int = field(metadata={"help": "passes over the source train pairs"})
+    batch_size: int = field(default=32, metadata={"help": "pairs per step (theirs: 32)"})
+    max_train_pairs: int | None = field(default=None, metadata={"help": "None: every train pair"})
+    max_test_pairs: int | None = field(default=None, metadata={"help": "None: every parallel test pair"})
+
+
+@dataclass(frozen=True)
+class Profile:
+    size: ModelSize = field(metadata={"help": "the base B-BERT"})
+    pretrain: Pretrain = field(metadata={"help": "pre-training recipe"})
+    finetune: Finetune = field(metadata={"help": "fine-tuning recipe (the section task)"})
+
+
+@dataclass(frozen=True)
+class Plan:
+    seeds: tuple[int, ...] = field(metadata={"help": "seeds of every cell (pre-training and fine-tuning)"})
+    half_seed: int = field(metadata={"help": "seed of the source/target chapter halves"})
+    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run) and smoke (CI)", "keys": list(PROFILES)})
+    experiments: dict[str, Experiment] = field(metadata={"help": "experiment name -> declaration"})
+    parts: dict[str, tuple[str, ...]] = field(metadata={"help": "part name -> experiments, in order"})
+
+    def __post_init__(self):
+        check_seeds(list(self.seeds))
+        for part, names in self.parts.items():
+            for name in names:
+                choose(f"experiment of part {part}", name, self.experiments)
+
+
+@lru_cache(maxsize=1)
+def load_plan() -> Plan:
+    return load_yaml(__package__, Plan)
+
+
+def check_part(plan: Plan, part: str) -> str:
+    return choose("part", part, [*plan.parts, "all"])
+
+
+def experiments_of(plan: Plan, part: str) -> list[str]:
+    check_part(plan, part)
+    names = [n for p in plan.parts.values() for n in p] if part == "all" else list(plan.parts[part])
+    return list(dict.fromkeys(names))
+
+
+# ----------------------------------------------------------------------------------------------- shapes
+def parameter_count(hidden: int, layers: int, heads: int, vocab_size: int, positions: int = 128) -> int:
+    """Parameters of HF's BertForMaskedLM of that shape (FFN 4x hidden, tied decoder, no pooler), in closed form
+    (instantiating the model in a search is slow; tests/test_k2020.py checks the formula against HF's count).
+    `heads` does not change the count; it is an argument so that every shape is named the same way."""
+    h, f, v = hidden, 4 * hidden, vocab_size
+    embeddings = v * h + positions * h + 2 * h + 2 * h  # words, positions, 2 token types, LayerNorm
+    layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h  # q k v o, LN, FFN in/out, LN
+    head = h * h + h + 2 * h + v  # transform, LayerNorm, decoder bias (its weight is the embeddings')
+    return embeddings + layers * layer + head
+
+
+def check_shape(hidden: int, layers: int, heads: int) -> None:
+    if layers < 1 or heads < 1 or hidden < 1:
+        raise ConfigError(f"layers, heads and hidden must be positive; got {layers}, {heads}, {hidden}")
+    if hidden % heads:
+        valid = [h for h in range(1, hidden + 1) if hidden % h == 0]
+        raise ConfigError(f"{heads} heads do not divide hidden {hidden}; valid head counts: "
+                          f"{', '.join(map(str, valid))}")
+
+
+def solve_hidden(target: float, layers: int, heads: int, vocab_size: int, positions: int = 128) -> int:
+    """The multiple of `heads` whose parameter count is closest to `target` (counts grow with the width)."""
+    lo, hi = 1, 1
+    while parameter_count(hi * heads, layers, heads, vocab_size, positions) < target:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # binary search for the first multiple at or above the target
+        mid = (lo + hi) // 2
+        if parameter_count(mid * heads, layers, heads, vocab_size, positions) < target:
+            lo = mid
+        else:
+            hi = mid
+    return min((lo * heads, hi * heads),
+               key=lambda h: abs(parameter_count(h, layers, heads, vocab_size, positions) - target))
+
+
+def model_size(profile: Profile, exp: Experiment) -> ModelSize:
+    """The experiment's shape: the base's, with its layers/heads, and its hidden width given or solved."""
+    base = profile.size
+    layers = exp.layers or base.layers
+    heads = exp.heads or base.heads
+    vocab, positions = profile.pretrain.vocab_size, profile.pretrain.max_length
+    if exp.hidden is not None:
+        hidden = exp.hidden
+    elif exp.parameters is not None or (layers, heads) != (base.layers, base.heads):
+        share = 1.0 if exp.parameters is None else exp.parameters
+        target = share * parameter_count(base.hidden, base.layers, base.heads, vocab, positions)
+        hidden = solve_hidden(target, layers, heads, vocab, positions)
+    else:
+        hidden = base.hidden
+    check_shape(hidden, layers, heads)
+    return dataclasses.replace(base, name=f"L{layers}H{heads}d{hidden}", hidden=hidden, layers=layers, heads=heads,
+                               ffn=4 * hidden)
+
+
+def shape_table(plan: Plan, profile: str = "lab"):
+    """One row per experiment: its shape, parameters (M) and share of the base's."""
+    import pandas as pd
+    prof = plan.profiles[choose("profile", profile, plan.profiles)]
+    p = prof.pretrain
+    base = parameter_count(prof.size.hidden, prof.size.layers, prof.size.heads, p.vocab_size, p.max_length)
+    rows = []
+    for name, exp in plan.experiments.items():
+        s = model_size(prof, exp)
+        n = parameter_count(s.hidden, s.layers, s.heads, p.vocab_size, p.max_length)
+        rows.append({"experiment": name, "layers": s.layers, "heads": s.heads, "hidden": s.hidden,
+                     "parameters_m": round(n / 1e6, 2), "share_of_base": round(n / base, 4)})
+    return pd.DataFrame(rows)
+
+
+def stack_groups(plan: Plan, names, profile: str = "lab") -> dict[str, list[str]]:
+    """Experiments grouped by model shape (each group one stack per experiment: data differ, shapes match)."""
+    prof = plan.profiles[profile]
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(model_size(prof, plan.experiments[n]).name, []).append(n)
+    return groups
+
+
+def gpu_seconds_estimate(plan: Plan, names, ms_per_step: dict | None = None) -> float:
+    """Rough GPU-seconds for the named experiments x seeds at the lab profile, from a per-model step time that
+    scales with layers x hidden^2 against a measured reference (see the chapters for the numbers used)."""
+    prof = plan.profiles["lab"]
+    ref = ms_per_step or {"layers": 12, "hidden": 192, "ms": 8.0, "finetune_s": 25.0}
+    total = 0.0
+    for n in names:
+        s = model_size(prof, plan.experiments[n])
+        scale = (s.layers * s.hidden ** 2) / (ref["layers"] * ref["hidden"] ** 2)
+        ms = ref["ms"] * max(scale, 0.25)  # small models stay launch/memory bound
+        total += len(plan.seeds) * (prof.pretrain.steps * ms / 1000 + ref["finetune_s"] * math.ceil(
+            len(plan.experiments[n].test) / 2))
+    return total

@@ -1,0 +1,158 @@
+"""What the K et al. (2020) chapters show: corpus card, overlap, the paper's tables, ours beside them when the cells
+are trained, and the claims. The chapters never train at the lab profile; they read finished cells."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from xlrepro.config import choose
+from xlrepro.paths import runs_dir
+from xlrepro.reference import paper_numbers
+from xlrepro.results import results_dir, write_csv
+from xlrepro.runkeys import run_key
+
+from . import data as D
+from .bbert import RESULT_COLUMNS, Cell
+from .config import PROFILES, experiments_of, load_plan
+
+NAME = "k2020"
+PAPER_CORPUS_BYTES = 1e9  # "we subsample en, es, and ru Wikipedia to 1GB" (§3.1.3)
+# Measured speeds (docs_notes/gpu_runs.md, H200): BERT-small (hidden 64, 12 layers) stacked 2.4 ms per model-step;
+# BERT-base 23-33 ms/step alone; fine-tuning the section task 14-34 s per run. Our base (hidden 192, 12 layers,
+# batch 128 pairs of ~70 pieces) is scaled from the small stack by layers x hidden^2 and tokens per step.
+SPEED = {"layers": 12, "hidden": 192, "ms": 8.0, "finetune_s": 25.0}
+
+
+def chapter_folder(chapter: str, profile: str, results=None, publish: bool = False) -> Path:
+    """Where a chapter writes: `results`, else book/results/k2020 for the published run, else an exploratory folder."""
+    choose("profile", profile, PROFILES)
+    folder = Path(results) if results else results_dir(NAME) if publish else \
+        runs_dir() / NAME / "exploratory" / run_key({"chapter": chapter, "profile": profile})
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def corpus_card(profile: str = "lab", languages=("en", "es", "hi", "ru")) -> pd.DataFrame:
+    """Lines, words and UTF-8 bytes of each pre-training side (source half for en, target half for the others)."""
+    plan = load_plan()
+    p = plan.profiles[profile].pretrain
+    rows = []
+    for lang in languages:
+        half = 0 if lang == "en" else 1
+        df = D.corpus(lang, half, seed=plan.half_seed, max_lines=p.max_lines)
+        text = df["text"]
+        size = int(text.str.encode("utf-8").str.len().sum() + len(text))
+        rows.append({"language": lang, "side": "source (half 0)" if half == 0 else "target (half 1)",
+                     "chapters": df.groupby(["book", "chapter"]).ngroups, "lines": len(df),
+                     "words": int(text.str.split().str.len().sum()), "MB": round(size / 1e6, 2),
+                     "share_of_1GB": size / PAPER_CORPUS_BYTES})
+    return pd.DataFrame(rows)
+
+
+def overlap_rows(experiments, profile: str = "lab") -> pd.DataFrame:
+    """Word-piece overlap between the source and the target pre-training corpus of each experiment, under its own
+    joint vocabulary (trained here if the cell has none yet): shared types, p_type, p_token (%), long format."""
+    plan = load_plan()
+    rows = []
+    for name in experiments:
+        cell = Cell(plan, profile, name)
+        corpora = cell.corpora()
+        cell._load()
+        langs = list(corpora)
+        enc = {l: cell.encode(l, corpora[l]["text"].tolist()).ids for l in langs[:2]}
+        ov = D.piece_overlap([x.tolist() for x in enc[langs[0]]], [x.tolist() for x in enc[langs[1]]], cell.special)
+        for metric in ("shared_types", "source_types", "target_types", "p_type", "p_token"):
+            rows.append({"experiment": name, "seed": -1, "language": langs[1], "task": "corpus", "metric": metric,
+                         "value": float(ov[metric])})
+        if cell.exp.tokenization == "word":
+            rows.append({"experiment": name, "seed": -1, "language": langs[1], "task": "corpus", "metric": "unk_rate",
+                         "value": D.unk_rate(cell._tok, corpora[langs[1]]["text"].tolist())})
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def collect(experiments, profile: str = "lab", train: bool = False, seeds=None, device="cpu") -> pd.DataFrame:
+    """Results of the finished cells (with their majority baselines); with `train` (smoke runs) the cells are
+    trained first. Cells not trained are left out: `missing` says which."""
+    plan = load_plan()
+    frames = []
+    for name in experiments:
+        cell = Cell(plan, profile, name, seeds)
+        if train:
+            cell.run(device, progress=False)
+        done = [s for s in cell.seeds if (cell.dir / f"results_{s}.csv").exists()]
+        if done:
+            frames += [pd.concat([cell.evaluate_seed(s) for s in done]),
+                       cell.majority().assign(experiment=f"majority/{name}")]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def missing(results: pd.DataFrame, experiments) -> list[str]:
+    have = set(results["experiment"]) if len(results) else set()
+    return [e for e in experiments if e not in have]
+
+
+def pending_note(parts, experiments_missing) -> str:
+    plan = load_plan()
+    names = [n for part in parts for n in experiments_of(plan, part)]
+    from .config import gpu_seconds_estimate
+    est = gpu_seconds_estimate(plan, list(dict.fromkeys(names)), SPEED) / 60
+    cmds = "; ".join(f"xlrepro train k2020 --part {p} --time-limit 540" for p in parts)
+    return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
+            f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
+            f"Command (resumable, repeat until done): `{cmds}`. Estimated GPU time for these parts on one H100/H200: "
+            f"about {est:.0f} minutes (scaled from the project's measured step times).")
+
+
+def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
+    """The paper's table as experiment x language (mean, as printed)."""
+    t = paper_numbers(NAME, table)
+    t = t[t["metric"] == metric]
+    return t.pivot_table(index="experiment", columns="language", values="mean", sort=False)
+
+
+def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> pd.DataFrame:
+    """Our mean ± sd over seeds (percent), experiment x language."""
+    names = list(experiments) + [f"majority/{e}" for e in experiments]  # the baseline beside each cell
+    r = results[results["experiment"].isin(names) & (results["metric"] == metric)]
+    if r.empty:
+        return pd.DataFrame()
+    g = r.groupby(["experiment", "language"], sort=False)["value"]
+    cell = (100 * g.mean()).round(1).astype(str) + " ± " + (100 * g.std().fillna(0)).round(1).astype(str)
+    return cell.unstack("language")
+
+
+def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The claims' frames: transfer (all), permutation (column p), depth, heads (metric delta = enfake - ru)."""
+    plan = load_plan()
+    out = {"transfer": results}
+    if results.empty:
+        return out
+    acc = results[results["metric"] == "accuracy"]
+    perm = []
+    for t in ("es", "hi", "ru"):
+        for p, name in ((0.0, f"enfake-{t}"), *((p, f"enfake-{t}/perm{p:g}") for p in (0.25, 0.5, 1.0))):
+            r = acc[(acc["experiment"] == name) & (acc["language"] == t)]
+            perm.append(r.assign(experiment=f"enfake-{t}", p=p))
+    out["permutation"] = pd.concat(perm, ignore_index=True)
+    prof = plan.profiles["lab"]
+    from .config import model_size
+    for artifact, part, col in (("depth", "t4", "layers"), ("heads", "t5", "heads")):
+        frames = []
+        for name in experiments_of(plan, part):
+            s = model_size(prof, plan.experiments[name])
+            r = acc[acc["experiment"] == name]
+            if r.empty:
+                continue
+            wide = r.pivot_table(index="seed", columns="language", values="value")
+            delta = (wide[D.FAKE] - wide["ru"]).rename("value").reset_index().assign(language="ru", metric="delta")
+            frames.append(pd.concat([r, delta]).assign(experiment=name, **{artifact: getattr(s, col)}))
+        if frames:
+            out[artifact] = pd.concat(frames, ignore_index=True)
+    return out
+
+
+def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
+    if results.empty:
+        return None
+    return write_csv(results[RESULT_COLUMNS], Path(folder) / f"{name}.csv")
