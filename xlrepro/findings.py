@@ -19,12 +19,12 @@ import pandas as pd
 import yaml
 
 from .atomic import atomic_open
-from .claims import NOT, OFFLINE, PARTLY, REPRODUCED, VERDICTS
+from .claims import NOT, OFFLINE, PARTLY, PENDING, REPRODUCED, VERDICTS
 from .paths import repo_root
 
 PAGE = Path("book") / "findings.md"
 VERDICT_MARK = {REPRODUCED: "**reproduced**", PARTLY: "**partly**", NOT: "**not reproduced**",
-                OFFLINE: "**not testable offline**"}
+                OFFLINE: "**not testable offline**", PENDING: "*pending (awaits its GPU run)*"}
 
 
 @dataclass(frozen=True)
