@@ -30,7 +30,8 @@ STAMP_DEV := $(VENV)/.xlrepro-dev-$(PYPROJECT_KEY)
 STAMP_BOOK := $(VENV)/.xlrepro-book-$(PYPROJECT_KEY)
 
 TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PYTEST_ARGS ?=
+# Two workers: CI has 2 cores, and most of the time goes to notebook kernels waiting on one another.
+PYTEST_ARGS ?= -n 2
 
 # The CLI. On an offline GPU node set up by scripts/node_setup.sh, use `make reproduce XLREPRO=xlrepro`
 # (the node's own CUDA torch, no venv).

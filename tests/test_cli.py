@@ -21,6 +21,7 @@ def _never(*args, **kwargs):
 def no_training(monkeypatch):
     """Any training or pretraining fails the test."""
     monkeypatch.setattr(grid, "run_grid", _never)
+    monkeypatch.setattr("xlrepro.papers.dufter2020.report.run_grid", _never)
     monkeypatch.setattr(transfer, "TransferLab", _never)
     monkeypatch.setattr(transfer, "run_part", _never)
     monkeypatch.setattr(mini_mbert, "pretrain", _never)
