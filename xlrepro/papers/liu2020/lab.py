@@ -98,3 +98,26 @@ def bert_retrieval(experiment: str, vectors: Mapping[str, Mapping[int, "torch.Te
             _, rr = word_retrieval(pairs, lambda ws: np.stack([table[w][layer].numpy() for w in ws]))
             rows += mrr_rows(experiment, lang, rr, plan, layer=layer)
     return pd.DataFrame(rows)
+
+
+def cached_dictionaries(plan: Plan, counts: Mapping[str, Counter], tokenizer, langs: Sequence[str] | None = None,
+                        root=None, key_extra: Mapping | None = None):
+    """`test_dictionaries`, cached as JSON under runs/liu2020/lab/dictionaries/<key>.json (reading 300k German
+    pairs takes a minute)."""
+    import json
+    from pathlib import Path
+
+    from xlrepro import atomic
+    from xlrepro.paths import runs_dir
+    from xlrepro.runkeys import run_key
+
+    langs = list(langs or [l for l in counts if l != "en"])
+    key = run_key({"dictionary": vars(plan.dictionary), "langs": langs,
+                   "corpus_tokens": {l: sum(counts[l].values()) for l in counts}, **(key_extra or {})})
+    path = Path(root or runs_dir() / "liu2020" / "lab" / "dictionaries") / f"{key}.json"
+    if path.exists():
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return {l: [tuple(p) for p in ps] for l, ps in raw["pairs"].items()}, pd.DataFrame(raw["table"])
+    d, table = test_dictionaries(plan, counts, tokenizer, langs)
+    atomic.write_json(path, {"pairs": d, "table": table.to_dict("records")})
+    return d, table

@@ -91,7 +91,7 @@ def bleu1(hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     return 100.0 * corpus_bleu([[list(r)] for r in references], [list(h) for h in hypotheses],
-                               weights=(1.0, 0, 0, 0))
+                               weights=(1.0,))
 
 
 def language_vocabulary(streams: Iterable[Sequence[str]], min_count: int = 1) -> set[str]:
