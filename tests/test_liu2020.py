@@ -168,3 +168,26 @@ def test_small_nested_in_big_same_chapters(multilingual_cache):
     # every language has a stream for every chapter, in the same order
     streams = {l: corpora.chapter_streams(l, small[:5], multilingual_cache) for l in langs}
     assert all(len(s) == 5 and all(s) for s in streams.values())
+
+
+def test_pos_classes():
+    from xlrepro.papers.liu2020.pos import classes_of, most_frequent_tags
+    assert classes_of("NNS") == ["open", "noun"] and classes_of("RBR") == ["open", "adv"]
+    assert classes_of("DT") == ["closed"] and classes_of("MD") == ["closed"]
+
+    class Tok:
+        def __init__(self, text, tag):
+            self.text, self.tag_ = text, tag
+
+    def nlp_pipe(sentences, batch_size=0):  # a stand-in tagger: "light" is NN twice, JJ once
+        tags = {"a": [("light", "NN")], "b": [("light", "JJ")], "c": [("light", "NN"), ("run", "VB")]}
+        return [[Tok(*p) for p in tags[s]] for s in sentences]
+
+    nlp = type("N", (), {"pipe": staticmethod(nlp_pipe)})()
+    assert most_frequent_tags(["light", "run", "absent"], ["a", "b", "c"], nlp) == {"light": "NN", "run": "VB"}
+
+
+def test_claims_pending_without_artifact():
+    from xlrepro.claims import claims_table
+    table = claims_table("liu2020", "part_of_speech", {})
+    assert set(table["verdict"]) == {"pending"} and table["evidence"].str.contains("'pos'").all()

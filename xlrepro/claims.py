@@ -41,6 +41,10 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
+A claim whose results artifact does not exist yet (no such CSV: a run still to come) is "pending" in
+:func:`claims_table`, with the missing artifact in its evidence; an artifact that exists but lacks the selected rows
+is still an error.
+
 Noise (``NOISE``), named in every comparing test: ``2se`` (the difference exceeds ``k`` (default 2) standard
 errors, scipy.stats.sem per sample), ``welch`` (one-sided Welch t-test, scipy.stats.ttest_ind, p < ``alpha``) or
 ``deterministic`` (the numbers have no seed: all rows have seed -1; only the margin counts). A stochastic sample of
@@ -61,7 +65,8 @@ import yaml
 from scipy import stats as sps
 
 REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
-VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE)
+PENDING = "pending"  # the claim's results artifact does not exist yet (e.g. a GPU run still to come)
+VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
@@ -153,6 +158,10 @@ def _margin_positive(m) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------- selections
+class MissingArtifact(KeyError):
+    """A claim reads a results artifact that has not been written (yet)."""
+
+
 @dataclass
 class Data:
     """The frames a claim reads: results artifacts by name, and the paper (for ``reference`` selectors)."""
@@ -168,7 +177,7 @@ class Data:
             return df.assign(seed=DETERMINISTIC_SEED, metric=df.get("metric", "value"))
         name = sel.get("artifact", self.artifact)
         if name not in self.frames:
-            raise KeyError(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
+            raise MissingArtifact(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
         return self.frames[name]
 
 
@@ -523,7 +532,10 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     frames = results if isinstance(results, Mapping) else read_results(results)
     rows_ = []
     for c in mine:
-        verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact")), profile)
+        try:
+            verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact")), profile)
+        except MissingArtifact as e:
+            verdict, evidence = PENDING, f"pending: {e.args[0]}"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": verdict})
     table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))
