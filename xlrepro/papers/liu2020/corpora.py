@@ -98,14 +98,18 @@ def tokenize_streams(texts: Sequence[str], tokenizer) -> list[list[str]]:
 def tokenized_verses(size: str, langs: Sequence[str] = LANGUAGES, *, tokenizer=None,
                      cache_dir: str | os.PathLike | None = None, max_chapters: int | None = None
                      ) -> dict[str, list[list[list[str]]]]:
-    """{language: [chapter: [verse: WordPiece tokens]]} of the corpus `size` (the first `max_chapters` chapters
-    only, for smoke runs). WordPiece splits at whitespace, so a chapter's verses concatenated are exactly the
+    """{language: [chapter: [verse: WordPiece tokens]]} of the corpus `size` (for smoke runs: the first
+    `max_chapters` chapters of small, and for big those and 4 times as many more, so that small stays nested). WordPiece splits at whitespace, so a chapter's verses concatenated are exactly the
     tokens of its stream."""
     from xlrepro.data.mbert_vocab import mbert_tokenizer
 
     langs = check_languages(langs)
     tokenizer = tokenizer or mbert_tokenizer()
-    chapters = corpus_chapters(size, langs=langs, cache_dir=cache_dir)[:max_chapters]
+    chapters = corpus_chapters(size, langs=langs, cache_dir=cache_dir)
+    if max_chapters is not None:  # smoke runs: `max_chapters` small chapters, and 5 times as many for big (nested)
+        small = corpus_chapters("small", langs=langs, cache_dir=cache_dir)[:max_chapters]
+        rest = [c for c in chapters if c not in set(small)][:4 * max_chapters] if size == "big" else []
+        chapters = sorted(small + rest)
     out = {}
     for lang in langs:
         verses = chapter_verses(lang, chapters, cache_dir)

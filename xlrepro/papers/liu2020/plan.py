@@ -75,4 +75,5 @@ def load_plan() -> Plan:
 
 def static_config(run: StaticRun, **overrides):
     from .static import StaticConfig
-    return StaticConfig(model=run.model, size=run.size, window=run.window, epochs=run.epochs, **overrides)
+    return StaticConfig(**{"model": run.model, "size": run.size, "window": run.window, "epochs": run.epochs,
+                           **overrides})

@@ -64,3 +64,40 @@ def missing_training(chapter: str, parameters: dict) -> str | None:
     """The chapters train nothing large themselves: Word2Vec runs train in minutes on a CPU where missing; GloVe
     and the BERTs are read if present and otherwise shown as pending."""
     return None
+
+
+def evaluate_bert_retrieval(names: Sequence[str], dictionaries, plan, tokenizer, device: str | None = None):
+    """MRR at every layer for the trained BERTs `names`: word vectors averaged over their contexts in the small
+    corpus (at most plan.contexts.max_contexts each), the same dictionaries as the static models."""
+    import pandas as pd
+
+    from xlrepro.devices import default_device
+
+    from .bert import load_bert, word_vectors
+    from .corpora import tokenized_corpus
+    from .lab import bert_retrieval
+
+    device = device or default_device()
+    langs = ["en", *dictionaries]
+    corpus = tokenized_corpus("small", langs, tokenizer=tokenizer)
+    streams = {l: [[tokenizer.token_to_id(t) for t in s] for s in v] for l, v in corpus.items()}
+    words = {"en": {tokenizer.token_to_id(s) for p in dictionaries.values() for s, _ in p}}
+    words.update({l: {tokenizer.token_to_id(t) for _, t in p} for l, p in dictionaries.items()})
+    configs = bert_configs(plan)
+    frames = []
+    for name in names:
+        model, _ = load_bert(configs[name].folder())
+        vec = word_vectors(model.bert.to(device), streams, words, window=plan.contexts.window,
+                           max_contexts=plan.contexts.max_contexts, device=device)
+        frames.append(bert_retrieval(f"bert-{name}", vec, dictionaries, tokenizer, plan))
+    return pd.concat(frames, ignore_index=True)
+
+
+def evaluate_pos(dictionaries, plan, tokenizer):
+    raise NotImplementedError("MRR by part of speech on the trained BERT: written with the GPU results "
+                              "(pos.most_frequent_tags + evaluate_bert_retrieval per class)")
+
+
+def evaluate_language_information(plan, tokenizer):
+    raise NotImplementedError("L §4 on the trained BERT: written with the GPU results (mds.language_means, "
+                              "mds.mds_hook, convert_rate, bleu1 over plan.mds)")
