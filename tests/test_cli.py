@@ -217,4 +217,6 @@ def test_papers_lists_the_registry(capsys):
                                                 ["dufter2020/setup", "dufter2020/architecture",
                                                  "dufter2020/comparability", "dufter2020/training_dynamics",
                                                  "multilingual/lab", "wu2019/q1_zero_shot", "wu2019/q2_layers",
-                                                 "wu2019/q3_language_id", "wu2019/q4_subword_overlap"]]
+                                                 "wu2019/q3_language_id", "wu2019/q4_subword_overlap",
+                                                 "liu2020/static_vs_bert", "liu2020/context_window",
+                                                 "liu2020/part_of_speech", "liu2020/language_information"]]
