@@ -252,7 +252,7 @@ def test_claims_yaml_errors(tmp_path):
     bad.write_text("claims:\n  - {id: x, chapter: c, section: s, claim: c, why: w, test: {kind: greater}}\n")
     with pytest.raises(ValueError, match="lacks \\['quote'\\]"):
         C.load_claims("p", bad)
-    with pytest.raises(FileNotFoundError, match="papers with claims: dufter2020, k2020, wu2019"):
+    with pytest.raises(FileNotFoundError, match="papers with claims: dufter2020, k2020, liu2020, wu2019"):
         C.load_claims("nosuchpaper")
 
 

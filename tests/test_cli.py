@@ -227,4 +227,6 @@ def test_papers_lists_the_registry(capsys):
                                                  "multilingual/lab", "wu2019/q1_zero_shot", "wu2019/q2_layers",
                                                  "wu2019/q3_language_id", "wu2019/q4_subword_overlap",
                                                  "k2020/linguistic", "k2020/architecture", "k2020/input_objective",
-                                                 "k2020/mixed_pairs"]]
+                                                 "k2020/mixed_pairs",
+                                                 "liu2020/static_vs_bert", "liu2020/context_window",
+                                                 "liu2020/part_of_speech", "liu2020/language_information"]]

@@ -18,6 +18,9 @@ PARAMETERS = {
     "dufter2020/engineering": {},  # reads recorded GPU probes only
     "k2020/input_objective": {**K2020, "experiments": ["enfake-es/word"]},
     "multilingual/lab": {"model": "smoke", "languages": SMOKE_LANGS, "retrieval_sentences": 50, "dictionary_words": 100},
+    # Liu et al.: three languages (small dictionaries), 3 chapters (small) / 15 (big), 16-d static embeddings, one pass
+    **{f"liu2020/{n}": {"languages": ["en", "fr", "es"], "max_chapters": 3, "dim": 16, "epochs": 1}
+       for n in ("static_vs_bert", "context_window", "part_of_speech", "language_information")},
     "wu2019/q3_language_id": {"model": "smoke", "seeds": [0], "languages": SMOKE_LANGS, "train_per_language": 60,
                               "test_per_language": 30},
 }

@@ -41,6 +41,10 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
+A claim whose results artifact does not exist yet (no such CSV: a run still to come) is "pending" in
+:func:`claims_table`, with the missing artifact in its evidence; an artifact that exists but lacks the selected rows
+is still an error.
+
 Noise (``NOISE``), named in every comparing test: ``2se`` (the difference exceeds ``k`` (default 2) standard
 errors, scipy.stats.sem per sample), ``welch`` (one-sided Welch t-test, scipy.stats.ttest_ind, p < ``alpha``) or
 ``deterministic`` (the numbers have no seed: all rows have seed -1; only the margin counts). A stochastic sample of
@@ -61,7 +65,7 @@ import yaml
 from scipy import stats as sps
 
 REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
-PENDING = "pending"  # a model the test reads has not been trained yet (it waits for a GPU run)
+PENDING = "pending"  # what the claim reads is not there yet (a model or artifact awaiting its GPU run)
 VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
@@ -162,6 +166,10 @@ class Pending(Exception):
 
 
 # ------------------------------------------------------------------------------------------------- selections
+class MissingArtifact(KeyError):
+    """A claim reads a results artifact that has not been written (yet)."""
+
+
 @dataclass
 class Data:
     """The frames a claim reads: results artifacts by name, and the paper (for ``reference`` selectors)."""
@@ -178,7 +186,7 @@ class Data:
             return df.assign(seed=DETERMINISTIC_SEED, metric=df.get("metric", "value"))
         name = sel.get("artifact", self.artifact)
         if name not in self.frames:
-            raise KeyError(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
+            raise MissingArtifact(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
         return self.frames[name]
 
 
@@ -541,6 +549,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
                                          profile)
         except Pending as wait:
             verdict, evidence = PENDING, str(wait)
+        except MissingArtifact as e:
+            verdict, evidence = PENDING, f"pending: {e.args[0]}"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": verdict})
     table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))

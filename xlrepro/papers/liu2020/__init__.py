@@ -1,0 +1,75 @@
+"""Liu, Hsu, Chuang & Lee 2020, "What makes multilingual BERT multilingual?" (short version S, arXiv 2010.10938)
+and its long version L ("A Study of Cross-Lingual Ability and Language-specific Information in Multilingual BERT").
+
+``reference.csv`` (the paper's numbers, read by `xlrepro.reference.paper_numbers`), columns
+    table, version, experiment, description, language, metric, mean, std, note
+    - ``version`` says which text a table comes from: "S" (short) or "L" (long); "Table 1" is S's MRR by part of
+      speech (L's Table 1 holds sample sentences, no numbers).
+    - S Table 1: ``mrr`` per language (de es ar fr ru tr, ``avg``), experiment ``BERT-1000k/<class>``, class in
+      closed, open, noun, verb, adv, adj.
+    - L Table 2: 12 directions ``src-tgt`` in ``language``; metrics ``bleu1_l11_a3``, ``best_bleu1``,
+      ``best_layer``, ``best_alpha``, ``cr_l10_a1``, ``cr_l10_a2``, ``cr_l10_a3``.
+    - L Table 3: ``tokens`` (|V_lang|) and ``shared_with_en``. L Table 4: XNLI ``accuracy`` (percent) for
+      ``mBERT/finetune-all``, ``mBERT/finetune-last6``, ``mBERT/finetune-last6+MDS`` (+ ``alpha`` per language);
+      language ``avg`` is the paper's average without en.
+    - Figures (only captions and prose survive): ``metric`` "claim", the claim's text in ``description``.
+"""
+from __future__ import annotations
+
+import argparse
+
+from xlrepro.papers import Paper
+
+NAME = "liu2020"
+PARTS = ("static", "bert", "all")
+CHAPTERS = ("static_vs_bert", "context_window", "part_of_speech", "language_information")
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--part", required=True, choices=PARTS,
+                   help="static: Word2Vec/GloVe runs of the plan; bert: the four BERTs; all: both")
+    p.add_argument("--models", nargs="*", help="--part bert only: some of small-w512 small-w20 big-w512 big-w20")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where there is one)")
+    p.add_argument("--time-limit", type=float, default=540,
+                   help="stop (resumably) after this many seconds; run the command again to go on")
+
+
+def prepare_train(a: argparse.Namespace):
+    from xlrepro.config import ConfigError, choose
+    from xlrepro.devices import check_long_run, default_device
+
+    choose("part", a.part, PARTS)
+    names = ("small-w512", "small-w20", "big-w512", "big-w20")
+    if a.models is not None:
+        if a.part == "static":
+            raise ConfigError("--models applies to --part bert (or all) only")
+        for m in a.models:
+            choose("model", m, names)
+    device = a.device or default_device()
+    choose("device", device.split(":")[0], ("cpu", "cuda"))
+    if a.time_limit is not None and a.time_limit <= 0:
+        raise ConfigError(f"--time-limit must be positive; got {a.time_limit}")
+    if a.part in ("bert", "all"):
+        check_long_run(f"{NAME} --part bert (four 768x12 BERTs)", device, a.allow_cpu)
+
+    def train() -> str:
+        from .run import train_part
+        return train_part(a.part, device=device, models=a.models, time_limit=a.time_limit)
+    return train
+
+
+def pending_training(chapter: str, parameters: dict) -> str | None:
+    from .run import missing_training
+    return missing_training(chapter, parameters)
+
+
+PAPER = Paper(
+    name=NAME,
+    title="Liu, Hsu, Chuang & Lee 2020, What makes multilingual BERT multilingual?",
+    chapters=tuple(f"{NAME}/{c}" for c in CHAPTERS),
+    add_train_arguments=add_train_arguments,
+    prepare_train=prepare_train,
+    reproduce=(("train", NAME, "--part", "all"),),
+    pending_training=pending_training,
+    order=40,
+)

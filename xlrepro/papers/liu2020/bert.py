@@ -1,0 +1,273 @@
+"""The four BERTs of Liu et al. 2020: {small, big} corpus x {window 512, window 20}, 768 x 12 with mBERT's vocabulary.
+
+Windows (§3.2.3 L): "window 512" packs whole verses of a chapter into rows of at most 510 pieces + [CLS]/[SEP];
+"window 20" cuts each chapter stream into pieces of 18 + [CLS]/[SEP] (`slice_stream`: every token once). Every
+model takes the same number of steps with the same number of token slots per step (`tokens_per_step`: 512-rows
+batch tokens_per_step // 512 rows, 20-rows tokens_per_step // 20), so the two windows see the same number of
+tokens; languages are drawn per row with mini-mBERT's smoothed probabilities (alpha 0.7). MLM 15 % (80/10/10).
+
+Runs are resumable (checkpoint.pt every few minutes and at `time_limit`), in
+``runs/liu2020/lab/bert/<size>-w<window>/``; `load_bert` returns the finished HF BertForMaskedLM.
+Word vectors for retrieval: `word_vectors` averages a word's hidden states over all its occurrences (every layer).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from xlrepro import atomic
+from xlrepro.config import ConfigError, ModelSize, choose
+
+WINDOWS = (512, 20)
+BASE = ModelSize(name="base", hidden=768, layers=12, heads=12, ffn=3072, lr=1e-4)
+CHECKPOINT_SECONDS = 180
+
+
+def slice_stream(tokens: Sequence, piece: int) -> list[list]:
+    """Consecutive pieces of `piece` tokens (the last may be shorter): every token exactly once, in order."""
+    if piece < 1:
+        raise ConfigError(f"piece must be >= 1; got {piece}")
+    return [list(tokens[i:i + piece]) for i in range(0, len(tokens), piece)]
+
+
+def pack_verses(verses: Sequence[Sequence], max_tokens: int) -> list[list]:
+    """Whole verses packed greedily into rows of at most `max_tokens` (a longer verse is cut into pieces)."""
+    rows, cur = [], []
+    for v in verses:
+        if len(v) > max_tokens:
+            if cur:
+                rows.append(cur)
+                cur = []
+            rows += slice_stream(v, max_tokens)
+            continue
+        if len(cur) + len(v) > max_tokens:
+            rows.append(cur)
+            cur = []
+        cur = cur + list(v)
+    if cur:
+        rows.append(cur)
+    return rows
+
+
+def rows_for(chapters: Sequence[Sequence[Sequence]], window: int) -> list[list]:
+    """Training rows (without specials) of one language: chapters given as lists of verses of token ids."""
+    choose("window", window, WINDOWS)
+    out = []
+    for verses in chapters:
+        if window == 512:
+            out += pack_verses(verses, window - 2)
+        else:
+            out += slice_stream([t for v in verses for t in v], window - 2)
+    return out
+
+
+@dataclass
+class BertRunConfig:
+    size: str = "big"  # corpus: small | big
+    window: int = 512
+    model: ModelSize = field(default_factory=lambda: BASE)
+    steps: int = 2000
+    tokens_per_step: int = 32_768
+    warmup: float = 0.05
+    alpha: float = 0.7
+    seed: int = 0
+    mlm_probability: float = 0.15
+    weight_decay: float = 0.01
+    max_chapters: int | None = None  # smoke runs
+
+    def __post_init__(self):
+        from .corpora import SIZES
+        if isinstance(self.model, dict):
+            self.model = ModelSize(**self.model)
+        choose("size", self.size, SIZES)
+        choose("window", self.window, WINDOWS)
+        if self.tokens_per_step < 512:
+            raise ConfigError(f"tokens_per_step must be >= 512 (one 512-token row); got {self.tokens_per_step}")
+
+    @property
+    def batch_size(self) -> int:
+        return self.tokens_per_step // self.window
+
+    @property
+    def name(self) -> str:
+        return f"{self.size}-w{self.window}"
+
+    def folder(self, root: str | Path | None = None) -> Path:
+        from xlrepro.paths import runs_dir
+        return Path(root or runs_dir() / "liu2020" / "lab" / "bert") / self.name
+
+
+def encode_rows(size: str, window: int, langs: Sequence[str], max_chapters: int | None = None, tokenizer=None):
+    """[N, window] int32 ids with [CLS] ... [SEP] and padding, lengths [N], each language's first row."""
+    from xlrepro.data.collate import pad_batch
+    from xlrepro.data.mbert_vocab import mbert_tokenizer
+
+    from .corpora import tokenized_verses
+
+    tok = tokenizer or mbert_tokenizer()
+    verses = tokenized_verses(size, langs, tokenizer=tok, max_chapters=max_chapters)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    rows, starts = [], []
+    for lang in langs:
+        starts.append(len(rows))
+        ids = [[[tok.token_to_id(t) for t in v] for v in ch] for ch in verses[lang]]
+        rows += [[cls, *r, sep] for r in rows_for(ids, window)]
+    ids, lengths = pad_batch(rows, tok.token_to_id("[PAD]"), dtype=np.int32)
+    return torch.from_numpy(ids), torch.from_numpy(lengths), np.array(starts + [len(rows)])
+
+
+def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", root: str | Path | None = None,
+                  time_limit: float | None = None, progress: bool = True, languages: Sequence[str] | None = None
+                  ) -> Path:
+    """Train (or resume) one of the four BERTs; returns its folder (training.json there when finished)."""
+    from safetensors.torch import save_model
+    from tqdm.auto import tqdm
+
+    from xlrepro.data.mbert_vocab import mbert_tokenizer
+    from xlrepro.masking import mask_tokens
+    from xlrepro.models import device_name, init_model
+    from xlrepro.training.mini_mbert import draw_batch, sampling_weights
+    from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+
+    from .corpora import LANGUAGES
+
+    langs = tuple(languages or LANGUAGES)
+    out = config.folder(root)
+    cfg_json = json.loads(json.dumps({**asdict(config), "languages": list(langs)}))
+    if (out / "config.json").exists():
+        if json.loads((out / "config.json").read_text()) != cfg_json:
+            raise ConfigError(f"{out} holds a run of another config; delete it or pass another root")
+        if (out / "training.json").exists():
+            return out
+    t0 = time.time()
+    device = torch.device(device)
+    atomic.write_json(out / "config.json", cfg_json)
+    tok = mbert_tokenizer()
+    ids, lengths, starts = encode_rows(config.size, config.window, langs, config.max_chapters, tok)
+    host_lengths = lengths.numpy()
+    sizes = np.diff(starts)
+    weights = sampling_weights(dict(zip(langs, sizes.tolist())), config.alpha)
+    p = np.array([weights[lang] for lang in langs])
+    ids, lengths = ids.to(device), lengths.to(device)
+    vocab_size = tok.get_vocab_size()
+    model = init_model(config.model, vocab_size, config.seed, attn="sdpa", positions=512)
+    optim = OptimConfig(lr=config.model.lr, weight_decay=config.weight_decay, eps=1e-6,
+                        warmup_steps=math.ceil(config.warmup * config.steps), total_steps=config.steps,
+                        max_grad_norm=1.0)
+    stack = ModelStack([model], optim, device)
+    losses, elapsed = [], 0.0
+    ckpt = out / "checkpoint.pt"
+    if ckpt.exists():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        stack.load_state_dict(state["stack"])
+        losses, elapsed = state["losses"], state["elapsed"]
+    B = config.batch_size
+    rows = torch.zeros((1, B), dtype=torch.int64, device=device)
+    mask_id = torch.tensor(tok.token_to_id("[MASK]"), device=device)
+    probs = torch.tensor([0.8, 0.1, 0.1], device=device)
+
+    def batch(width: int):
+        x = ids[rows, :width].long()  # [1, B, W]
+        n = lengths[rows]  # [1, B]
+        pos = torch.arange(width, device=device)
+        content = (pos >= 1) & (pos < (n - 1)[..., None])
+        inputs, labels = mask_tokens(x, content, mask_id, probs, vocab_size, config.mlm_probability)
+        sel_index, sel_labels = select_masked(labels, masked_capacity(B * (width - 2), config.mlm_probability))
+        attention = (pos < n[..., None])[:, :, None, None, :]  # [1, B, 1, 1, W]
+        return inputs, attention, pos.expand_as(x), torch.zeros_like(x), sel_index, sel_labels
+
+    def checkpoint():
+        with atomic.atomic_path(ckpt) as tmp:
+            torch.save({"stack": stack.state_dict(), "losses": losses,
+                        "elapsed": elapsed + time.time() - t_start}, tmp)
+
+    torch.manual_seed(config.seed * 100003 + stack.step_count)
+    bar = tqdm(total=config.steps, initial=stack.step_count, disable=not progress, desc=config.name)
+    t_start = last = time.time()
+    while stack.step_count < config.steps:
+        step = stack.step_count
+        lang, sent = draw_batch(config.seed, step, p, sizes, B)
+        picked = starts[lang] + sent
+        rows.copy_(torch.as_tensor(picked)[None])
+        width = int(host_lengths[picked].max())
+        if device.type == "cuda":
+            width = min(math.ceil(width / 8) * 8, ids.shape[1])
+        loss = stack.step(lambda: batch(width), graph_key=width if device.type == "cuda" else None)
+        if step % 50 == 0 or step == config.steps - 1:
+            losses.append([step, loss.float().item()])
+            bar.set_postfix(loss=f"{losses[-1][1]:.3f}")
+        bar.update(1)
+        over = time_limit is not None and time.time() - t0 > time_limit
+        if over or time.time() - last > CHECKPOINT_SECONDS:
+            checkpoint()
+            last = time.time()
+        if over and stack.step_count < config.steps:
+            bar.close()
+            return out
+    bar.close()
+    with atomic.atomic_path(out / "model.safetensors") as tmp:
+        save_model(stack.export(0).cpu(), str(tmp))
+    atomic.write_json(out / "training.json", {
+        "steps": config.steps, "seconds": elapsed + time.time() - t_start, "device": device_name(device),
+        "rows": dict(zip(langs, sizes.tolist())), "sampling_weights": weights, "losses": losses,
+        "tokens_per_step": config.tokens_per_step, "batch_size": B})
+    ckpt.unlink(missing_ok=True)
+    return out
+
+
+def load_bert(folder: str | Path):
+    """The finished run's HF BertForMaskedLM (eval mode) and its config."""
+    from safetensors.torch import load_model
+    from transformers import BertForMaskedLM
+
+    from xlrepro.data.mbert_vocab import VOCAB_SIZE
+    from xlrepro.models import bert_config
+
+    folder = Path(folder)
+    if not (folder / "training.json").exists():
+        raise FileNotFoundError(f"no finished BERT in {folder}: run `xlrepro train liu2020 --part bert` first")
+    raw = json.loads((folder / "config.json").read_text())
+    raw.pop("languages", None)
+    config = BertRunConfig(**raw)
+    model = BertForMaskedLM(bert_config(config.model, VOCAB_SIZE, positions=512))
+    load_model(model, str(folder / "model.safetensors"))
+    return model.eval(), config
+
+
+@torch.no_grad()
+def word_vectors(bert, streams: Mapping[str, list[list[int]]], words: Mapping[str, set[int]], *, window: int = 128,
+                 max_contexts: int = 200, device="cpu", batch_size: int = 32) -> dict[str, dict[int, torch.Tensor]]:
+    """{language: {token id: [L+1, H] mean hidden state over its occurrences}} for the token ids in
+    `words[lang]`, read in windows of `window` pieces of the language's streams (ids); at most `max_contexts`
+    occurrences per token (the first ones)."""
+    out = {}
+    for lang, wanted in words.items():
+        rows = [r for s in streams[lang] for r in slice_stream(s, window - 2)]
+        sums: dict[int, torch.Tensor] = {}
+        seen: dict[int, int] = {}
+        for b in range(0, len(rows), batch_size):
+            chunk = rows[b:b + batch_size]
+            if all(seen.get(t, 0) >= max_contexts for t in wanted):
+                break
+            W = max(map(len, chunk)) + 2
+            ids = torch.zeros(len(chunk), W, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for i, r in enumerate(chunk):
+                ids[i, :len(r) + 2] = torch.tensor([101, *r, 102])  # mBERT's [CLS] / [SEP]
+                mask[i, :len(r) + 2] = 1
+            hs = torch.stack(bert(input_ids=ids.to(device), attention_mask=mask.to(device),
+                                  output_hidden_states=True).hidden_states).float().cpu()  # [L+1, B, W, H]
+            for i, r in enumerate(chunk):
+                for j, t in enumerate(r):
+                    if t in wanted and seen.get(t, 0) < max_contexts:
+                        sums[t] = sums.get(t, 0) + hs[:, i, j + 1]
+                        seen[t] = seen.get(t, 0) + 1
+        out[lang] = {t: sums[t] / seen[t] for t in sums}
+    return out
