@@ -301,14 +301,41 @@ def test_paper_claims_reference_existing_results(paper):
             if "reference" in sel:
                 continue
             name = sel.get("artifact", c.get("artifact"))
+            if name in PENDING_RUNS[paper]["artifacts"]:
+                continue
             assert name in frames, f"{c['id']}: artifact {name!r} not in {sorted(frames)}"
             df = frames[name]
             for key in ("experiment", "metric"):
-                if key in sel:
+                if key in sel and not (key == "experiment" and str(sel[key]) in PENDING_RUNS[paper]["experiments"]):
                     assert str(sel[key]) in set(df[key].astype(str)), f"{c['id']}: {key} {sel[key]!r} not in {name}"
-        # and every claim gets a verdict from the published results
-        v, evidence = C.evaluate(c["test"], C.Data(frames, paper, c.get("artifact")))
+        # and every claim gets a verdict from the published results, or waits for a declared run
+        try:
+            v, evidence = C.evaluate(c["test"], C.Data(frames, paper, c.get("artifact")))
+        except C.MissingResults as e:
+            assert any(p in str(e) for p in PENDING_RUNS[paper]["artifacts"] | PENDING_RUNS[paper]["experiments"]), e
+            continue
         assert v in C.VERDICTS and evidence
+
+
+# Runs declared but not made yet (GPU): their claims are "pending"; anything else missing is a typo.
+PENDING_RUNS = {"dufter2020": {"artifacts": {"fig7", "table3", "table4", "table10"}, "experiments": {"30"}},
+                "wu2019": {"artifacts": set(), "experiments": set()}}
+
+
+def test_a_claim_on_a_run_not_made_yet_is_pending(tmp_path):
+    (tmp_path / "t.csv").write_text("experiment,seed,metric,value\na,0,m,0.6\na,1,m,0.61\n")
+    claims = [{"id": "one", "chapter": "c1", "section": "§1", "quote": "q", "claim": "z beats a", "artifact": "t",
+               "test": greater(left={"experiment": "z", "metric": "m"}, right={"experiment": "a", "metric": "m"}),
+               "why": "because"},
+              {"id": "two", "chapter": "c1", "section": "§2", "quote": "q", "claim": "in u", "artifact": "u",
+               "test": greater(), "why": "because"}]
+    t = C.claims_table("p", "c1", tmp_path, claims=claims)
+    assert t["verdict"].tolist() == ["pending", "pending"]
+    assert "unknown experiment ['z']" in t.loc[0, "evidence"] and "no results artifact 'u'" in t.loc[1, "evidence"]
+    with pytest.raises(C.MissingResults):
+        C.evaluate(claims[0]["test"], C.Data({"t": read_csv(tmp_path / "t.csv")}, "p", "t"))
+    with pytest.raises(KeyError, match="unknown metric"):  # a wrong metric is an error, not a pending run
+        C.evaluate(greater(left={"experiment": "a", "metric": "q"}), C.Data({"t": read_csv(tmp_path / "t.csv")}, "p", "t"))
 
 
 @pytest.mark.parametrize("paper", ["dufter2020", "wu2019"])

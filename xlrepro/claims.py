@@ -41,6 +41,9 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
+A claim whose artifact, or one of whose model IDs, is not in the results yet gets the verdict "pending" from
+:func:`claims_table` (the run is declared but not made); :func:`evaluate` raises :class:`MissingResults` instead.
+
 Noise (``NOISE``), named in every comparing test: ``2se`` (the difference exceeds ``k`` (default 2) standard
 errors, scipy.stats.sem per sample), ``welch`` (one-sided Welch t-test, scipy.stats.ttest_ind, p < ``alpha``) or
 ``deterministic`` (the numbers have no seed: all rows have seed -1; only the margin counts). A stochastic sample of
@@ -61,7 +64,8 @@ import yaml
 from scipy import stats as sps
 
 REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
-VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE)
+PENDING = "pending"  # the run a claim reads has not been made yet (claims_table only; see MissingResults)
+VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
@@ -153,6 +157,12 @@ def _margin_positive(m) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------- selections
+class MissingResults(KeyError):
+    """A claim reads an artifact, or a model ID of one, that the results do not hold yet (a run still to be made).
+
+    `claims_table` turns it into the verdict "pending"; `evaluate` lets it through, so a test sees it."""
+
+
 @dataclass
 class Data:
     """The frames a claim reads: results artifacts by name, and the paper (for ``reference`` selectors)."""
@@ -168,7 +178,7 @@ class Data:
             return df.assign(seed=DETERMINISTIC_SEED, metric=df.get("metric", "value"))
         name = sel.get("artifact", self.artifact)
         if name not in self.frames:
-            raise KeyError(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
+            raise MissingResults(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
         return self.frames[name]
 
 
@@ -188,7 +198,7 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
         want = _as_list(sel[key])
         bad = [w for w in want if w not in set(col)]
         if bad:
-            raise KeyError(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
+            raise (MissingResults if key == "experiment" else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
                            f"valid choices: {', '.join(sorted(set(col)))}")
         df = df[col.isin(want)]
     if "exclude_language" in sel:
@@ -523,7 +533,10 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     frames = results if isinstance(results, Mapping) else read_results(results)
     rows_ = []
     for c in mine:
-        verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact")), profile)
+        try:
+            verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact")), profile)
+        except MissingResults as e:  # the run is still to be made: say so rather than stop the chapter
+            verdict, evidence = PENDING, f"no results yet ({e.args[0]})"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": verdict})
     table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))

@@ -22,7 +22,7 @@ from .paths import repo_root
 
 REQUIRED = ("experiment", "seed", "metric", "value")
 OPTIONAL = ("layer", "step", "language")
-VERDICTS = ("reproduced", "partly", "not reproduced", "not testable offline")
+VERDICTS = ("reproduced", "partly", "not reproduced", "not testable offline", "pending")
 # claims.csv: the paper's claim, where the paper makes it, the test (xlrepro.claims), our numbers, the verdict
 CLAIM_COLUMNS = ("claim", "section", "criterion", "evidence", "verdict")
 MISSING = "–"  # en dash: shown where a number is missing
