@@ -353,3 +353,16 @@ def test_paper_quotes_are_verbatim(paper):
         for piece in c["quote"].split("…"):  # "…" marks text the extraction put in between (a figure caption)
             piece = " ".join(piece.split()).replace("- ", "-")
             assert piece in flat or piece.replace("-", "") in bare, f"{c['id']}: {piece!r} not in the paper"
+
+
+def test_all_weakest_follows_the_weaker_part():
+    df = frame({"a": [0.6, 0.61], "b": [0.4, 0.41], "c": [0.59, 0.60]})
+    good, tie = greater(), greater(left={"experiment": "c", "metric": "m"}, right={"experiment": "a", "metric": "m"})
+    assert verdict({"kind": "all", "parts": [good, tie]}, df) == "partly"  # scores 1 and 0: half, partly
+    assert verdict({"kind": "all", "parts": [good, good]}, df) == "reproduced"
+    assert verdict({"kind": "all", "parts": [good, tie], "combine": "weakest"}, df) == "not reproduced"
+    half = greater(margin=0.5)  # direction and noise right, margin not: partly
+    assert verdict({"kind": "all", "parts": [good, half]}, df) == "partly"
+    assert verdict({"kind": "all", "parts": [good, half], "combine": "weakest"}, df) == "partly"
+    with pytest.raises(ValueError, match="valid choices: score, weakest"):
+        verdict({"kind": "all", "parts": [good], "combine": "mean"}, df)

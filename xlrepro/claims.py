@@ -36,7 +36,7 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
 - ``flat``: max − min of the means along ``over`` plus noise < max_spread / the spread alone.
 - ``argmax``: among ``candidates`` (values of ``over``) ``expect`` has the highest mean AND beats the runner-up
   beyond noise / the highest mean alone.
-- ``all`` (``parts``) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
+- ``all`` (``parts``; ``combine: weakest`` gives the weakest part's verdict instead) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
   ``exclude``; ``into`` names the selectors that get the value, default all): reproduced if every part is; partly if
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
@@ -69,6 +69,7 @@ VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
+COMBINE = ("score", "weakest")  # how `all` combines its parts
 SELECTOR_KEYS = ("artifact", "reference", "experiment", "metric", "layer", "step", "language", "exclude_language",
                  "at", "event", "fraction", "minus")
 EVENTS = ("half_final", "drop_90_log", "argmin")
@@ -111,6 +112,8 @@ def check_test(test: Mapping, where: str = "test") -> None:
     if kind not in KINDS:
         raise ValueError(f"{where}: unknown kind {kind!r}; valid kinds: {', '.join(KINDS)}")
     if kind == "all":
+        if test.get("combine", "score") not in COMBINE:
+            raise ValueError(f"{where}: unknown combine {test['combine']!r}; valid choices: {', '.join(COMBINE)}")
         for p in test["parts"]:
             check_test(p, where)
         return
@@ -340,7 +343,7 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
     if kind == "not_testable_offline":
         return (OFFLINE, test["reason"]) if profile != "paper" else (NOT, "the paper profile has no test for it yet")
     if kind == "all":
-        return _combine([evaluate(p, data, profile) for p in test["parts"]])
+        return _combine([evaluate(p, data, profile) for p in test["parts"]], test.get("combine", "score"))
     if kind == "each":
         return _each(test, data, profile)
     noise = test.get("noise")
@@ -439,11 +442,13 @@ def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
                      f"({_sel_name(test['left'])} vs {_sel_name(test['right'])})")
 
 
-def _combine(results: list[tuple[str, str]]) -> tuple[str, str]:
+def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, str]:
     score = {REPRODUCED: 1.0, PARTLY: 0.5, NOT: 0.0, OFFLINE: 0.0}
     verdicts = [v for v, _ in results]
     mean = sum(score[v] for v in verdicts) / len(verdicts)
     verdict = REPRODUCED if all(v == REPRODUCED for v in verdicts) else PARTLY if mean >= 0.5 else NOT
+    if how == "weakest":  # the verdict of the weakest part
+        verdict = min(verdicts, key=lambda v: score[v])
     return verdict, "; ".join(f"[{v}] {e}" for v, e in results)
 
 
