@@ -306,8 +306,9 @@ def test_paper_claims_reference_existing_results(paper):
             assert name in frames, f"{c['id']}: artifact {name!r} not in {sorted(frames)}"
             df = frames[name]
             for key in ("experiment", "metric"):
-                if key in sel and not (key == "experiment" and str(sel[key]) in PENDING_RUNS[paper]["experiments"]):
-                    assert str(sel[key]) in set(df[key].astype(str)), f"{c['id']}: {key} {sel[key]!r} not in {name}"
+                for want in (sel[key] if isinstance(sel.get(key), list) else [sel[key]] if key in sel else []):
+                    if not (key == "experiment" and str(want) in PENDING_RUNS[paper]["experiments"]):
+                        assert str(want) in set(df[key].astype(str)), f"{c['id']}: {key} {want!r} not in {name}"
         # and every claim gets a verdict from the published results, or waits for a declared run
         try:
             v, evidence = C.evaluate(c["test"], C.Data(frames, paper, c.get("artifact")))
