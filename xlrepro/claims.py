@@ -161,7 +161,8 @@ def _margin_positive(m) -> bool:
 
 # ------------------------------------------------------------------------------------------------- selections
 class MissingResults(KeyError):
-    """A claim reads an artifact, or a model ID of one, that the results do not hold yet (a run still to be made).
+    """A claim reads an artifact, a model ID or a language that the results do not hold (a run still to be made, or a
+    run on fewer languages).
 
     `claims_table` turns it into the verdict "pending"; `evaluate` lets it through, so a test sees it."""
 
@@ -201,7 +202,7 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
         want = _as_list(sel[key])
         bad = [w for w in want if w not in set(col)]
         if bad:
-            raise (MissingResults if key == "experiment" else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
+            raise (MissingResults if key in ("experiment", "language") else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
                            f"valid choices: {', '.join(sorted(set(col)))}")
         df = df[col.isin(want)]
     if "exclude_language" in sel:
