@@ -305,24 +305,52 @@ def test_paper_claims_reference_existing_results(paper):
             if "reference" in sel:
                 continue
             name = sel.get("artifact", c.get("artifact"))
+            if name in PENDING_RUNS[paper]["artifacts"]:
+                continue
             assert name in frames, f"{c['id']}: artifact {name!r} not in {sorted(frames)}"
             df = frames[name]
             for key in ("experiment", "metric"):
-                if key in sel:
-                    assert str(sel[key]) in set(df[key].astype(str)), f"{c['id']}: {key} {sel[key]!r} not in {name}"
-        # and every claim gets a verdict from the published results
-        v, evidence = C.evaluate(c["test"], C.Data(frames, paper, c.get("artifact")))
+                for want in (sel[key] if isinstance(sel.get(key), list) else [sel[key]] if key in sel else []):
+                    if not (key == "experiment" and str(want) in PENDING_RUNS[paper]["experiments"]):
+                        assert str(want) in set(df[key].astype(str)), f"{c['id']}: {key} {want!r} not in {name}"
+        # and every claim gets a verdict from the published results, or waits for a declared run
+        try:
+            v, evidence = C.evaluate(c["test"], C.Data(frames, paper, c.get("artifact")))
+        except C.MissingResults as e:
+            assert any(p in str(e) for p in PENDING_RUNS[paper]["artifacts"] | PENDING_RUNS[paper]["experiments"]), e
+            continue
         assert v in C.VERDICTS and evidence
 
 
-@pytest.mark.parametrize("paper", ["dufter2020", "wu2019", "k2020"])
+# Runs declared but not made yet (GPU): their claims are "pending"; anything else missing is a typo.
+PENDING_RUNS = {"dufter2020": {"artifacts": {"fig7", "table3", "table4", "table10"}, "experiments": {"30", "15", "16"}},
+                "wu2019": {"artifacts": set(), "experiments": set()}}
+
+
+def test_a_claim_on_a_run_not_made_yet_is_pending(tmp_path):
+    (tmp_path / "t.csv").write_text("experiment,seed,metric,value\na,0,m,0.6\na,1,m,0.61\n")
+    claims = [{"id": "one", "chapter": "c1", "section": "§1", "quote": "q", "claim": "z beats a", "artifact": "t",
+               "test": greater(left={"experiment": "z", "metric": "m"}, right={"experiment": "a", "metric": "m"}),
+               "why": "because"},
+              {"id": "two", "chapter": "c1", "section": "§2", "quote": "q", "claim": "in u", "artifact": "u",
+               "test": greater(), "why": "because"}]
+    t = C.claims_table("p", "c1", tmp_path, claims=claims)
+    assert t["verdict"].tolist() == ["pending", "pending"]
+    assert "unknown experiment ['z']" in t.loc[0, "evidence"] and "no results artifact 'u'" in t.loc[1, "evidence"]
+    with pytest.raises(C.MissingResults):
+        C.evaluate(claims[0]["test"], C.Data({"t": read_csv(tmp_path / "t.csv")}, "p", "t"))
+    with pytest.raises(KeyError, match="unknown metric"):  # a wrong metric is an error, not a pending run
+        C.evaluate(greater(left={"experiment": "a", "metric": "q"}), C.Data({"t": read_csv(tmp_path / "t.csv")}, "p", "t"))
+
+
+@pytest.mark.parametrize("paper", ["dufter2020", "wu2019", "k2020", "liu2020"])
 def test_paper_quotes_are_verbatim(paper):
-    readme = (Path("/work/shared/papers") / "README.md")
+    readme = ROOT.parent / "shared" / "papers" / "README.md"  # the paper texts sit beside the checkout
     if not readme.exists():
         pytest.skip("paper texts not available")
-    name = next(line.split("|")[1].strip() for line in readme.read_text().splitlines()
-                if line.strip().endswith(f"| {paper} |"))
-    text = (readme.parent / name).read_text()
+    names = [line.split("|")[1].strip() for line in readme.read_text().splitlines()
+             if line.strip().endswith(f"| {paper} |")]  # Liu et al. has a short and a long version
+    text = "\n".join((readme.parent / name).read_text() for name in names)
     flat = " ".join(text.split())
     flat = flat.replace("- ", "-")  # undo line-break hyphenation loosely: compare without it
     bare = flat.replace("-", "")
@@ -339,5 +367,18 @@ def test_a_claim_on_an_untrained_model_is_pending_and_a_typo_still_fails():
                       "right": {"experiment": "z", "metric": "m"}, "margin": 0.1, "noise": "2se"}}
     table = C.claims_table("p", "c", {"t": df}, claims=[{**claim, "artifact": "t"}], pending=["z"])
     assert table["verdict"].tolist() == ["pending"] and "z awaits" in table["evidence"][0]
-    with pytest.raises(KeyError, match="unknown experiment"):  # not declared pending: an error, not a verdict
-        C.claims_table("p", "c", {"t": df}, claims=[{**claim, "artifact": "t"}])
+    with pytest.raises(C.MissingResults, match="unknown experiment"):  # evaluate itself never hides a missing model
+        C.evaluate(claim["test"], C.Data({"t": df}, "p", "t"))
+
+
+def test_all_weakest_follows_the_weaker_part():
+    df = frame({"a": [0.6, 0.61], "b": [0.4, 0.41], "c": [0.59, 0.60]})
+    good, tie = greater(), greater(left={"experiment": "c", "metric": "m"}, right={"experiment": "a", "metric": "m"})
+    assert verdict({"kind": "all", "parts": [good, tie]}, df) == "partly"  # scores 1 and 0: half, partly
+    assert verdict({"kind": "all", "parts": [good, good]}, df) == "reproduced"
+    assert verdict({"kind": "all", "parts": [good, tie], "combine": "weakest"}, df) == "not reproduced"
+    half = greater(margin=0.5)  # direction and noise right, margin not: partly
+    assert verdict({"kind": "all", "parts": [good, half]}, df) == "partly"
+    assert verdict({"kind": "all", "parts": [good, half], "combine": "weakest"}, df) == "partly"
+    with pytest.raises(ValueError, match="valid choices: score, weakest"):
+        verdict({"kind": "all", "parts": [good], "combine": "mean"}, df)

@@ -36,14 +36,13 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
 - ``flat``: max − min of the means along ``over`` plus noise < max_spread / the spread alone.
 - ``argmax``: among ``candidates`` (values of ``over``) ``expect`` has the highest mean AND beats the runner-up
   beyond noise / the highest mean alone.
-- ``all`` (``parts``) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
+- ``all`` (``parts``; ``combine: weakest`` gives the weakest part's verdict instead) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
   ``exclude``; ``into`` names the selectors that get the value, default all): reproduced if every part is; partly if
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
-A claim whose results artifact does not exist yet (no such CSV: a run still to come) is "pending" in
-:func:`claims_table`, with the missing artifact in its evidence; an artifact that exists but lacks the selected rows
-is still an error.
+A claim whose artifact, or one of whose model IDs, is not in the results yet gets the verdict "pending" from
+:func:`claims_table` (the run is declared but not made); :func:`evaluate` raises :class:`MissingResults` instead.
 
 Noise (``NOISE``), named in every comparing test: ``2se`` (the difference exceeds ``k`` (default 2) standard
 errors, scipy.stats.sem per sample), ``welch`` (one-sided Welch t-test, scipy.stats.ttest_ind, p < ``alpha``) or
@@ -65,11 +64,12 @@ import yaml
 from scipy import stats as sps
 
 REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
-PENDING = "pending"  # what the claim reads is not there yet (a model or artifact awaiting its GPU run)
+PENDING = "pending"  # the run a claim reads has not been made yet (claims_table only; see MissingResults)
 VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
+COMBINE = ("score", "weakest")  # how `all` combines its parts
 SELECTOR_KEYS = ("artifact", "reference", "experiment", "metric", "layer", "step", "language", "exclude_language",
                  "at", "event", "fraction", "minus")
 EVENTS = ("half_final", "drop_90_log", "argmin")
@@ -112,6 +112,8 @@ def check_test(test: Mapping, where: str = "test") -> None:
     if kind not in KINDS:
         raise ValueError(f"{where}: unknown kind {kind!r}; valid kinds: {', '.join(KINDS)}")
     if kind == "all":
+        if test.get("combine", "score") not in COMBINE:
+            raise ValueError(f"{where}: unknown combine {test['combine']!r}; valid choices: {', '.join(COMBINE)}")
         for p in test["parts"]:
             check_test(p, where)
         return
@@ -166,8 +168,14 @@ class Pending(Exception):
 
 
 # ------------------------------------------------------------------------------------------------- selections
-class MissingArtifact(KeyError):
-    """A claim reads a results artifact that has not been written (yet)."""
+class MissingResults(KeyError):
+    """A claim reads an artifact, a model ID or a language that the results do not hold (a run still to be made, or a
+    run on fewer languages).
+
+    `claims_table` turns it into the verdict "pending"; `evaluate` lets it through, so a test sees it."""
+
+
+MissingArtifact = MissingResults  # the name an earlier version used for a missing results file
 
 
 @dataclass
@@ -186,7 +194,7 @@ class Data:
             return df.assign(seed=DETERMINISTIC_SEED, metric=df.get("metric", "value"))
         name = sel.get("artifact", self.artifact)
         if name not in self.frames:
-            raise MissingArtifact(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
+            raise MissingResults(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
         return self.frames[name]
 
 
@@ -209,7 +217,7 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
             raise Pending(waiting)
         bad = [w for w in want if w not in set(col)]
         if bad:
-            raise KeyError(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
+            raise (MissingResults if key in ("experiment", "language") else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
                            f"valid choices: {', '.join(sorted(set(col)))}")
         df = df[col.isin(want)]
     if "exclude_language" in sel:
@@ -351,7 +359,7 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
     if kind == "not_testable_offline":
         return (OFFLINE, test["reason"]) if profile != "paper" else (NOT, "the paper profile has no test for it yet")
     if kind == "all":
-        return _combine([evaluate(p, data, profile) for p in test["parts"]])
+        return _combine([evaluate(p, data, profile) for p in test["parts"]], test.get("combine", "score"))
     if kind == "each":
         return _each(test, data, profile)
     noise = test.get("noise")
@@ -450,11 +458,13 @@ def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
                      f"({_sel_name(test['left'])} vs {_sel_name(test['right'])})")
 
 
-def _combine(results: list[tuple[str, str]]) -> tuple[str, str]:
+def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, str]:
     score = {REPRODUCED: 1.0, PARTLY: 0.5, NOT: 0.0, OFFLINE: 0.0}
     verdicts = [v for v, _ in results]
     mean = sum(score[v] for v in verdicts) / len(verdicts)
     verdict = REPRODUCED if all(v == REPRODUCED for v in verdicts) else PARTLY if mean >= 0.5 else NOT
+    if how == "weakest":  # the verdict of the weakest part
+        verdict = min(verdicts, key=lambda v: score[v])
     return verdict, "; ".join(f"[{v}] {e}" for v, e in results)
 
 
@@ -549,8 +559,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
                                          profile)
         except Pending as wait:
             verdict, evidence = PENDING, str(wait)
-        except MissingArtifact as e:
-            verdict, evidence = PENDING, f"pending: {e.args[0]}"
+        except MissingResults as e:  # the run is still to be made: say so rather than stop the chapter
+            verdict, evidence = PENDING, f"no results yet ({e.args[0]})"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": verdict})
     table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))

@@ -24,6 +24,7 @@ POSITIONS = 512  # stride of a position inside a row; widths never exceed it (BE
 
 # Streams: one per use, so that no two uses of a model's numbers coincide.
 MASK_SELECT, MASK_ACTION, MASK_RANDOM_ID = 1, 2, 3
+MASK_KNN = 4  # which of the k nearest neighbours a knn-replaced piece becomes (Dufter & Schütze §4)
 EMBEDDINGS = 8
 LAYER_BASE = 16  # + 4 * layer + {0: attention probabilities, 1: attention output, 2: feed-forward output}
 

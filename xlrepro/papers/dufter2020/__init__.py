@@ -92,9 +92,13 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
 
 
 def prepare(profile: str):
+    """The lab corpus and vocabulary, then knn-replace's neighbour table (fastText + VecMap; needs gensim)."""
+    from .knn import prepare_knn
     from .lab import prepare_lab
 
-    return prepare_lab(profile)
+    folder = prepare_lab(profile)
+    prepare_knn(profile, k=1)
+    return folder
 
 
 PAPER = Paper(

@@ -4,7 +4,7 @@ Notebooks, the CLI and the tests all go through `load_chapter`, so an experiment
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -28,11 +28,37 @@ class Experiment:
     no_parallel: bool = field(default=False, metadata={"help": "no sentence in both languages"})
     untrained: bool = field(default=False, metadata={"help": "evaluate the initialised model without training"})
     curve: bool = field(default=False, metadata={"help": "evaluate checkpoints during training (Figure 6)"})
+    knn_replace: bool = field(default=False, metadata={
+        "help": "knn-replace (§4): masked pieces become a cross-lingual nearest neighbour with p[knn] = 0.3, "
+                "(p[mask], p[id], p[rand], p[knn]) = (0.5, 0.1, 0.1, 0.3); needs the prepared neighbour table"})
+    knn_k: int = field(default=1, metadata={
+        "help": "knn-replace: draw one of the k nearest neighbours (1 for Fake-English, 5 on real languages)"})
+
+    def __post_init__(self):
+        if self.knn_replace and self.no_random:
+            raise ConfigError(f"model {self.id}: knn_replace and no_random are separate masking schemes; set one")
+        if not isinstance(self.knn_k, int) or self.knn_k < 1:
+            raise ConfigError(f"model {self.id}: knn_k must be a positive integer; got {self.knn_k!r}")
 
     @property
-    def mask_probs(self) -> tuple[float, float, float]:
-        """(p[mask], p[id], p[rand]) for the masked positions (§2.3 of Dufter & Schütze)."""
-        return (0.8, 0.2, 0.0) if self.no_random else (0.8, 0.1, 0.1)
+    def mask_probs(self) -> tuple[float, float, float, float]:
+        """(p[mask], p[id], p[rand], p[knn]) for the masked positions (§2.3 and §4 of Dufter & Schütze)."""
+        if self.knn_replace:
+            return (0.5, 0.1, 0.1, 0.3)
+        return (0.8, 0.2, 0.0, 0.0) if self.no_random else (0.8, 0.1, 0.1, 0.0)
+
+    def key_fields(self) -> dict:
+        """The fields that enter a run's key. Fields added after the published runs (knn-replace) enter only when
+        they differ from their default, so that every earlier run keeps its key."""
+        d = {k: v for k, v in asdict(self).items() if k != "description"}
+        for k, default in ADDED_LATER.items():
+            if d[k] == default:
+                del d[k]
+        return d
+
+
+# Experiment fields added after the published grid, with the default that leaves a run's key unchanged.
+ADDED_LATER = {"knn_replace": False, "knn_k": 1}
 
 
 @dataclass(frozen=True)

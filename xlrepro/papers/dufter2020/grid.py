@@ -85,9 +85,17 @@ def member_config(chapter: Chapter, exp: Experiment, seed: int, profile: str = "
     training = asdict(chapter.training if batch_size is None else replace(chapter.training, batch_size=batch_size))
     training.pop("vocab_per_language", None)  # not read by training (the corpus sets the vocabulary)
     return {"chapter": chapter.name, "engine": ENGINE, "profile": profile, "corpus": CORPUS,
-            "experiment": {k: v for k, v in asdict(exp).items() if k != "description"},
+            "experiment": exp.key_fields(), **knn_key(exp, profile, max_sentences),
             "size": asdict(chapter.size(exp)), "training": training, "seed": seed,
             "epochs": epochs or exp.epochs, "max_sentences": max_sentences}
+
+
+def knn_key(exp: Experiment, profile: str, max_sentences: int | None = None) -> dict:
+    """knn-replace runs carry their neighbour table's settings (embeddings, mapping, corpus) in their key."""
+    if not exp.knn_replace:
+        return {}
+    from .knn import spec
+    return {"knn": {"profile": profile, **spec(exp.knn_k, max_sentences)}}
 
 
 def member_dir(root: Path, m: Member) -> Path:
@@ -115,7 +123,8 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
     for m in members:
-        groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs), []).append(m)
+        knn = m.exp.knn_k if m.exp.knn_replace else 0  # a stack shares one neighbour table
+        groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs, knn), []).append(m)
     stacks = []
     for (untrained, size, *_), group in groups.items():
         cap = len(group) if untrained else min(max_stack[size], math.ceil(len(group) / max(1, gpus)))
@@ -199,6 +208,15 @@ class StackRun:
             if m.exp.id not in self.sets:
                 self.sets[m.exp.id] = build_bilingual(lab.fe, pieces, m.exp, self.cfg.max_length)
         self.vocab_size = lab.fe.vocab_size
+        # knn-replace (§4): the prepared neighbour table [2 * shift, k]; one k per stack (plan_stacks groups by it)
+        knn = sorted({m.exp.knn_k for m in members if m.exp.knn_replace})
+        if len(knn) > 1:
+            raise ValueError(f"one stack holds knn-replace models with different k {knn}; plan_stacks separates them")
+        self.neighbours = None
+        if knn:
+            from .knn import load_neighbours
+            self.neighbours = load_neighbours(members[0].config.get("profile", "lab"), knn[0],
+                                              max_sentences=members[0].config.get("max_sentences"))
         self.eval_sets: dict[str, EvalSets] = {}
 
     # ---------------------------------------------------------------- device-side data
@@ -211,6 +229,7 @@ class StackRun:
             s = self.sets[exp_id]
             ids[e, :, :s.ids.shape[1]] = torch.as_tensor(s.ids)
         dev = self.device
+        n_probs = 4 if self.neighbours is not None else 3  # (mask, id, rand[, knn])
         exp_of = torch.tensor([exps.index(m.exp.id) for m in self.members], device=dev)
         return dict(
             ids=ids.to(dev), exp_of=exp_of,
@@ -218,7 +237,8 @@ class StackRun:
             fake=torch.stack([torch.as_tensor(self.sets[e].fake) for e in exps]).to(dev),
             lang_pos=torch.tensor([m.exp.lang_pos for m in self.members], device=dev),
             shift_special=torch.tensor([m.exp.shift_special for m in self.members], device=dev),
-            probs=torch.tensor([m.exp.mask_probs for m in self.members], device=dev).view(-1, 1, 1, 3),
+            probs=torch.tensor([m.exp.mask_probs[:n_probs] for m in self.members], device=dev).view(-1, 1, 1, n_probs),
+            neighbours=None if self.neighbours is None else torch.as_tensor(self.neighbours, device=dev),  # [V, k]
             rows=torch.zeros((len(self.members), len(range(self.rank, self.cfg.batch_size, self.world))),
                              dtype=torch.int64, device=dev),
         )
@@ -240,7 +260,7 @@ class StackRun:
         mask_id = torch.where(fake & d["shift_special"][:, None], self.lab.fe.mask + self.lab.fe.shift,
                               self.lab.fe.mask)[..., None].expand_as(ids)
         inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab_size, self.cfg.mlm_probability,
-                                     noise=self.noise)
+                                     noise=self.noise, neighbours=d["neighbours"])
         capacity = masked_capacity(rows.shape[1] * (width - 2), self.cfg.mlm_probability)
         sel_index, sel_labels = select_masked(labels, capacity)
         # A 4D mask [M, B, 1, 1, W], which HF passes through unchanged (its own mask builder branches on the data,

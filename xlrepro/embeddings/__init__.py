@@ -1,0 +1,1 @@
+"""Static word embeddings: unsupervised cross-lingual mapping (VecMap) and neighbour tables built from it."""
