@@ -24,7 +24,8 @@ def test_committed_findings_page_matches_the_claims_files():
 
 def test_counts_every_verdict_and_rejects_unknown_ones():
     claims = pd.DataFrame({"verdict": ["reproduced", "partly", "reproduced", "not testable offline"]})
-    assert verdict_counts(claims) == {"reproduced": 2, "partly": 1, "not reproduced": 0, "not testable offline": 1}
+    assert verdict_counts(claims) == {"reproduced": 2, "partly": 1, "not reproduced": 0, "not testable offline": 1,
+                                      "pending": 0}
     with pytest.raises(ValueError, match="valid verdicts"):
         verdict_counts(pd.DataFrame({"verdict": ["maybe"]}))
 
@@ -45,7 +46,8 @@ def test_page_from_hand_made_claims(tmp_path):
     ]).to_csv(results / "dufter2020" / "claims.csv", index=False)
     page = render_findings(results, _planned(tmp_path))
     dufter = page[page.index("## Dufter"):page.index("## Wu")]
-    assert "2 claims: **1** reproduced, **0** partly, **1** not reproduced, **0** not testable offline." in dufter
+    assert ("2 claims: **1** reproduced, **0** partly, **1** not reproduced, **0** not testable offline, **0** pending."
+            in dufter)
     assert "{doc}`architecture <dufter2020/architecture>`" in dufter
     assert "{doc}`training dynamics <dufter2020/training_dynamics>`" in dufter
     assert r"a = 1 \| b" in dufter
