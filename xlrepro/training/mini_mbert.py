@@ -179,7 +179,6 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
     (also saved every few minutes), and the next call resumes from it. Returns out_dir either way.
     """
     from safetensors.torch import save_model
-    from ..progress import progress as progress_bar
 
     config = config or MiniMBertConfig()
     out_dir = Path(out_dir) if out_dir is not None else config.default_dir()
@@ -197,8 +196,6 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
     tok = _tokenizer(config, out_dir, texts)
     vocab_size = tok.get_vocab_size()
     ids, lengths, starts = _encode(tok, texts, config.max_length)
-    host_lengths = lengths.numpy()
-    ids, lengths = ids.to(device), lengths.to(device)
     sizes = np.array([len(t) for t in texts.values()])
     weights = sampling_weights(dict(zip(config.languages, sizes.tolist())), config.alpha)
     p = np.array([weights[lang] for lang in config.languages])
@@ -207,62 +204,14 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
     optim = OptimConfig(lr=config.size.lr, weight_decay=config.weight_decay, eps=config.adam_eps,
                         warmup_steps=math.ceil(config.warmup * config.steps), total_steps=config.steps,
                         max_grad_norm=config.max_grad_norm)
-    stack = ModelStack([model], optim, device)
-    losses, elapsed = [], 0.0
-    ckpt = out_dir / "checkpoint.pt"
-    if ckpt.exists():
-        state = torch.load(ckpt, map_location=device, weights_only=False)
-        stack.load_state_dict(state["stack"])
-        losses, elapsed = state["losses"], state["elapsed"]
-
-    def checkpoint():
-        with atomic.atomic_path(ckpt) as tmp:
-            torch.save({"stack": stack.state_dict(), "losses": losses, "elapsed": elapsed + time.time() - t_start}, tmp)
-
-    # Inputs are built from device tensors only (`rows` is refilled every step), so on a GPU a step can be
-    # captured as a CUDA graph per padded width (ModelStack.step).
-    rows = torch.zeros((1, config.batch_size), dtype=torch.int64, device=device)
-    special = {t: torch.tensor(tok.token_to_id(t), device=device) for t in SPECIAL_TOKENS}
-    probs = torch.tensor([0.8, 0.1, 0.1], device=device)
-
-    def batch(width: int):
-        x = ids[rows, :width].long()  # [1, B, W]
-        n = lengths[rows]  # [1, B]
-        pos = torch.arange(width, device=device)
-        content = (pos >= 1) & (pos < (n - 1)[..., None])  # never [CLS], [SEP] or padding
-        inputs, labels = mask_tokens(x, content, special["[MASK]"], probs, vocab_size, config.mlm_probability)
-        sel_index, sel_labels = select_masked(labels, masked_capacity(config.batch_size * (width - 2),
-                                                                      config.mlm_probability))
-        attention = (pos < n[..., None])[:, :, None, None, :]  # [1, B, 1, 1, W], boolean for SDPA
-        return inputs, attention, pos.expand_as(x), torch.zeros_like(x), sel_index, sel_labels
-
-    torch.manual_seed(config.seed * 100003 + stack.step_count)  # masking and dropout streams
-    bar = progress_bar(total=config.steps, initial=stack.step_count, disable=not progress, desc="mini-mBERT")
-    t_start = last_save = time.time()
-    while stack.step_count < config.steps:
-        step = stack.step_count
-        lang, sent = draw_batch(config.seed, step, p, sizes, config.batch_size)
-        picked = starts[lang] + sent
-        rows.copy_(torch.as_tensor(picked)[None])
-        width = int(host_lengths[picked].max())  # pad to the longest sentence of the batch
-        if device.type == "cuda":  # ... rounded up to a multiple of 8: fewer CUDA graphs, tensor-core shapes
-            width = min(math.ceil(width / 8) * 8, ids.shape[1])
-        loss = stack.step(lambda: batch(width), graph_key=width if device.type == "cuda" else None)
-        if step % 100 == 0 or step == config.steps - 1:
-            losses.append([step, loss.float().item()])
-            bar.set_postfix(loss=f"{losses[-1][1]:.3f}")
-        bar.update(1)
-        over = time_limit is not None and time.time() - t0 > time_limit
-        if over or time.time() - last_save > CHECKPOINT_SECONDS:
-            checkpoint()
-            last_save = time.time()
-        if over and stack.step_count < config.steps:
-            bar.close()
-            return out_dir
-    bar.close()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    seconds = elapsed + time.time() - t_start
+    done = train_sampled_mlm(model, optim, device, ids, lengths, p, sizes, starts, seed=config.seed,
+                             steps=config.steps, batch_size=config.batch_size,
+                             mask_id=tok.token_to_id("[MASK]"), vocab_size=vocab_size,
+                             mlm_probability=config.mlm_probability, checkpoint=out_dir / "checkpoint.pt",
+                             time_limit=time_limit, t0=t0, progress=progress, desc="mini-mBERT", loss_every=100)
+    if done is None:
+        return out_dir
+    stack, losses, seconds = done
     with atomic.atomic_path(out_dir / "model.safetensors") as tmp:
         # bfloat16 on disk: half the size (23 MB for the default model, small enough to carry to a GPU node with
         # the data), and the precision in which the pretraining forward pass (bf16 autocast) used the weights.
@@ -273,8 +222,78 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
         "device": device_name(device), "vocab_size": vocab_size, "sentences": dict(zip(config.languages, sizes.tolist())),
         "sampling_weights": weights, "max_sentences_per_language": max_sentences_per_language,
         "losses": losses})
-    ckpt.unlink(missing_ok=True)
+    (out_dir / "checkpoint.pt").unlink(missing_ok=True)
     return out_dir
+
+
+def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torch.Tensor, lengths: torch.Tensor,
+                      weights: np.ndarray, sizes: np.ndarray, starts: np.ndarray, *, seed: int, steps: int,
+                      batch_size: int, mask_id: int, vocab_size: int, mlm_probability: float, checkpoint: Path,
+                      time_limit: float | None, t0: float, progress: bool, desc: str, loss_every: int = 100):
+    """Masked-LM pretraining of one model on rows of several languages, each batch drawn from one language with
+    probability `weights` (mini-mBERT's language sampling; `draw_batch`). Resumable from `checkpoint`.
+
+    ids [R, W] and lengths [R] hold every language's rows, language l at rows starts[l]..starts[l] + sizes[l].
+    Returns (stack, losses, seconds) when finished, None when stopped by `time_limit` (checkpoint saved).
+    """
+    from ..progress import progress as progress_bar
+
+    host_lengths = lengths.numpy()
+    ids, lengths = ids.to(device), lengths.to(device)
+    stack = ModelStack([model], optim, device)
+    losses, elapsed = [], 0.0
+    if checkpoint.exists():
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        stack.load_state_dict(state["stack"])
+        losses, elapsed = state["losses"], state["elapsed"]
+
+    def save():
+        with atomic.atomic_path(checkpoint) as tmp:
+            torch.save({"stack": stack.state_dict(), "losses": losses, "elapsed": elapsed + time.time() - t_start}, tmp)
+
+    # Inputs are built from device tensors only (`rows` is refilled every step), so on a GPU a step can be
+    # captured as a CUDA graph per padded width (ModelStack.step).
+    rows = torch.zeros((1, batch_size), dtype=torch.int64, device=device)
+    mask = torch.tensor(mask_id, device=device)
+    probs = torch.tensor([0.8, 0.1, 0.1], device=device)
+
+    def batch(width: int):
+        x = ids[rows, :width].long()  # [1, B, W]
+        n = lengths[rows]  # [1, B]
+        pos = torch.arange(width, device=device)
+        content = (pos >= 1) & (pos < (n - 1)[..., None])  # never [CLS], [SEP] or padding
+        inputs, labels = mask_tokens(x, content, mask, probs, vocab_size, mlm_probability)
+        sel_index, sel_labels = select_masked(labels, masked_capacity(batch_size * (width - 2), mlm_probability))
+        attention = (pos < n[..., None])[:, :, None, None, :]  # [1, B, 1, 1, W], boolean for SDPA
+        return inputs, attention, pos.expand_as(x), torch.zeros_like(x), sel_index, sel_labels
+
+    torch.manual_seed(seed * 100003 + stack.step_count)  # masking and dropout streams (one model: its own)
+    bar = progress_bar(total=steps, initial=stack.step_count, disable=not progress, desc=desc)
+    t_start = last_save = time.time()
+    while stack.step_count < steps:
+        step = stack.step_count
+        lang, sent = draw_batch(seed, step, weights, sizes, batch_size)
+        picked = starts[lang] + sent
+        rows.copy_(torch.as_tensor(picked)[None])
+        width = int(host_lengths[picked].max())  # pad to the longest sentence of the batch
+        if device.type == "cuda":  # ... rounded up to a multiple of 8: fewer CUDA graphs, tensor-core shapes
+            width = min(math.ceil(width / 8) * 8, ids.shape[1])
+        loss = stack.step(lambda: batch(width), graph_key=width if device.type == "cuda" else None)
+        if step % loss_every == 0 or step == steps - 1:
+            losses.append([step, loss.float().item()])
+            bar.set_postfix(loss=f"{losses[-1][1]:.3f}")
+        bar.update(1)
+        over = time_limit is not None and time.time() - t0 > time_limit
+        if over or time.time() - last_save > CHECKPOINT_SECONDS:
+            save()
+            last_save = time.time()
+        if over and stack.step_count < steps:
+            bar.close()
+            return None
+    bar.close()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return stack, losses, elapsed + time.time() - t_start
 
 
 def load_mini_mbert(out_dir: str | Path | None = None):

@@ -128,13 +128,11 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
                   ) -> Path:
     """Train (or resume) one of the four BERTs; returns its folder (training.json there when finished)."""
     from safetensors.torch import save_model
-    from tqdm.auto import tqdm
 
     from xlrepro.data.mbert_vocab import mbert_tokenizer
-    from xlrepro.masking import mask_tokens
     from xlrepro.models import device_name, init_model
-    from xlrepro.training.mini_mbert import draw_batch, sampling_weights
-    from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+    from xlrepro.training.mini_mbert import sampling_weights, train_sampled_mlm
+    from xlrepro.training.stacked import OptimConfig
 
     from .corpora import LANGUAGES
 
@@ -151,74 +149,30 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
     atomic.write_json(out / "config.json", cfg_json)
     tok = mbert_tokenizer()
     ids, lengths, starts = encode_rows(config.size, config.window, langs, config.max_chapters, tok)
-    host_lengths = lengths.numpy()
     sizes = np.diff(starts)
     weights = sampling_weights(dict(zip(langs, sizes.tolist())), config.alpha)
     p = np.array([weights[lang] for lang in langs])
-    ids, lengths = ids.to(device), lengths.to(device)
     vocab_size = tok.get_vocab_size()
     model = init_model(config.model, vocab_size, config.seed, attn="sdpa", positions=512)
     optim = OptimConfig(lr=config.model.lr, weight_decay=config.weight_decay, eps=1e-6,
                         warmup_steps=math.ceil(config.warmup * config.steps), total_steps=config.steps,
                         max_grad_norm=1.0)
-    stack = ModelStack([model], optim, device)
-    losses, elapsed = [], 0.0
-    ckpt = out / "checkpoint.pt"
-    if ckpt.exists():
-        state = torch.load(ckpt, map_location=device, weights_only=False)
-        stack.load_state_dict(state["stack"])
-        losses, elapsed = state["losses"], state["elapsed"]
     B = config.batch_size
-    rows = torch.zeros((1, B), dtype=torch.int64, device=device)
-    mask_id = torch.tensor(tok.token_to_id("[MASK]"), device=device)
-    probs = torch.tensor([0.8, 0.1, 0.1], device=device)
-
-    def batch(width: int):
-        x = ids[rows, :width].long()  # [1, B, W]
-        n = lengths[rows]  # [1, B]
-        pos = torch.arange(width, device=device)
-        content = (pos >= 1) & (pos < (n - 1)[..., None])
-        inputs, labels = mask_tokens(x, content, mask_id, probs, vocab_size, config.mlm_probability)
-        sel_index, sel_labels = select_masked(labels, masked_capacity(B * (width - 2), config.mlm_probability))
-        attention = (pos < n[..., None])[:, :, None, None, :]  # [1, B, 1, 1, W]
-        return inputs, attention, pos.expand_as(x), torch.zeros_like(x), sel_index, sel_labels
-
-    def checkpoint():
-        with atomic.atomic_path(ckpt) as tmp:
-            torch.save({"stack": stack.state_dict(), "losses": losses,
-                        "elapsed": elapsed + time.time() - t_start}, tmp)
-
-    torch.manual_seed(config.seed * 100003 + stack.step_count)
-    bar = tqdm(total=config.steps, initial=stack.step_count, disable=not progress, desc=config.name)
-    t_start = last = time.time()
-    while stack.step_count < config.steps:
-        step = stack.step_count
-        lang, sent = draw_batch(config.seed, step, p, sizes, B)
-        picked = starts[lang] + sent
-        rows.copy_(torch.as_tensor(picked)[None])
-        width = int(host_lengths[picked].max())
-        if device.type == "cuda":
-            width = min(math.ceil(width / 8) * 8, ids.shape[1])
-        loss = stack.step(lambda: batch(width), graph_key=width if device.type == "cuda" else None)
-        if step % 50 == 0 or step == config.steps - 1:
-            losses.append([step, loss.float().item()])
-            bar.set_postfix(loss=f"{losses[-1][1]:.3f}")
-        bar.update(1)
-        over = time_limit is not None and time.time() - t0 > time_limit
-        if over or time.time() - last > CHECKPOINT_SECONDS:
-            checkpoint()
-            last = time.time()
-        if over and stack.step_count < config.steps:
-            bar.close()
-            return out
-    bar.close()
+    done = train_sampled_mlm(model, optim, device, ids, lengths, p, sizes, starts, seed=config.seed,
+                             steps=config.steps, batch_size=B, mask_id=tok.token_to_id("[MASK]"),
+                             vocab_size=vocab_size, mlm_probability=config.mlm_probability,
+                             checkpoint=out / "checkpoint.pt", time_limit=time_limit, t0=t0, progress=progress,
+                             desc=config.name, loss_every=50)
+    if done is None:
+        return out
+    stack, losses, seconds = done
     with atomic.atomic_path(out / "model.safetensors") as tmp:
         save_model(stack.export(0).cpu(), str(tmp))
     atomic.write_json(out / "training.json", {
-        "steps": config.steps, "seconds": elapsed + time.time() - t_start, "device": device_name(device),
+        "steps": config.steps, "seconds": seconds, "device": device_name(device),
         "rows": dict(zip(langs, sizes.tolist())), "sampling_weights": weights, "losses": losses,
         "tokens_per_step": config.tokens_per_step, "batch_size": B})
-    ckpt.unlink(missing_ok=True)
+    (out / "checkpoint.pt").unlink(missing_ok=True)
     return out
 
 
