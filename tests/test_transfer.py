@@ -103,7 +103,7 @@ def test_jobs_and_the_cache(lab, monkeypatch):
     selection = lab.selection()  # runs the three selection fine-tunings
     assert selection["lr"].tolist() == plan.lr_grid
     for lr, acc in zip(selection["lr"], selection["dev_accuracy"]):
-        saved = json.loads((lab.root / "finetune" / "en" / "all" / f"lr{lr:g}-seed0.json").read_text())
+        saved = json.loads(lab._path(lab.config(lr, 0), "en").read_text())
         assert saved["dev_accuracy"] == acc and set(saved["test"]) == set(lab.languages)
         assert saved["config"] == lab.config(lr, 0).to_json()
     best = max(plan.lr_grid, key=lambda lr: (selection.set_index("lr").loc[lr, "dev_accuracy"], -plan.lr_grid.index(lr)))
@@ -125,7 +125,7 @@ def test_jobs_and_the_cache(lab, monkeypatch):
 
     # a cached run is read back, never retrained
     config = lab.config(plan.lr_grid[0], 0)
-    path = lab.root / "finetune" / "en" / "all" / f"lr{plan.lr_grid[0]:g}-seed0.json"
+    path = lab._path(config, "en")
 
     def no_training(*a, **kw):
         raise AssertionError("a cached run was fine-tuned again")
@@ -134,7 +134,7 @@ def test_jobs_and_the_cache(lab, monkeypatch):
     assert lab.run(config) == json.loads(path.read_text())
     assert lab.run(config, "en", ["fr"]) == json.loads(path.read_text())
     # ... but a cached run that lacks a requested test language is run again
-    fr_path = lab.root / "finetune" / "fr" / "all" / f"lr{plan.lr_grid[0]:g}-seed0.json"
+    fr_path = lab._path(config, "fr")
     fr_path.parent.mkdir(parents=True, exist_ok=True)
     fr_path.write_text(json.dumps({**json.loads(path.read_text()), "train_language": "fr",
                                    "test": {"fr": {"accuracy": 0.5, "macro_f1": 0.5}}}))
@@ -146,7 +146,8 @@ def test_jobs_and_the_cache(lab, monkeypatch):
 def test_a_feature_based_run_is_cached_under_its_mode(lab):
     config = lab.config(lab.plan.feature_lr, 1, feature_based=True)
     result = lab.run(config, "en", ["en", "es"])
-    path = lab.root / "finetune" / "en" / "feature-based" / "lr0.001-seed1.json"
+    path = lab._path(config, "en")
+    assert path.parent.name == "feature-based" and path.name.startswith("lr0.001-seed1-")
     assert json.loads(path.read_text()) == result
     assert set(result["test"]) == {"en", "es"} and result["history"]["steps"] == 2  # 48 pairs / 32, one epoch
     for scores in result["test"].values():
@@ -176,6 +177,7 @@ def test_parallel_shards_train_one_job_once(tmp_path, monkeypatch, in_processes)
     lab = object.__new__(tr.TransferLab)  # no encoder: fine-tuning is faked, only the cache matters
     lab.plan, lab.languages, lab.root, lab.device, lab.encoder = tr.load_plan(), ["en", "fr"], tmp_path, "cpu", None
     lab.epochs, lab.progress, lab.data = None, False, lambda lang, split: None
+    lab.model_dir, lab.max_train_pairs, lab.max_test_pairs = tmp_path / "encoder", None, None
 
     def slow_finetune(*a, **kw):
         with open(tmp_path / "trainings", "a") as f:
@@ -188,5 +190,15 @@ def test_parallel_shards_train_one_job_once(tmp_path, monkeypatch, in_processes)
     monkeypatch.setattr(tr, "device_name", lambda device: "cpu")
     assert in_processes(_run_once, [(lab,)] * 3) == [0, 0, 0]
     assert (tmp_path / "trainings").read_text() == "x"
-    saved = json.loads((tmp_path / "finetune" / "en" / "all" / "lr0.0001-seed0.json").read_text())
+    saved = json.loads(lab._path(lab.config(1e-4, 0), "en").read_text())
     assert saved["test"] == {"en": {"accuracy": 0.75, "macro_f1": 0.5}, "fr": {"accuracy": 0.75, "macro_f1": 0.5}}
+
+
+def test_any_changed_setting_gets_its_own_cache_file_and_the_same_setting_the_same(lab):
+    base = lab.config(1e-4, 0)
+    assert lab._path(base, "en") == lab._path(lab.config(1e-4, 0), "en")
+    others = [lab.config(1e-4, 0, dropout=0.3), lab.config(1e-4, 0, epochs=5), lab.config(2e-4, 0),
+              lab.config(1e-4, 1)]
+    paths = {lab._path(c, "en") for c in others} | {lab._path(base, "en"), lab._path(base, "fr")}
+    assert len(paths) == 6  # dropout and epochs were ignored by the old cache (and epochs raised TypeError)
+    assert lab.config(1e-4, 0, epochs=5).epochs == 5

@@ -23,6 +23,7 @@ from xlrepro.config import ConfigError, check_seeds, choose
 from xlrepro.data.multilingual import LANGUAGES, check_language
 from xlrepro.models import device_name
 from xlrepro.paths import runs_dir
+from xlrepro.runkeys import run_key
 from xlrepro.tasks.sections import SECTIONS, majority_class, parallel_keys, verse_pairs
 from xlrepro.training.finetune import FinetuneConfig, encode_pairs, evaluate, finetune
 
@@ -151,13 +152,24 @@ class TransferLab:
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def config(self, lr: float, seed: int, **kw) -> FinetuneConfig:
+        """The plan's recipe with this learning rate and seed; any other field of FinetuneConfig may be overridden."""
         recipe = dict(self.plan.recipe)
         if self.epochs is not None:
             recipe["epochs"] = self.epochs
-        return FinetuneConfig(lr=float(lr), seed=int(seed), **recipe, **kw)
+        return FinetuneConfig(**{**recipe, **kw, "lr": float(lr), "seed": int(seed)})
+
+    def run_config(self, config: FinetuneConfig, train_lang: str) -> dict:
+        """Everything that determines a fine-tuning run's numbers: the recipe, the training language, the encoder
+        (its folder and pretraining config) and the data limits. Its hash names the run's cache file."""
+        encoder = json.loads((self.model_dir / "config.json").read_text()) if (self.model_dir / "config.json").exists() \
+            else None
+        return {"finetune": config.to_json(), "train_language": train_lang, "encoder": self.model_dir.name,
+                "encoder_config": encoder, "max_train_pairs": self.max_train_pairs,
+                "max_test_pairs": self.max_test_pairs}
 
     def _path(self, config: FinetuneConfig, train_lang: str) -> Path:
-        return self.root / "finetune" / train_lang / config.mode / f"lr{config.lr:g}-seed{config.seed}.json"
+        key = run_key(self.run_config(config, train_lang))
+        return self.root / "finetune" / train_lang / config.mode / f"lr{config.lr:g}-seed{config.seed}-{key}.json"
 
     def run(self, config: FinetuneConfig, train_lang: str | None = None, test_langs=None) -> dict:
         """Fine-tune on `train_lang`'s train pairs (default: the plan's), test on `test_langs` (default: every
@@ -243,7 +255,8 @@ class TransferLab:
         rows = []
         for path in sorted(self.root.glob("finetune/*/*/*.json")):
             r = json.loads(path.read_text())
-            rows.append({"train_language": r["train_language"], "mode": path.parent.name, "run": path.stem,
+            run = f"lr{r['config']['lr']:g}-seed{r['config']['seed']}"  # the file name without its run key
+            rows.append({"train_language": r["train_language"], "mode": path.parent.name, "run": run,
                          "steps": r["history"]["steps"], "seconds": r["history"]["seconds"], "device": r["device"]})
         return pd.DataFrame(rows)
 
