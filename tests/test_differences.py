@@ -29,60 +29,57 @@ CAUSES = parse_causes({"causes": [
     {"id": "never", "experiments": ["3"], "metrics": ["*"], "text": "Not in the frame."}]})
 
 
-def test_exactly_the_large_gaps_are_listed_largest_first_with_their_causes():
-    d = differences(OURS, PAPER, CAUSES, rounding=0)
-    assert list(zip(d.experiment, d.metric)) == [("7", "mu"), ("5", "retr_l8"), ("0", "retr_l8")]
-    assert d.gap_in_std.round(6).tolist() == [12.0, 4.0, 3.0]
-    assert d.gap.round(6).tolist() == [0.6, 0.4, -0.3]
-    assert d.cause.tolist() == ["Model 7 differs.", UNKNOWN, "Retrieval differs."]
-    assert d.causes.tolist() == ["seven", "", "retrieval"]
+class TestDufter2020Differences:
+    """Named for the paper, so that `pytest -k dufter2020` selects these with the chapters' smoke runs."""
 
+    def test_exactly_the_large_gaps_are_listed_largest_first_with_their_causes(self):
+        d = differences(OURS, PAPER, CAUSES, rounding=0)
+        assert list(zip(d.experiment, d.metric)) == [("7", "mu"), ("5", "retr_l8"), ("0", "retr_l8")]
+        assert d.gap_in_std.round(6).tolist() == [12.0, 4.0, 3.0]
+        assert d.gap.round(6).tolist() == [0.6, 0.4, -0.3]
+        assert d.cause.tolist() == ["Model 7 differs.", UNKNOWN, "Retrieval differs."]
+        assert d.causes.tolist() == ["seven", "", "retrieval"]
 
-def test_zero_seed_std_falls_back_to_the_papers_std_and_rounding_hides_printed_digits():
-    ours = long({("3", "retr_l0"): [0.004, 0.004], ("3", "ppl_dev"): [300.0, 300.0]})
-    paper = pd.DataFrame([("3", "retr_l0", 0.0, 0.0), ("3", "ppl_dev", 209.0, 14.4)],
-                         columns=["experiment", "metric", "mean", "std"])
-    d = differences(ours, paper, CAUSES)  # default rounding: 0.005 for fractions, 0.5 for perplexities
-    assert list(zip(d.experiment, d.metric)) == [("3", "ppl_dev")]
-    assert d.spread.tolist() == [14.4]
-    assert len(differences(ours, paper, CAUSES, rounding=0)) == 2
+    def test_zero_seed_std_falls_back_to_the_papers_std_and_rounding_hides_printed_digits(self):
+        ours = long({("3", "retr_l0"): [0.004, 0.004], ("3", "ppl_dev"): [300.0, 300.0]})
+        paper = pd.DataFrame([("3", "retr_l0", 0.0, 0.0), ("3", "ppl_dev", 209.0, 14.4)],
+                             columns=["experiment", "metric", "mean", "std"])
+        d = differences(ours, paper, CAUSES)  # default rounding: 0.005 for fractions, 0.5 for perplexities
+        assert list(zip(d.experiment, d.metric)) == [("3", "ppl_dev")]
+        assert d.spread.tolist() == [14.4]
+        assert len(differences(ours, paper, CAUSES, rounding=0)) == 2
 
+    def test_a_curves_frame_is_cut_to_the_last_checkpoint(self):
+        curves = pd.DataFrame({"experiment": ["0"] * 4, "seed": [0, 0, 1, 1], "step": [0, 10, 0, 10],
+                               "metric": ["retr_l8"] * 4, "value": [0.0, 0.4, 0.0, 0.6]})
+        d = differences(curves, PAPER, CAUSES, rounding=0)  # last checkpoints 0.4, 0.6: mean 0.5, std 0.141
+        assert d.experiment.tolist() == ["0"] and round(float(d.ours_mean[0]), 6) == 0.5
 
-def test_a_curves_frame_is_cut_to_the_last_checkpoint():
-    curves = pd.DataFrame({"experiment": ["0"] * 4, "seed": [0, 0, 1, 1], "step": [0, 10, 0, 10],
-                           "metric": ["retr_l8"] * 4, "value": [0.0, 0.4, 0.0, 0.6]})
-    d = differences(curves, PAPER, CAUSES, rounding=0)  # last checkpoints 0.4, 0.6: mean 0.5, std 0.141
-    assert d.experiment.tolist() == ["0"] and round(float(d.ours_mean[0]), 6) == 0.5
+    def test_markdown_table_has_one_row_per_gap_and_escapes_pipes(self):
+        causes = parse_causes({"causes": [{"id": "p", "experiments": ["5"], "metrics": ["*"], "text": "a | b"}]})
+        text = differences_markdown(OURS, PAPER, {"5": "lang-pos"}, causes, rounding=0).data
+        lines = text.splitlines()
+        assert lines[0].startswith("| model | metric | ours | paper | gap (std) | cause |") and len(lines) == 2 + 3
+        assert "| 5: lang-pos | retr_l8 | 0.50 ± 0.10 (n=3) | .10 ± 0.02 | 4.0 | a \\| b |" in lines
 
+    def test_bad_yaml_key_names_the_valid_keys(self):
+        with pytest.raises(ConfigError, match="unknown key 'metric'.*valid choices: id, experiments, metrics, text"):
+            parse_causes({"causes": [{"id": "x", "experiments": ["*"], "metric": ["*"], "text": "t"}]})
+        with pytest.raises(ConfigError, match="valid choices: causes"):
+            parse_causes({"cause": []})
+        with pytest.raises(ConfigError, match="non-empty list of patterns"):
+            parse_causes({"causes": [{"id": "x", "experiments": "0", "metrics": ["*"], "text": "t"}]})
+        with pytest.raises(ConfigError, match="repeated: x"):
+            parse_causes({"causes": [{"id": "x", "experiments": ["0"], "metrics": ["*"], "text": "t"}] * 2})
 
-def test_markdown_table_has_one_row_per_gap_and_escapes_pipes():
-    causes = parse_causes({"causes": [{"id": "p", "experiments": ["5"], "metrics": ["*"], "text": "a | b"}]})
-    text = differences_markdown(OURS, PAPER, {"5": "lang-pos"}, causes, rounding=0).data
-    lines = text.splitlines()
-    assert lines[0].startswith("| model | metric | ours | paper | gap (std) | cause |") and len(lines) == 2 + 3
-    assert "| 5: lang-pos | retr_l8 | 0.50 ± 0.10 (n=3) | .10 ± 0.02 | 4.0 | a \\| b |" in lines
+    def test_bad_arguments_are_refused(self):
+        with pytest.raises(ValueError, match="lacks columns value"):
+            differences(OURS.drop(columns="value"), PAPER, CAUSES)
+        with pytest.raises(ValueError, match="positive number"):
+            differences(OURS, PAPER, CAUSES, k=0)
+        with pytest.raises(ValueError, match="rounding must be"):
+            differences(OURS, PAPER, CAUSES, rounding=-1)
 
-
-def test_bad_yaml_key_names_the_valid_keys():
-    with pytest.raises(ConfigError, match="unknown key 'metric'.*valid choices: id, experiments, metrics, text"):
-        parse_causes({"causes": [{"id": "x", "experiments": ["*"], "metric": ["*"], "text": "t"}]})
-    with pytest.raises(ConfigError, match="valid choices: causes"):
-        parse_causes({"cause": []})
-    with pytest.raises(ConfigError, match="non-empty list of patterns"):
-        parse_causes({"causes": [{"id": "x", "experiments": "0", "metrics": ["*"], "text": "t"}]})
-    with pytest.raises(ConfigError, match="repeated: x"):
-        parse_causes({"causes": [{"id": "x", "experiments": ["0"], "metrics": ["*"], "text": "t"}] * 2})
-
-
-def test_bad_arguments_are_refused():
-    with pytest.raises(ValueError, match="lacks columns value"):
-        differences(OURS.drop(columns="value"), PAPER, CAUSES)
-    with pytest.raises(ValueError, match="positive number"):
-        differences(OURS, PAPER, CAUSES, k=0)
-    with pytest.raises(ValueError, match="rounding must be"):
-        differences(OURS, PAPER, CAUSES, rounding=-1)
-
-
-def test_the_shipped_causes_load_and_cover_the_documented_ones():
-    ids = {c.id for c in load_causes()}
-    assert {"corpus", "updates", "seed0-did-not-learn", "base-updates", "untrained-vocabulary"} <= ids
+    def test_the_shipped_causes_load_and_cover_the_documented_ones(self):
+        ids = {c.id for c in load_causes()}
+        assert {"corpus", "updates", "seed0-did-not-learn", "base-updates", "untrained-vocabulary"} <= ids
