@@ -57,10 +57,12 @@ class TestDufter2020Differences:
 
     def test_markdown_table_has_one_row_per_gap_and_escapes_pipes(self):
         causes = parse_causes({"causes": [{"id": "p", "experiments": ["5"], "metrics": ["*"], "text": "a | b"}]})
-        text = differences_markdown(OURS, PAPER, {"5": "lang-pos"}, causes, rounding=0).data
+        text = differences_markdown(OURS, PAPER, {"5": "lang-pos"}, causes, rounding=0, names={"mu": "µ"}).data
         lines = text.splitlines()
-        assert lines[0].startswith("| model | metric | ours | paper | gap (std) | cause |") and len(lines) == 2 + 3
-        assert "| 5: lang-pos | retr_l8 | 0.50 ± 0.10 (n=3) | .10 ± 0.02 | 4.0 | a \\| b |" in lines
+        assert lines[0] == "| model | metric | ours (mean ± std, seeds) | paper | gap in std | cause |"
+        assert len(lines) == 2 + 3
+        assert "| 5 lang-pos | retr_l8 | 0.50 ± 0.10 (3) | 0.10 ± 0.02 | 4.0 | a \\| b |" in lines
+        assert "| 7 | µ | 0.90 (1) | 0.30 ± 0.05 | 12.0 | cause not known |" in lines
 
     def test_bad_yaml_key_names_the_valid_keys(self):
         with pytest.raises(ConfigError, match="unknown key 'metric'.*valid choices: id, experiments, metrics, text"):
@@ -82,4 +84,5 @@ class TestDufter2020Differences:
 
     def test_the_shipped_causes_load_and_cover_the_documented_ones(self):
         ids = {c.id for c in load_causes()}
-        assert {"corpus", "updates", "seed0-did-not-learn", "base-updates", "untrained-vocabulary"} <= ids
+        assert {"corpus-train", "corpus-dev", "updates", "seed0-did-not-learn", "base-updates",
+                "untrained-vocabulary"} <= ids

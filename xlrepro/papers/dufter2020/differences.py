@@ -20,7 +20,6 @@ import yaml
 
 from xlrepro.config import ConfigError, from_dict
 from xlrepro.results import MISSING, fmt
-from xlrepro.tables import paper_number
 
 UNKNOWN = "cause not known"
 # Half a unit of the paper's last printed digit: Table 1 prints fractions with two decimals (".97") and perplexities
@@ -161,23 +160,34 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _digits(metric: str, paper_mean: float) -> int:
+    """Decimals shown: perplexities of 100 or more as integers (the paper's "217"), lower ones with one decimal
+    (train perplexities of 1-16 differ in their first decimal), fractions with two."""
+    if metric.startswith("ppl"):
+        return 0 if abs(paper_mean) >= 100 else 1
+    return 2
+
+
 def differences_markdown(ours: pd.DataFrame, paper: pd.DataFrame, labels: dict[str, str] | None = None,
                          causes: tuple[Cause, ...] | None = None, k: float = 2.0, names: dict[str, str] | None = None,
                          rounding: float | dict[str, float] | None = None):
     """`differences` as an `IPython.display.Markdown` table: model, metric, ours (mean ± std, seeds), the paper's,
-    the gap in standard deviations, the cause. `labels`: experiment -> description; `names`: metric -> shown name."""
+    the gap in standard deviations, the cause. `labels`: experiment -> description (a model is shown as "ID
+    description", as in the chapters' tables); `names`: metric -> shown name (default: the chapters' METRIC_NAMES)."""
     from IPython.display import Markdown
 
     table = differences(ours, paper, causes, k, rounding)
     if table.empty:
         return Markdown(f"No gap is larger than {k:g} standard deviations.")
-    labels, names = dict(labels or {}), dict(names or {})
-    lines = ["| model | metric | ours | paper | gap (std) | cause |", "|---|---|---|---|---|---|"]
+    if names is None:
+        from .report import METRIC_NAMES as names
+    labels, names = dict(labels or {}), dict(names)
+    lines = ["| model | metric | ours (mean ± std, seeds) | paper | gap in std | cause |", "|---|---|---|---|---|---|"]
     for r in table.itertuples(index=False):
-        d = 0 if r.metric.startswith("ppl") else 2
-        model = f"{r.experiment}: {labels[r.experiment]}" if r.experiment in labels else r.experiment
-        ours_text = f"{fmt(r.ours_mean, r.ours_std, d)} (n={r.seeds})"
-        paper_text = paper_number(r.paper_mean, d) + (f" ± {r.paper_std:.{d}f}" if pd.notna(r.paper_std) else "")
+        d = _digits(r.metric, r.paper_mean)
+        model = f"{r.experiment} {labels[r.experiment]}" if r.experiment in labels else r.experiment
+        ours_text = f"{fmt(r.ours_mean, r.ours_std, d)} ({r.seeds})"
+        paper_text = fmt(r.paper_mean, r.paper_std, d)
         size = f"{r.gap_in_std:.1f}" if np.isfinite(r.gap_in_std) else f"{MISSING} (no spread)"
         lines.append("| " + " | ".join(_cell(x) for x in (model, names.get(r.metric, r.metric), ours_text,
                                                           paper_text, size, r.cause)) + " |")
