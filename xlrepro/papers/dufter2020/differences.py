@@ -178,7 +178,7 @@ def differences_markdown(ours: pd.DataFrame, paper: pd.DataFrame, labels: dict[s
 
     table = differences(ours, paper, causes, k, rounding)
     if table.empty:
-        return Markdown(f"No gap is larger than {k:g} standard deviations.")
+        return Markdown(f"No gap to the paper is larger than {k:g} standard deviations of our seeds.")
     if names is None:
         from .report import METRIC_NAMES as names
     labels, names = dict(labels or {}), dict(names)
