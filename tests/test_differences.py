@@ -86,3 +86,8 @@ class TestDufter2020Differences:
         ids = {c.id for c in load_causes()}
         assert {"corpus-train", "corpus-dev", "updates", "seed0-did-not-learn", "base-updates",
                 "untrained-vocabulary"} <= ids
+
+    def test_no_gap_says_so(self):
+        ours = long({("0", "retr_l8"): [0.79, 0.80, 0.81]})
+        text = differences_markdown(ours, PAPER, causes=CAUSES).data
+        assert text == "No gap to the paper is larger than 2 standard deviations of our seeds."
