@@ -244,7 +244,8 @@ def plot_curves(curves: pd.DataFrame, ids: list[str], labels: dict[str, str]):
     import matplotlib.pyplot as plt
 
     panels = [("retr_l0", "retr_l8", "trans_l0", "trans_l8", "mu"), ("ppl_train", "ppl_dev")]
-    fig, axes = plt.subplots(2, len(ids), figsize=(5 * len(ids), 6.5), squeeze=False, sharex="col")
+    # panels that are compared share their axes: the same step range per model, the same scale per row
+    fig, axes = plt.subplots(2, len(ids), figsize=(5 * len(ids), 6.5), squeeze=False, sharex="col", sharey="row")
     for col, exp in enumerate(ids):
         sub = curves[curves["experiment"] == str(exp)]
         if sub.empty:  # not trained yet: say so instead of drawing empty axes
