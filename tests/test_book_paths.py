@@ -39,6 +39,7 @@ def notebook_text(path: Path) -> str:
                 if mime.startswith("text/") or mime == "application/json":
                     parts.append(data if isinstance(data, str) else "".join(data) if isinstance(data, list)
                                  else json.dumps(data))
+    parts.append("# metadata\n" + json.dumps(nb.get("metadata", {}), indent=1))  # papermill records its paths there
     return "\n".join(parts)
 
 
