@@ -63,9 +63,10 @@ import pandas as pd
 import yaml
 from scipy import stats as sps
 
-REPRODUCED, PARTLY, NOT, OFFLINE = "reproduced", "partly", "not reproduced", "not testable offline"
-PENDING = "pending"  # the run a claim reads has not been made yet (claims_table only; see MissingResults)
-VERDICTS = (REPRODUCED, PARTLY, NOT, OFFLINE, PENDING)
+from .results import VERDICTS
+
+# the verdicts, defined once with the results contract; PENDING: the run a claim reads has not been made yet
+REPRODUCED, PARTLY, NOT, OFFLINE, PENDING = VERDICTS
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
@@ -173,9 +174,6 @@ class MissingResults(KeyError):
     run on fewer languages).
 
     `claims_table` turns it into the verdict "pending"; `evaluate` lets it through, so a test sees it."""
-
-
-MissingArtifact = MissingResults  # the name an earlier version used for a missing results file
 
 
 @dataclass

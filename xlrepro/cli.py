@@ -84,21 +84,17 @@ def check_training(name: str, parameters: dict, allow_cpu: bool) -> None:
         check_long_run(f"running {name} ({what})", "cpu", allow_cpu)
 
 
-def _shown(path: Path) -> str:
-    """`path` relative to the repository, or only its name where it lies outside."""
-    path, root = Path(path).resolve(), repo_root().resolve()
-    return str(path.relative_to(root)) if path.is_relative_to(root) else f"<outside the repository>/{path.name}"
-
-
 def portable_paths(executed: Path, source: Path, output: Path) -> None:
     """papermill records the machine's absolute paths in the notebook's metadata: keep them relative to the
     repository, so that an executed chapter names no folder of the machine it ran on."""
     import json
 
+    from .runrecord import shown
+
     nb = json.loads(Path(executed).read_text(encoding="utf-8"))
     meta = nb.get("metadata", {}).get("papermill")
     if meta is not None:
-        meta["input_path"], meta["output_path"] = _shown(source), _shown(output)
+        meta["input_path"], meta["output_path"] = shown(source), shown(output)
         Path(executed).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
