@@ -6,7 +6,8 @@ import pytest
 from xlrepro.config import ConfigError, check_seeds
 from xlrepro.papers.dufter2020.config import load_chapter
 from xlrepro.papers.dufter2020.report import chapter_run
-from xlrepro.papers.dufter2020.grid import grid_members, is_done, member_dir, plan_stacks, run_grid
+from xlrepro.papers.dufter2020.grid import (grid_members, is_done, member_dir, parse_max_stack, plan_stacks,
+                                            run_grid)
 
 TINY = dict(epochs=2, max_sentences=24, batch_size=8)
 
@@ -56,6 +57,20 @@ def test_interrupted_training_resumes(tmp_path):
     assert curve[0]["step"] == 0 and curve[-1]["step"] == result["steps"]
     # a finished grid is not trained again
     assert run_grid("dufter2020", ["0", "3"], [0], **args) is True
+
+
+def test_max_stack_option_spreads_the_base_models_evenly():
+    assert parse_max_stack(["base=3", "small=7"]) == {"base": 3, "small": 7}
+    for bad in ("huge=3", "base=0", "base=x", "base"):
+        with pytest.raises(ConfigError, match=r"SIZE one of \['base', 'small'\]"):
+            parse_max_stack([bad])
+    ch = load_chapter("dufter2020")
+    members = grid_members(ch, ["15", "16", "17"], list(ch.seeds))
+    stacks = plan_stacks(members, parse_max_stack(["base=3"]), gpus=4)
+    keys = [tuple(m.key for m in s) for s in stacks]
+    # 17's last three seeds form a stack of their own: with them done, four stacks of three remain for four GPUs
+    assert keys == [("15/0", "15/42", "15/43"), ("15/100", "15/101", "16/0"), ("16/42", "16/43", "16/100"),
+                    ("16/101", "17/0", "17/42"), ("17/43", "17/100", "17/101")]
 
 
 def test_bad_parameters_name_the_valid_choices():

@@ -30,6 +30,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
                         "a large one)")
+    p.add_argument("--max-stack", nargs="*", default=[], metavar="SIZE=N",
+                   help="at most N models of a size (small, base) per stack, e.g. base=3 to spread 12 BERT-base "
+                        "models over 4 GPUs as 4 x 3; a speed switch (the same numbers in any stack)")
 
 
 def prepare_train(a: argparse.Namespace):
@@ -49,13 +52,15 @@ def prepare_train(a: argparse.Namespace):
         raise ConfigError(f"--workers-per-gpu must be 1 or more; got {a.workers_per_gpu}")
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
+    max_stack = grid.parse_max_stack(a.max_stack)
     devices = grid.available_devices()
     check_long_run(f"training {len(ids)} models of {NAME} at the paper's settings", devices[0], a.allow_cpu)
 
     def train() -> str:
         done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
                              time_limit=a.time_limit, devices=devices * a.workers_per_gpu,
-                             compile=a.compile or None, graphs=not a.no_graphs)
+                             compile=a.compile or None, graphs=not a.no_graphs,
+                             max_stack=max_stack)
         return "grid complete" if done else "time limit reached: run the same command again to resume"
     return train
 

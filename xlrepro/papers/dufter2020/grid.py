@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from xlrepro import atomic
-from xlrepro.config import check_profile, check_seeds
+from xlrepro.config import ConfigError, check_profile, check_seeds
 from xlrepro.masking import mask_tokens
 from xlrepro.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
@@ -106,6 +106,18 @@ def member_dir(root: Path, m: Member) -> Path:
 
 def is_done(root: Path, m: Member) -> bool:
     return (member_dir(root, m) / "metrics.json").exists()
+
+
+def parse_max_stack(items: list[str] | None) -> dict[str, int]:
+    """`["base=3"]` -> {"base": 3}: the `--max-stack` option, checked before any work."""
+    out = {}
+    for item in items or []:
+        size, _, n = item.partition("=")
+        if size not in MAX_STACK or not n.isdigit() or int(n) < 1:
+            raise ConfigError(f"--max-stack takes SIZE=N with SIZE one of {sorted(MAX_STACK)} and N >= 1; "
+                              f"got {item!r}")
+        out[size] = int(n)
+    return out
 
 
 def stack_key(members: list[Member]) -> str:
