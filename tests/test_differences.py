@@ -65,7 +65,7 @@ class TestDufter2020Differences:
         assert "| 7 | µ | 0.90 (1) | 0.30 ± 0.05 | 12.0 | cause not known |" in lines
 
     def test_bad_yaml_key_names_the_valid_keys(self):
-        with pytest.raises(ConfigError, match="unknown key 'metric'.*valid choices: id, experiments, metrics, text"):
+        with pytest.raises(ConfigError, match="unknown key 'metric'.*valid choices: id, experiments, metrics, text, languages"):
             parse_causes({"causes": [{"id": "x", "experiments": ["*"], "metric": ["*"], "text": "t"}]})
         with pytest.raises(ConfigError, match="valid choices: causes"):
             parse_causes({"cause": []})
