@@ -223,7 +223,8 @@ def test_papers_lists_the_registry(capsys):
     assert main(["papers", "--chapters"]) == 0
     assert capsys.readouterr().out.split() == [f"{p}" for p in
                                                 ["dufter2020/setup", "dufter2020/architecture",
-                                                 "dufter2020/comparability", "dufter2020/training_dynamics", "dufter2020/engineering",
+                                                 "dufter2020/comparability", "dufter2020/training_dynamics", "dufter2020/knn_replace",
+                                                 "dufter2020/engineering",
                                                  "multilingual/lab", "wu2019/q1_zero_shot", "wu2019/q2_layers",
                                                  "wu2019/q3_language_id", "wu2019/q4_subword_overlap",
                                                  "k2020/linguistic", "k2020/architecture", "k2020/input_objective",

@@ -1,0 +1,164 @@
+"""The knn-replace chapter (§4, Figure 7, appendix A.3) and the declared-but-pending tables 3, 4 and 10.
+
+What the notebook calls: `collect` (the models of a table that are trained, the rest marked pending, nothing
+trained), the neighbour table's summary and examples, `table10_paper` (the paper's Table 10 under our experiment
+IDs), `plot_fig7` (models 0 and 30 on the same axes) and `PENDING` (the commands and GPU cost of what is not run).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from xlrepro.results import MISSING
+
+from .grid import is_done
+from .report import METRIC_NAMES
+
+# Figure 7's panels: the metrics of Figure 6 (alignment F1 is left out, as in the paper: with shared position
+# embeddings it is trivially 1.0).
+FIG7_METRICS = ("retr_l0", "retr_l8", "trans_l0", "trans_l8", "mu", "ppl_train", "ppl_dev")
+# Table 10's long-training model: model 17 at 250 epochs, declared as its own experiment (experiments.yaml).
+TABLE10_IDS = ("0", "17", "17-250")
+TABLE10_EPOCHS = {"0": 100, "17": 100, "17-250": 250}
+
+
+def collect(run, ids) -> list[str]:
+    """Mark the models of `ids` without results as pending (`run.pending`) without training any; return the IDs of
+    which at least one seed is trained. For tables whose cost a chapter must not start by itself (Table 10)."""
+    todo = [m for m in run.members(ids) if not is_done(run.root, m)]
+    run.pending += [m for m in todo if m not in run.pending]
+    return [e for e in ids if e not in run.pending_experiments(ids)]
+
+
+def neighbour_summary(report: dict) -> pd.DataFrame:
+    """The prepared table's manifest (`knn.knn_report(...)["report"]`) as a two-column frame for readers."""
+    rows = [("word pieces mapped per language", f"{report['pieces']:,}"),
+            ("precision@1, English → Fake-English", f"{report['precision_en_to_fake']:.3f}"),
+            ("precision@1, Fake-English → English", f"{report['precision_fake_to_en']:.3f}"),
+            ("precision@1, the 1,000 first English pieces", f"{report['precision_top1000_en_to_fake']:.3f}"),
+            ("VecMap self-learning iterations", f"{report['vecmap_iterations']}"),
+            ("VecMap objective (mean cosine of each word's best match, both directions)",
+             f"{report['vecmap_objective']:.4f}")]
+    return pd.DataFrame(rows, columns=["neighbour table", "value"])
+
+
+def knn_frame(report: dict) -> pd.DataFrame:
+    """The table's precision as a long results frame (no seed: the table is one deterministic artifact), the claims'
+    artifact ``knn_table``."""
+    metrics = ("precision", "precision_en_to_fake", "precision_fake_to_en", "precision_top1000_en_to_fake")
+    return pd.DataFrame([{"experiment": "30", "seed": -1, "metric": m, "value": float(report[m])} for m in metrics])
+
+
+def neighbour_examples(lab, table: np.ndarray, n: int = 12) -> pd.DataFrame:
+    """The `n` most frequent English training pieces with their knn-replace neighbour in Fake-English, and whether
+    it is the true translation (the same piece, shifted). table: [2 * shift, k] (`knn.load_neighbours`)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer; got {n!r}")
+    fe = lab.fe
+    table = np.asarray(table)
+    if table.ndim != 2 or table.shape[0] != 2 * fe.shift:
+        raise ValueError(f"table must be [2 * shift, k] = [{2 * fe.shift}, k]; got shape {table.shape}")
+    specials = set(fe.special_ids.tolist())
+    counts = Counter(int(i) for s in lab.train_pieces for i in s if int(i) not in specials)
+    rows = []
+    for piece, count in counts.most_common(n):
+        nb = int(table[piece, 0])
+        back = int(table[nb, 0]) if nb < len(table) else -1
+        rows.append({"English piece": fe.tokenizer.id_to_token(piece), "count in training text": count,
+                     "nearest Fake-English piece": "::" + (fe.tokenizer.id_to_token(nb - fe.shift) or "?")
+                     if nb >= fe.shift else fe.tokenizer.id_to_token(nb),
+                     "true translation": nb == piece + fe.shift,
+                     "its neighbour back in English": fe.tokenizer.id_to_token(back - fe.shift)
+                     if back >= fe.shift else fe.tokenizer.id_to_token(back)})
+    return pd.DataFrame(rows)
+
+
+def table10_paper(paper: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 10 (`paper_numbers("dufter2020", "Table 10")`) under our experiment IDs: model 17's
+    250-epoch row becomes "17-250"."""
+    need = {"experiment", "epochs", "metric", "mean", "std"}
+    if not need <= set(paper.columns):
+        raise ValueError(f"paper must have columns {', '.join(sorted(need))}; got {', '.join(paper.columns)}")
+    out = paper.copy()
+    out["experiment"] = [f"{e}-250" if str(e) == "17" and int(ep) == 250 else str(e)
+                         for e, ep in zip(out["experiment"], out["epochs"])]
+    return out
+
+
+def plot_fig7(curves: pd.DataFrame, labels: dict[str, str], ids=("0", "30")):
+    """Figure 7: each metric of Figure 6 along training, model 30 against model 0 on the same axes; median over seeds
+    with the interquartile range as a band, as in Figure 6. A model without curves is named as pending."""
+    import matplotlib.pyplot as plt
+
+    ids = [str(i) for i in ids]
+    have = set(curves["experiment"].astype(str)) if len(curves) else set()
+    fig, axes = plt.subplots(2, 4, figsize=(14, 6.5), sharex=True)
+    flat = axes.ravel()
+    for ax, metric in zip(flat, FIG7_METRICS):
+        for k, exp in enumerate(ids):
+            if exp not in have:
+                continue
+            g = curves[(curves["experiment"].astype(str) == exp) & (curves["metric"] == metric)].groupby("step")["value"]
+            mid, low, high = g.median(), g.quantile(0.25), g.quantile(0.75)
+            ax.plot(mid.index, mid.values, color=f"C{k}", lw=2 if exp == "30" else 1.2,
+                    label=f"{exp}: {labels.get(exp, exp)}")
+            ax.fill_between(mid.index, low, high, color=f"C{k}", alpha=0.2)
+        ax.set_title(METRIC_NAMES.get(metric, metric), fontsize=9)
+        if metric.startswith("ppl"):
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(-0.02, 1.02)
+    missing = [e for e in ids if e not in have]
+    legend = flat[len(FIG7_METRICS)]
+    legend.axis("off")
+    handles, names = flat[0].get_legend_handles_labels()
+    if handles:
+        legend.legend(handles, names, loc="center", fontsize=9)
+    if missing:
+        legend.text(0.5, 0.1, "\n".join(f"model {e}: pending the GPU run" for e in missing), ha="center",
+                    va="center", transform=legend.transAxes, fontsize=9)
+    for ax in axes[1]:
+        ax.set_xlabel("training step")
+    fig.tight_layout()
+    return fig
+
+
+def pending_markdown(what: str, reason: str, command: str | None, cost: str) -> str:
+    """One pending result for readers: what, why it is not here, the command (or that none exists yet), its cost."""
+    how = f"On a GPU:\n\n```bash\n{command}\n```\n" if command else "No command runs it yet.\n"
+    return f"**{what}: pending the GPU run.** {reason}\n\n{how}\n*Estimated GPU time:* {cost}\n"
+
+
+# What this chapter declares but does not run (the commands and the estimates are also in the report of the work).
+PENDING = {
+    "30": ("Table 1 row 30 and Figure 7", "Model 30 (knn-replace, five seeds) has no results in this run yet.",
+           "xlrepro prepare            # the neighbour table (fastText + VecMap, a few CPU minutes)\n"
+           "xlrepro train dufter2020 --ids 0 30 --compile --time-limit 540\n"
+           "xlrepro run dufter2020/knn_replace --publish",
+           "about 2 GPU-minutes for the five BERT-small models of ID 30 in one compiled stack (1.35 ms per "
+           "model-step, 9,100 steps, with checkpoint evaluation), H100."),
+    "table10": ("Table 10 (model 17 trained for 250 epochs)",
+                "Model 17 at 250 epochs (experiment 17-250) is declared in experiments.yaml; this chapter never "
+                "starts it, because it is the most expensive model of the paper.",
+                "xlrepro train dufter2020 --ids 17-250 --large-seeds 0 42 43 --compile --time-limit 540   "
+                "# repeat until 'grid complete' (resumable)",
+                "22,750 updates per model; at the measured 18-24 ms per BERT-base model-step in a compiled stack, "
+                "about 7-9 GPU-minutes per seed: 21-28 GPU-minutes for 3 seeds (35-46 for all 5), H100/H200."),
+    "table3": ("Table 3 (real languages: English, German, Hindi)",
+               "The paper pretrains BERT-base on 1 GB Wikipedia samples of English, German and Hindi with a 20k "
+               "vocabulary per language and fine-tunes on XNLI; neither corpus nor XNLI exists offline. The stand-in "
+               "(the Bible in en/de/hi, one vocabulary per language, models 0, 3 with German inverted, 8 and 30 with "
+               "top-5 knn-replace, 3 seeds, fine-tuned on English on the verse-pair section task, zero-shot on German "
+               "and Hindi) is not built yet.", None,
+               "12 BERT-base pretraining runs (4 models x 3 seeds); at about 20k updates each and 20-25 ms per "
+               "model-step, about 7-8 GPU-minutes each, 90-100 GPU-minutes, plus 12 fine-tuning runs of about "
+               "1 minute: about 2 GPU-hours in all."),
+    "table4": ("Table 4 (word order and zero-shot transfer)",
+               "Kendall's τ distance to English from Match alignments (`xlrepro.evaluation.word_order`) needs word "
+               "similarities from mini-mBERT's middle layer on 2,500 parallel dev verses per language; the "
+               "alignment code is tested, the pass over the 21 languages is not built yet.", None,
+               "mini-mBERT encodes 21 x 2 x 2,500 verses in well under a minute on one GPU; the matchings run on the "
+               "CPU (about 52k small assignment problems, a few minutes)."),
+}
