@@ -181,11 +181,13 @@ def differences_markdown(ours: pd.DataFrame, paper: pd.DataFrame, causes: tuple[
                          labels: dict[str, str] | None = None, k: float = 2.0, names: dict[str, str] | None = None,
                          rounding: float | dict[str, float] = 0.0, keys=KEYS,
                          digits: Callable[[str, float], int] = lambda metric, paper_mean: 2,
-                         empty: str | None = None):
+                         empty: str | None = None, legend: bool = False):
     """`differences` as an `IPython.display.Markdown` table: model, metric (and each extra key, e.g. language), ours
     (mean ± std, seeds), the paper's, the gap in standard deviations, the cause. `labels`: experiment -> description
     (a model is shown as "ID description"); `names`: metric -> shown name; `digits(metric, paper_mean)`: decimals
-    shown; `empty`: the text when no gap is listed (default: says that none exceeds k standard deviations)."""
+    shown; `empty`: the text when no gap is listed (default: says that none exceeds k standard deviations);
+    `legend`: the cause column holds the causes' ids and their texts follow the table once (for long lists whose
+    rows share causes)."""
     from IPython.display import Markdown
 
     keys = _check_keys(keys)
@@ -202,7 +204,11 @@ def differences_markdown(ours: pd.DataFrame, paper: pd.DataFrame, causes: tuple[
         ours_text = f"{fmt(r['ours_mean'], r['ours_std'], d)} ({r['seeds']})"
         paper_text = fmt(r["paper_mean"], r["paper_std"], d)
         size = f"{r['gap_in_std']:.1f}" if np.isfinite(r["gap_in_std"]) else f"{MISSING} (no spread)"
-        cells = [model, names.get(r["metric"], r["metric"]), *(r[c] for c in extra), ours_text, paper_text, size,
-                 r["cause"]]
+        cause = (", ".join(r["causes"].split(";")) if r["causes"] else UNKNOWN) if legend else r["cause"]
+        cells = [model, names.get(r["metric"], r["metric"]), *(r[c] for c in extra), ours_text, paper_text, size, cause]
         lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    if legend:
+        used = list(dict.fromkeys(i for ids in table["causes"] if ids for i in ids.split(";")))
+        texts = {c.id: c.text.strip() for c in causes}
+        lines += ["", *(f"- **{i}**: {_cell(texts[i])}" for i in used)]
     return Markdown("\n".join(lines))

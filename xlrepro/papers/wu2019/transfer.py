@@ -47,6 +47,8 @@ class TransferPlan:
     probe: dict = field(metadata={"help": "language-ID probe: sentences per language", "keys": PROBE_KEYS})
     models: dict[str, dict] = field(default_factory=dict, metadata={
         "help": "encoder name -> MiniMBertConfig settings (+ max_sentences_per_language)"})
+    in_language_seeds: list[int] = field(default_factory=lambda: [0], metadata={
+        "help": "fine-tuning seeds of the in-language upper bound (one run per language and seed)"})
 
     def freeze_levels(self, depth: int) -> list[int]:
         """Frozen layer counts for a model of `depth` layers (0, 1/4, 1/2, 3/4 of it)."""
@@ -123,6 +125,7 @@ class TransferLab:
         self.progress = progress
         self._data: dict = {}
         self._test_keys = None
+        self.pending_runs: list[tuple[str, int]] = []  # (language, seed) of in-language runs awaiting a GPU
 
     @property
     def depth(self) -> int:
@@ -214,10 +217,35 @@ class TransferLab:
         """Fine-tune all on English with the selected learning rate; test in every language (their Table 3)."""
         return self._frame(self.jobs("zero-shot", seeds=seeds), "zero-shot")
 
-    def in_language(self, languages=None) -> pd.DataFrame:
-        """The supervised upper bound: fine-tune on each language's own train pairs (one seed, the English-selected
-        learning rate: no per-language selection), test on its test pairs."""
-        return self._frame(self.jobs("in-language", languages), "in-language")
+    @property
+    def full_size(self) -> bool:
+        """The published encoder on the whole data (no smoke limits)."""
+        return self.model == "lab" and (self.max_train_pairs, self.max_test_pairs, self.epochs) == (None, None, None)
+
+    def cached(self, config: FinetuneConfig, train_lang: str, test_langs=None) -> bool:
+        """Whether the run has a result in the cache for every language of `test_langs` (default: all)."""
+        path = self._path(config, train_lang)
+        if not path.exists():
+            return False
+        return set(test_langs or self.languages) <= set(json.loads(path.read_text())["test"])
+
+    def in_language(self, languages=None, train_missing: bool | None = None) -> pd.DataFrame:
+        """The supervised upper bound: fine-tune on each language's own train pairs (the plan's
+        `in_language_seeds`, the English-selected learning rate: no per-language selection), test on its test pairs.
+
+        train_missing: run the fine-tunings that are not cached (default: yes, except for the published encoder at
+        full size on a CPU, where the missing runs are listed in `pending_runs` and the frame holds those that
+        exist: `xlrepro train wu2019 --part in-language` makes them on a GPU)."""
+        if train_missing is None:
+            train_missing = not (self.full_size and self.device.type == "cpu")
+        jobs = self.jobs("in-language", languages)
+        if not train_missing:
+            missing = [(train, config.seed) for config, train, tests in jobs if not self.cached(config, train, tests)]
+            self.pending_runs += [m for m in missing if m not in self.pending_runs]
+            if missing:
+                print(f"{len(missing)} in-language runs await a GPU run: xlrepro train wu2019 --part in-language")
+            jobs = [j for j in jobs if (j[1], j[0].seed) not in missing]
+        return self._frame(jobs, "in-language")
 
     def frozen(self, seeds=None) -> pd.DataFrame:
         """Their Q2: fine-tune with the bottom n layers frozen, and the feature-based variant, per language; with
@@ -247,7 +275,8 @@ class TransferLab:
                 out += [(self.config(lr, s, freeze=n), train, None) for n in self.plan.freeze_levels(self.depth)]
                 out.append((self.config(self.plan.feature_lr, s, feature_based=True), train, None))
         if part in ("in-language", "all"):
-            out += [(self.config(lr, 0), lang, [lang]) for lang in (languages or self.languages)]
+            out += [(self.config(lr, s), lang, [lang]) for s in check_seeds(self.plan.in_language_seeds)
+                    for lang in (languages or self.languages)]
         return out
 
     def timings(self) -> pd.DataFrame:
