@@ -1,7 +1,9 @@
 """Known-answer tests of the Dufter & Schütze "Where we differ" list (xlrepro/papers/dufter2020/differences.py)."""
+import numpy as np
 import pandas as pd
 import pytest
 
+from xlrepro import differences as shared
 from xlrepro.config import ConfigError
 from xlrepro.papers.dufter2020.differences import (UNKNOWN, differences, differences_markdown, load_causes,
                                                    parse_causes)
@@ -91,3 +93,72 @@ class TestDufter2020Differences:
         ours = long({("0", "retr_l8"): [0.79, 0.80, 0.81]})
         text = differences_markdown(ours, PAPER, causes=CAUSES).data
         assert text == "No gap to the paper is larger than 2 standard deviations of our seeds."
+
+
+class TestSharedDifferences:
+    """xlrepro.differences with an extra key (language) and per-language causes, as Wu & Dredze's chapters use it."""
+
+    OURS = pd.DataFrame([("zero-shot", s, "accuracy", lang, v) for lang, vals in
+                         {"en": [88.0, 89.0, 90.0], "fr": [40.0, 41.0, 42.0], "de": [70.5, 71.0, 71.5]}.items()
+                         for s, v in enumerate(vals)], columns=["experiment", "seed", "metric", "language", "value"])
+    PAPER = pd.DataFrame([("zero-shot", "accuracy", "en", 82.1, np.nan), ("zero-shot", "accuracy", "fr", 73.8, np.nan),
+                          ("zero-shot", "accuracy", "de", 71.1, np.nan)],
+                         columns=["experiment", "metric", "language", "mean", "std"])
+    CAUSES = shared.parse_causes({"causes": [
+        {"id": "task", "experiments": ["*"], "metrics": ["*"], "text": "Another task."},
+        {"id": "targets", "experiments": ["*"], "metrics": ["*"], "languages": ["fr", "de"], "text": "Less transfer."}]})
+
+    def test_numbers_are_compared_per_language_and_causes_match_their_languages(self):
+        keys = ("experiment", "metric", "language")
+        d = shared.differences(self.OURS, self.PAPER, self.CAUSES, keys=keys)
+        # fr: 41 vs 73.8, std 1 -> 32.8 std; en: 89 vs 82.1 -> 6.9 std; de: 71 vs 71.1 -> 0.2 std, not listed
+        assert d["language"].tolist() == ["fr", "en"]
+        assert d["gap_in_std"].round(6).tolist() == [32.8, 6.9]
+        assert d["causes"].tolist() == ["task;targets", "task"]
+
+    def test_legend_lists_each_cause_once_below_the_table(self):
+        text = shared.differences_markdown(self.OURS, self.PAPER, self.CAUSES, keys=("experiment", "metric", "language"),
+                                           digits=lambda m, v: 1, legend=True).data
+        lines = text.splitlines()
+        assert lines[0] == "| model | metric | language | ours (mean ± std, seeds) | paper | gap in std | cause |"
+        assert "| zero-shot | accuracy | fr | 41.0 ± 1.0 (3) | 73.8 | 32.8 | task, targets |" in lines
+        assert lines[-2:] == ["- **task**: Another task.", "- **targets**: Less transfer."]
+
+    def test_keys_must_include_experiment_and_metric(self):
+        with pytest.raises(ValueError, match="include experiment, metric"):
+            shared.differences(self.OURS, self.PAPER, self.CAUSES, keys=("experiment", "language"))
+        with pytest.raises(ValueError, match="lacks columns language"):
+            shared.differences(self.OURS.drop(columns="language"), self.PAPER, self.CAUSES,
+                               keys=("experiment", "metric", "language"))
+
+    def test_causes_load_from_a_package_or_a_path(self, tmp_path):
+        assert {c.id for c in shared.load_causes("xlrepro.papers.wu2019")} >= {"task", "encoder", "frozen-depth"}
+        path = tmp_path / "c.yaml"
+        path.write_text("causes:\n  - {id: a, experiments: ['*'], metrics: ['*'], text: t}\n")
+        assert [c.id for c in shared.load_causes(path)] == ["a"]
+        with pytest.raises(FileNotFoundError):
+            shared.load_causes(tmp_path / "missing.yaml")
+
+
+class TestWu2019Differences:
+    def test_q2_maps_our_frozen_depth_to_the_papers_and_scales_to_percent(self):
+        from xlrepro.papers.wu2019.differences import comparison
+        frozen = pd.DataFrame([("freeze-1", 0, "de", "accuracy", 0.5), ("all", 0, "de", "accuracy", 0.6),
+                               ("freeze-1", 0, "de", "macro_f1", 0.4)],
+                              columns=["experiment", "seed", "language", "metric", "value"])
+        ours, paper = comparison("q2_layers", {"frozen": frozen}, depth=4)
+        assert ours[["experiment", "language", "metric", "value"]].values.tolist() == [["freeze-1", "de", "accuracy",
+                                                                                         50.0]]
+        # our freeze-1 of 4 layers is the paper's "Lay 3" of 12 (Figure 1b, as transcribed)
+        de = paper[(paper.experiment == "freeze-1") & (paper.language == "de")]["mean"].tolist()
+        from xlrepro.reference import paper_numbers
+        ref = paper_numbers("wu2019", "Figure 1b")
+        assert de == ref[(ref.experiment == "mBERT/freeze-3") & (ref.language == "de")]["mean"].tolist()
+        assert len(de) == 1
+
+    def test_chapters_without_paper_numbers_say_so_and_bad_names_are_refused(self):
+        from xlrepro.papers.wu2019.differences import where_we_differ
+        assert "prints no numbers" in where_we_differ("q4_subword_overlap", {}).data
+        assert "pending" in where_we_differ("q1_zero_shot", {}).data
+        with pytest.raises(ValueError, match="valid choices: q1_zero_shot"):
+            where_we_differ("q5", {})

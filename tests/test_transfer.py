@@ -116,12 +116,13 @@ def test_jobs_and_the_cache(lab, monkeypatch):
     for s in plan.seeds:
         expected += [(lab.config(lr, s, freeze=n), "en", None) for n in levels]
         expected.append((lab.config(plan.feature_lr, s, feature_based=True), "en", None))
-    expected += [(lab.config(lr, 0), lang, [lang]) for lang in lab.languages]
+    assert plan.in_language_seeds == [0, 1, 2]  # the in-language upper bound has the plan's three seeds
+    expected += [(lab.config(lr, s), lang, [lang]) for s in plan.in_language_seeds for lang in lab.languages]
     jobs = lab.jobs("all")
     assert jobs == expected
-    assert len(jobs) == 3 + 3 * (3 + 1) + 4
+    assert len(jobs) == 3 + 3 * (3 + 1) + 3 * 4
     assert lab.jobs("zero-shot") + lab.jobs("frozen") + lab.jobs("in-language") == jobs
-    assert lab.jobs("in-language", ["de"]) == [(lab.config(lr, 0), "de", ["de"])]
+    assert lab.jobs("in-language", ["de"]) == [(lab.config(lr, s), "de", ["de"]) for s in (0, 1, 2)]
 
     # a cached run is read back, never retrained
     config = lab.config(plan.lr_grid[0], 0)
@@ -202,3 +203,27 @@ def test_any_changed_setting_gets_its_own_cache_file_and_the_same_setting_the_sa
     paths = {lab._path(c, "en") for c in others} | {lab._path(base, "en"), lab._path(base, "fr")}
     assert len(paths) == 6  # dropout and epochs were ignored by the old cache (and epochs raised TypeError)
     assert lab.config(1e-4, 0, epochs=5).epochs == 5
+
+
+def test_in_language_without_training_lists_the_missing_runs_as_pending(lab, monkeypatch):
+    def no_training(*a, **kw):
+        raise AssertionError("train_missing=False fine-tuned a run")
+
+    monkeypatch.setattr(lab, "selected_lr", lambda: 3e-4)  # no other test caches this rate
+    monkeypatch.setattr(tr, "finetune", no_training)
+    monkeypatch.setattr(lab, "pending_runs", [])
+    cached = lab.config(3e-4, 1)
+    path = lab._path(cached, "de")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"test": {"de": {"accuracy": 0.5, "macro_f1": 0.4}}}))
+    try:
+        frame = lab.in_language(["de", "fr"], train_missing=False)
+    finally:
+        path.unlink()
+    assert frame[["experiment", "seed", "language", "metric", "value"]].values.tolist() == [
+        ["in-language", 1, "de", "accuracy", 0.5], ["in-language", 1, "de", "macro_f1", 0.4]]
+    assert sorted(lab.pending_runs) == [("de", 0), ("de", 2), ("fr", 0), ("fr", 1), ("fr", 2)]
+    from xlrepro.papers.wu2019.differences import pending_note
+    assert pending_note(lab).startswith("**In-language upper bound: 5 runs pending the GPU run** (seeds 0, 1, 2 in 2 "
+                                        "languages)")
+    assert "xlrepro train wu2019 --part in-language" in pending_note(lab)
