@@ -48,7 +48,7 @@ def figure1(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels: dic
                        zorder=3, label="paper (Table 1)" if k == 0 else None)
         ax.set_xticks(range(len(ids)), order, rotation=25, ha="right", fontsize=8)
         ax.set(ylim=(0, 1.05), xlabel="", ylabel="layer 8, ours (mean ± std over seeds)")
-        ax.legend(fontsize=8, ncol=4, loc="upper right")
+        ax.legend(fontsize=8, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
         fig.tight_layout()
     return fig
 
@@ -100,16 +100,17 @@ def _position_panels(models: dict[str, object], rows: int, cols: int, size: tupl
     with _theme():
         fig, axes = plt.subplots(rows, cols, figsize=size, squeeze=False, sharex=True, sharey=True,
                                  layout="constrained")
-        for k, (ax, (title, model)) in enumerate(zip(axes.flat, models.items())):
+        for ax, (title, model) in zip(axes.flat, models.items()):
             # one colour scale for every panel, so that the panels can be compared
             sns.heatmap(position_similarity(model)[:slots, :slots], vmin=-1, vmax=1, cmap="viridis", square=True,
-                        xticklabels=32, yticklabels=32, cbar=k == len(models) - 1,
-                        cbar_kws={"label": "cosine similarity", "shrink": 0.8}, ax=ax)
+                        xticklabels=32, yticklabels=32, cbar=False, ax=ax)
             ax.set_title(title, fontsize=10)
             ax.set(xlabel="position id", ylabel="position id")
             if slots > 128:  # the border between the English (0-127) and the Fake-English (128-255) ids
                 ax.axhline(128, color="white", lw=0.6)
                 ax.axvline(128, color="white", lw=0.6)
+        # one colour bar for all panels, beside them all, so that every panel keeps the same size
+        fig.colorbar(axes.flat[0].collections[0], ax=axes.ravel().tolist(), shrink=0.8, label="cosine similarity")
     return fig
 
 
