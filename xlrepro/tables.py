@@ -99,7 +99,10 @@ def split_card(table: pd.DataFrame, main: Mapping[str, str]) -> tuple[pd.DataFra
 
 def _html(table: pd.DataFrame) -> str:
     """A whole table as HTML (no pandas truncation: the Styler renders every row and column)."""
-    return table.style.format(na_rep=MISSING, precision=2).to_html()
+    styler = table.style.format(na_rep=MISSING, precision=2)
+    if isinstance(table.index, pd.RangeIndex):  # row numbers say nothing to a reader
+        styler = styler.hide(axis="index")
+    return styler.to_html()
 
 
 def details_html(summary: str, tables: Sequence[pd.DataFrame], width: int = 6) -> str:
