@@ -45,3 +45,61 @@ def test_p_value():
     assert p_value(0.09) == "0.09"
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         p_value(1.5)
+
+
+def test_format_p_writes_small_p_values_as_a_bound():
+    from xlrepro.tables import format_p
+    t = pd.DataFrame({"measure": ["p_type", "p_token"], "r": [0.61, 0.2], "p": [0.0, 0.0345]})
+    out = format_p(t)
+    assert list(out["p"]) == ["< 1e-4", "0.0345"]
+    assert t["p"].tolist() == [0.0, 0.0345]  # the input is left as it was
+    with pytest.raises(ValueError, match="columns: measure, r, p"):
+        format_p(t, ["pvalue"])
+
+
+def test_split_card_keeps_the_readers_columns_in_order_and_the_rest():
+    from xlrepro.tables import split_card
+    card = pd.DataFrame({"sha256": ["ab", "cd"], "verses": [31102, 7957], "edition_name": ["WEB", "NT"],
+                         "bytes": [10, 20]}, index=pd.Index(["en", "ko"], name="lang"))
+    first, rest = split_card(card, {"edition_name": "edition", "verses": "verses"})
+    assert list(first.columns) == ["edition", "verses"] and first.loc["ko", "verses"] == 7957
+    assert list(rest.columns) == ["sha256", "bytes"] and list(rest.index) == ["en", "ko"]
+    with pytest.raises(ValueError, match="columns: sha256, verses, edition_name, bytes"):
+        split_card(card, {"licence": "licence"})
+
+
+def test_details_html_is_collapsed_and_holds_every_column():
+    from xlrepro.tables import details_html
+    wide = pd.DataFrame([range(9)], columns=[f"col{k}" for k in range(9)])
+    html = details_html("the other columns", [wide], width=4)
+    assert html.startswith("<details><summary>the other columns</summary>") and html.endswith("</details>")
+    assert html.count("<table") == 3  # 9 columns in parts of 4, 4 and 1
+    assert all(f">col{k}<" in html for k in range(9))
+    with pytest.raises(ValueError, match="summary"):
+        details_html("", [wide])
+
+
+def test_show_never_truncates_a_wide_long_table(capsys):
+    pytest.importorskip("IPython")
+    from xlrepro.tables import show
+    shown = []
+    import IPython.display
+    original = IPython.display.display
+    IPython.display.display = lambda obj: shown.append(obj.to_html() if hasattr(obj, "to_html") else obj)
+    try:
+        with pd.option_context("display.max_columns", 3, "display.max_rows", 3):
+            show(pd.DataFrame([[k] * 25 for k in range(80)], columns=[f"l{k}" for k in range(25)]), width=25)
+    finally:
+        IPython.display.display = original
+    assert len(shown) == 1 and "..." not in shown[0] and "…" not in shown[0]
+    assert all(f">l{k}<" in shown[0] for k in range(25)) and shown[0].count("<tr>") == 81
+
+
+def test_readable_names_columns_and_index_and_formats_p():
+    from xlrepro.tables import readable
+    t = pd.DataFrame({"experiment": ["0", "1"], "ms_per_step": [52.0, 25.1], "welch p": [0.00001, 0.2],
+                      "odd_name": [1, 2]}).set_index("experiment")
+    out = readable(t, {"odd_name": "odd name"}, p_columns=["welch p"])
+    assert list(out.columns) == ["ms per step", "welch p", "odd name"] and out.index.name == "model ID"
+    assert list(out["welch p"]) == ["< 1e-4", "0.2"]
+    assert list(t.columns) == ["ms_per_step", "welch p", "odd_name"]  # the input is left as it was

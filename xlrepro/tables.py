@@ -73,3 +73,77 @@ def show(table: pd.DataFrame, width: int = 5, caption: str | None = None) -> Non
             if caption:
                 styler = styler.set_caption(caption + (f" ({k + 1}/{len(parts)})" if len(parts) > 1 else ""))
             display(styler)
+
+
+def format_p(table: pd.DataFrame, columns: Sequence[str] = ("p",)) -> pd.DataFrame:
+    """A copy of `table` with its p-value `columns` written by `p_value` ('< 1e-4', '0.0123')."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"no column {missing} in the table; columns: {', '.join(map(str, table.columns))}")
+    out = table.copy()
+    for c in columns:
+        out[c] = out[c].map(p_value)
+    return out
+
+
+def split_card(table: pd.DataFrame, main: Mapping[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A data card cut in two: the columns a reader needs (`main`, renamed by it, in its order) and the rest
+    (every other column, unchanged), both with the table's index."""
+    missing = [c for c in main if c not in table.columns]
+    if missing:
+        raise ValueError(f"no column {missing} in the card; columns: {', '.join(map(str, table.columns))}")
+    first = table[list(main)].rename(columns=dict(main))
+    rest = table.drop(columns=list(main))
+    return first, rest
+
+
+def _html(table: pd.DataFrame) -> str:
+    """A whole table as HTML (no pandas truncation: the Styler renders every row and column)."""
+    styler = table.style.format(na_rep=MISSING, precision=2)
+    if isinstance(table.index, pd.RangeIndex):  # row numbers say nothing to a reader
+        styler = styler.hide(axis="index")
+    return styler.to_html()
+
+
+def details_html(summary: str, tables: Sequence[pd.DataFrame], width: int = 6) -> str:
+    """A collapsed HTML block (<details>) holding `tables`, each cut into parts of at most `width` columns."""
+    import html
+
+    if not summary:
+        raise ValueError("a collapsed block needs a summary line")
+    parts = [_html(part) for t in tables for part in split_columns(t, width)]
+    return f"<details><summary>{html.escape(summary)}</summary>\n" + "\n".join(parts) + "\n</details>"
+
+
+def show_card(table: pd.DataFrame, main: Mapping[str, str], summary: str, caption: str | None = None,
+              width: int = 6) -> None:
+    """Display a data card: the `main` columns as a table, every other column in a collapsed block."""
+    from IPython.display import HTML, display
+
+    first, rest = split_card(table, main)
+    show(first, width=max(width, first.shape[1]), caption=caption)
+    if rest.shape[1]:
+        display(HTML(details_html(summary, [rest], width)))
+
+
+# Machine column names a reader meets in the appendix and the run tables, and what the book calls them.
+COLUMN_NAMES = {
+    "seconds_per_step": "s per step", "steps_per_second": "steps / s", "tokens_per_second": "tokens / s",
+    "mfu": "model FLOP utilisation", "device": "GPU", "ms_per_step": "ms per step",
+    "ms_per_model_step": "ms per model-step", "warmup_and_compile_s": "warm-up and compile (s)",
+    "peak_gb": "peak memory (GB)", "train_seconds": "training time (s)",
+    "wall_seconds_incl_eval": "wall time with evaluation (s)", "within_2_std": "within 2 std",
+    "welch_p_below_05": "Welch p < 0.05", "ppl_train": "perplexity, train", "ppl_dev": "perplexity, dev",
+    "mu": "µ", "gpus": "GPUs", "experiments": "model IDs", "experiment": "model ID",
+}
+
+
+def readable(table: pd.DataFrame, names: Mapping[str, str] | None = None,
+             p_columns: Sequence[str] = ()) -> pd.DataFrame:
+    """A copy of `table` with human column and index names (COLUMN_NAMES, updated by `names`; names not listed stay)
+    and its `p_columns` written by `p_value`."""
+    out = format_p(table, p_columns) if p_columns else table.copy()
+    mapping = {**COLUMN_NAMES, **dict(names or {})}
+    out = out.rename(columns=lambda c: mapping.get(c, c) if isinstance(c, str) else c)
+    out.index.names = [mapping.get(n, n) if isinstance(n, str) else n for n in out.index.names]
+    return out

@@ -14,7 +14,7 @@ import torch
 
 from xlrepro.config import check_profile, check_seeds
 from xlrepro.devices import default_device
-from xlrepro.results import results_dir, stats
+from xlrepro.results import MISSING, results_dir, stats
 
 from .config import Chapter, load_chapter
 from .grid import grid_members, is_done, member_dir, run_grid, run_root
@@ -157,6 +157,36 @@ def load_timings(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def table5_for_readers(timings: pd.DataFrame, paper: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 5 for a reader: per model size, the models trained, the stacks' training time per model, and the
+    paper's single-GPU time per model; and the stacks one per row with human column names (for a collapsed block).
+
+    `timings`: `load_timings`; `paper`: the paper's Table 5 (long: experiment, metric, mean). The stacks shared GPUs,
+    so a stack's time divided by its models is a share of a GPU, not a speed."""
+    sizes = {"small": ("BERT-small, Bible", "small-bible"), "base": ("BERT-base, Bible", "base-bible")}
+    minutes = paper[paper["metric"] == "runtime_minutes"].set_index("experiment")["mean"]
+    rows = []
+    for size, (label, exp) in sizes.items():
+        t = timings[timings["size"] == size] if len(timings) else timings
+        models = int(t["models"].sum()) if len(t) else 0
+        rows.append({"model": label, "models trained": models, "stacks": len(t),
+                     "ours: training time per model (stack time / models)":
+                         f"{t['train_seconds'].sum() / models / 60:.1f} min" if models else "not trained yet",
+                     "paper: time per model (one GTX 1080Ti)": f"∼{minutes[exp]:.0f} min" if exp in minutes else MISSING})
+    if "base-wikipedia" in minutes:
+        rows.append({"model": "BERT-base, Wikipedia (§5)", "models trained": 0, "stacks": 0,
+                     "ours: training time per model (stack time / models)": "not run (no Wikipedia offline)",
+                     "paper: time per model (one GTX 1080Ti)": f"∼{minutes['base-wikipedia'] / 60 / 24:.1f} days"})
+    stacks = timings.rename(columns={"experiments": "model IDs", "size": "size", "models": "models",
+                                     "steps": "steps", "train_seconds": "training time (s)",
+                                     "steps_per_second": "steps / s (whole stack)",
+                                     "seconds_per_model": "seconds per model", "device": "GPU"})
+    if len(stacks):
+        stacks = stacks[["model IDs", "size", "models", "steps", "training time (s)", "steps / s (whole stack)",
+                         "seconds per model", "GPU"]].round(1)
+    return pd.DataFrame(rows).set_index("model"), stacks
+
+
 def load_model(root: Path, chapter: Chapter, member, vocab_size: int):
     """A trained model of the run (weights saved by the grid); `member` from `grid_members`."""
     from safetensors.torch import load_model as load_weights
@@ -168,105 +198,6 @@ def load_model(root: Path, chapter: Chapter, member, vocab_size: int):
 
 
 # ------------------------------------------------------------------------------------------ figures
-def plot_summary(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels: dict[str, str]):
-    """Figure 1: layer-8 alignment, retrieval and translation per model; bars ours (mean ± std), dots paper."""
-    import matplotlib.pyplot as plt
-
-    metrics = [("align_l8", "alignment F1"), ("retr_l8", "retrieval ρ"), ("trans_l8", "translation τ")]
-    fig, ax = plt.subplots(figsize=(9, 4))
-    width = 0.27
-    x = np.arange(len(ids))
-    for k, (m, name) in enumerate(metrics):
-        mean = [stats(ours, i, m)[0] for i in ids]
-        std = [stats(ours, i, m)[1] for i in ids]
-        ax.bar(x + (k - 1) * width, mean, width, yerr=np.nan_to_num(std), label=f"{name} (ours)", capsize=2)
-        p = paper[paper["metric"] == m].set_index("experiment")["mean"]
-        ax.scatter(x + (k - 1) * width, [p.get(i, np.nan) for i in ids], color="black", marker="_", s=120,
-                   zorder=3, label="paper" if k == 0 else None)
-    ax.set_xticks(x, [f"{i}: {labels[i]}" for i in ids], fontsize=7, rotation=25, ha="right")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("layer 8")
-    ax.legend(fontsize=7, ncol=4, loc="upper right")
-    fig.tight_layout()
-    return fig
-
-
-def plot_token_pca(model, shift: int, specials: np.ndarray, sample: list[int], tokenizer, seed: int = 0):
-    """Figure 4: PCA of the layer-0 token embeddings (input embedding matrix) of English and Fake-English."""
-    import matplotlib.pyplot as plt
-
-    emb = model.bert.embeddings.word_embeddings.weight.detach().float().cpu().numpy()
-    english = np.array([i for i in range(shift) if i not in set(specials.tolist())])
-    both = np.concatenate([emb[english], emb[english + shift]])
-    centred = both - both.mean(0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    xy = centred @ vt[:2].T
-    n = len(english)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 8))
-    top.scatter(xy[:n, 0], xy[:n, 1], s=2, label="English", alpha=0.6)
-    top.scatter(xy[n:, 0], xy[n:, 1], s=2, label="Fake-English", alpha=0.6)
-    top.legend(markerscale=5)
-    top.set_title("all tokens")
-    pos = {t: k for k, t in enumerate(english)}
-    for t in sample:
-        k = pos[t]
-        word = tokenizer.id_to_token(int(t))
-        bottom.scatter(*xy[k], color="C0", s=10)
-        bottom.scatter(*xy[n + k], color="C1", s=10)
-        bottom.annotate(word, xy[k], fontsize=7, color="C0")
-        bottom.annotate("::" + word, xy[n + k], fontsize=7, color="C1")
-    bottom.set_title("a sample of tokens")
-    fig.tight_layout()
-    return fig
-
-
-def position_similarity(model) -> np.ndarray:
-    pos = model.bert.embeddings.position_embeddings.weight.detach().float()
-    pos = torch.nn.functional.normalize(pos, dim=1)
-    return (pos @ pos.T).cpu().numpy()
-
-
-def plot_position_similarity(models: dict[str, object], slots: int = 256):
-    """Figures 5/8: cosine similarity of position embeddings (0-127 English, 128-255 Fake-English under lang-pos)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 4), squeeze=False)
-    for ax, (title, model) in zip(axes[0], models.items()):
-        im = ax.imshow(position_similarity(model)[:slots, :slots], vmin=-1, vmax=1, cmap="viridis")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("position id")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
-    return fig
-
-
-def plot_curves(curves: pd.DataFrame, ids: list[str], labels: dict[str, str]):
-    """Figure 6: multilinguality and perplexity against training steps, median and interquartile range over seeds."""
-    import matplotlib.pyplot as plt
-
-    panels = [("retr_l0", "retr_l8", "trans_l0", "trans_l8", "mu"), ("ppl_train", "ppl_dev")]
-    # panels that are compared share their axes: the same step range per model, the same scale per row
-    fig, axes = plt.subplots(2, len(ids), figsize=(5 * len(ids), 6.5), squeeze=False, sharex="col", sharey="row")
-    for col, exp in enumerate(ids):
-        sub = curves[curves["experiment"] == str(exp)]
-        if sub.empty:  # not trained yet: say so instead of drawing empty axes
-            for row in range(2):
-                axes[row][col].text(0.5, 0.5, f"model {exp}: awaits its GPU run", ha="center", va="center",
-                                    transform=axes[row][col].transAxes)
-            axes[0][col].set_title(f"{exp}: {labels[str(exp)]}")
-            continue
-        for row, metrics in enumerate(panels):
-            ax = axes[row][col]
-            for m in metrics:
-                # median and interquartile range over seeds: one seed that did not learn stays visible in the band
-                # without dragging the line (a mean ± std does, and runs below 0 on a log scale)
-                g = sub[sub["metric"] == m].groupby("step")["value"]
-                mid, low, high = g.median(), g.quantile(0.25), g.quantile(0.75)
-                ax.plot(mid.index, mid.values, label=m, lw=2 if m == "mu" else 1)
-                ax.fill_between(mid.index, low, high, alpha=0.2)
-            if row == 1:
-                ax.set_yscale("log")
-                ax.set_xlabel("training step")
-            ax.legend(fontsize=7)
-        axes[0][col].set_title(f"{exp}: {labels[str(exp)]}")
-    fig.tight_layout()
-    return fig
+# The figures live in figures.py, one function per figure of the paper; these names are kept for the chapters.
+from .figures import figure1 as plot_summary, figure4 as plot_token_pca, figure6 as plot_curves  # noqa: E402,F401
+from .figures import position_similarity  # noqa: E402,F401
