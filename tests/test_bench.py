@@ -111,6 +111,26 @@ def test_a_failing_engine_leaves_its_row_and_a_rerun_keeps_other_cases(tiny_case
     assert df["speedup_vs_best_hf"].isna().tolist() == [True, True, False, False]  # no HF row, no headline
 
 
+def test_mfu_is_useful_flops_per_model_step_over_the_peak(tiny_cases, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "peak_flops", lambda device: 1e9)
+    df = pd.read_csv(write_bench(["base-ragged"], ["hf-bf16", "ours-packed"], steps=1, repeats=1, warmup=0,
+                                 folder=tmp_path, device="cpu"))
+    case = CASES["base-ragged"]
+    flops = model_flops(case.size, case.vocab, case.batch, case.length, lengths=case.lengths())
+    assert df["mfu"].values == pytest.approx(flops / (df["ms_per_model_step"].values / 1e3) / 1e9)
+    assert (df["peak_tflops"] == 1e-3).all()
+
+
+def test_quick_cli_run_writes_its_rows(tiny_cases, tmp_path):
+    from xlrepro.cli import main
+
+    assert main(["bench", "--cases", "small", "--engines", "hf-bf16", "ours", "--quick", "--out", str(tmp_path),
+                 "--device", "cpu"]) == 0
+    df = pd.read_csv(tmp_path / "bench.csv")
+    assert df["engine_key"].tolist() == ["hf-bf16", "ours"] and (df["status"] == "ok").all()
+    assert (df["steps"] == 3).all() and (df["repeats"] == 3).all()
+
+
 def test_a_spent_budget_skips_the_remaining_engines(tiny_cases, tmp_path):
     df = pd.read_csv(write_bench(["small"], ["hf-bf16", "ours"], steps=1, repeats=1, warmup=0, folder=tmp_path,
                                  device="cpu", budget_s=0))

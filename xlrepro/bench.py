@@ -27,8 +27,8 @@ the device's datasheet (`PEAK_BF16`; H100 and H200 SXM: 989 TFLOP/s), also for t
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime
+import gc
 import statistics
 import time
 from dataclasses import dataclass
@@ -270,14 +270,16 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
                        ms_per_model_step=1e3 * per_model, tokens_per_s_stack=tokens * e.models / med,
-                       tokens_per_s_per_model=tokens / med,  # how fast each model of the stack trains mfu=None if peak is None else flops / per_model / peak,
+                       tokens_per_s_per_model=tokens / med,  # how fast each model of the stack trains
+                       mfu=None if peak is None else flops / per_model / peak,
                        warmup_s=warm)
         except _Skip as why:
             row["status"] = str(why)
         except Exception as err:  # noqa: BLE001 - one engine's failure (OOM, compile error) must not lose the others
             row["status"] = f"failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
         finally:
-            step = None
+            step = None  # the model, optimiser, stack and CUDA graphs of this engine go before the next one
+            gc.collect()
             if cuda:
                 torch.cuda.empty_cache()
             torch._dynamo.reset()
