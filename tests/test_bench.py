@@ -1,9 +1,13 @@
-"""Benchmark arithmetic on hand-computed cases, and one tiny CPU run of both engines."""
+"""Benchmark arithmetic on hand-computed cases, the rows' bookkeeping, and one tiny CPU run of every engine."""
+import pandas as pd
 import pytest
 import torch
 
-from xlrepro.bench import model_flops, run_bench, CASES
-from xlrepro.config import ModelSize
+from xlrepro import bench
+from xlrepro.bench import CASES, Case, check_bench_args, engines_for, measure, model_flops, write_bench
+from xlrepro.config import ConfigError, ModelSize
+
+TINY = ModelSize("t", 16, 2, 2, 32, 1e-3)
 
 
 def test_model_flops_by_hand():
@@ -14,11 +18,123 @@ def test_model_flops_by_hand():
     assert model_flops(size, vocab=10, batch=2, length=3) == pytest.approx(expected)
 
 
-def test_tiny_bench_runs_on_cpu(monkeypatch):
-    monkeypatch.setitem(CASES, "tiny", (ModelSize("t", 16, 2, 2, 32, 1e-3), 64, 4, 16))
-    rows = run_bench(cases=("tiny",), device="cpu", steps=1, warmup=1)
-    assert [r.engine for r in rows] == ["plain HF", "ours"]
-    assert all(r.tokens_per_second > 0 and r.mfu is None for r in rows)
+def test_model_flops_count_no_padding_and_attention_within_documents():
+    size = ModelSize("t", hidden=2, layers=1, heads=1, ffn=4, lr=1e-3)
+    # documents of 1 and 3 pieces in rows of 3: 4 real pieces x 64 dense; attention 2*2*2*(1 + 9) = 80; head 48
+    expected = 3 * (4 * 64 + 80 + 0.15 * 4 * 48)
+    assert model_flops(size, vocab=10, batch=2, length=3, lengths=[1, 3]) == pytest.approx(expected)
+
+
+def test_ragged_lengths_are_fixed_and_bounded():
+    case = Case(TINY, 64, 50, 16, ragged=True)
+    lengths = case.lengths()
+    assert lengths == case.lengths() and len(lengths) == 50 and min(lengths) >= 2 and max(lengths) <= 16
+    assert len(set(lengths)) > 5 and Case(TINY, 64, 3, 16).lengths() == [16, 16, 16]
+
+
+def test_each_case_gets_its_engines():
+    assert engines_for("small") == ["hf-fp32", "hf-bf16", "hf-compile", "ours", "ours-nomask", "ours-qkv",
+                                    "ours-nomask-qkv", "ours-stack"]
+    assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
+    ragged = engines_for("base-ragged")
+    assert "ours-flex" in ragged and "ours-packed" in ragged and "ours-nomask" not in ragged
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"cases": ["huge"]}, "valid cases are small, base, mbert, base-ragged"),
+    ({"cases": []}, "valid cases are small"),
+    ({"cases": ["base"], "engines": ["deepspeed"]}, "valid engines are hf-fp32, hf-bf16, hf-compile, ours"),
+    ({"cases": ["base"], "steps": 0}, "--steps must be an integer >= 1; got 0"),
+    ({"cases": ["base"], "repeats": -1}, "--repeats must be an integer >= 1"),
+    ({"cases": ["base"], "warmup": 1.5}, "--warmup must be an integer >= 0"),
+])
+def test_bad_arguments_fail_before_anything_runs(kwargs, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        check_bench_args(**kwargs)
+
+
+def test_measure_warms_up_then_times_each_repeat():
+    calls = []
+    warm, times = measure(lambda: calls.append(1), "cpu", steps=4, repeats=3, warmup=2)
+    assert len(calls) == 2 + 4 * 3 and len(times) == 3 and warm >= 0 and all(t >= 0 for t in times)
+
+
+@pytest.fixture
+def tiny_cases(monkeypatch):
+    monkeypatch.setitem(CASES, "small", Case(TINY, 64, 4, 16))
+    monkeypatch.setitem(CASES, "base-ragged", Case(TINY, 64, 6, 16, ragged=True))
+    monkeypatch.setattr(bench, "STACK", 3)
+    monkeypatch.setitem(bench.ENGINES, "ours-stack", bench.Engine("ours, 3 stacked", "ours", "small", models=3))
+
+
+def test_every_engine_runs_on_a_tiny_case_and_the_rows_add_up(tiny_cases, tmp_path):
+    path = write_bench(["small", "base-ragged"], steps=1, repeats=3, warmup=1, folder=tmp_path, device="cpu",
+                       commit="abc123")
+    df = pd.read_csv(path)
+    assert list(df.columns) == bench.COLUMNS and (tmp_path / "bench.png").exists()
+    by = df.set_index(["case", "engine_key"])
+    assert by.loc[("small", "hf-compile"), "status"] == "skipped: torch.compile is timed on a GPU only"
+    assert by.loc[("base-ragged", "ours-flex"), "status"].startswith("skipped: FlexAttention trains on a GPU only")
+    ok = df[df["status"] == "ok"]
+    assert set(ok["engine_key"]) == set(engines_for("small") + engines_for("base-ragged")) - {"hf-compile", "ours-flex"}
+    assert (ok["ms_per_step_min"] <= ok["ms_per_step"]).all() and (ok["ms_per_step"] <= ok["ms_per_step_max"]).all()
+    stack = by.loc[("small", "ours-stack")]
+    assert stack["models"] == 3 and stack["ms_per_model_step"] == pytest.approx(stack["ms_per_step"] / 3)
+    assert stack["tokens_per_s_stack"] == pytest.approx(3 * stack["tokens_per_s_per_model"])
+    assert stack["tokens_per_s_per_model"] == pytest.approx(4 * 16 / (stack["ms_per_step"] / 1e3))  # each model's pace
+    for case, d in ok.groupby("case"):  # the headline: the fastest HF row is 1.0x, every row against it
+        hf = d[d["family"] == "hf"]
+        best = hf.loc[hf["ms_per_model_step"].idxmin()]
+        assert (d["best_hf_engine"] == best["engine"]).all() and best["speedup_vs_best_hf"] == pytest.approx(1.0)
+        assert d["speedup_vs_best_hf"].values == pytest.approx(best["ms_per_model_step"] / d["ms_per_model_step"].values)
+    ragged = by.loc[("base-ragged", "ours-packed")]
+    lengths = CASES["base-ragged"].lengths()
+    assert ragged["tokens"] == sum(lengths) and ragged["rows"] < 6  # packed: fewer rows than documents
+    assert ragged["padding_share"] == pytest.approx(1 - sum(lengths) / (6 * 16))
+    assert (df["commit"] == "abc123").all() and (df["device"] == "cpu").all() and df["mfu"].isna().all()
+    assert df["torch"].iloc[0] == torch.__version__ and df["date"].str.match(r"\d{4}-\d\d-\d\dT").all()
+
+
+def test_a_failing_engine_leaves_its_row_and_a_rerun_keeps_other_cases(tiny_cases, tmp_path, monkeypatch):
+    pd.DataFrame({"case": ["small"], "engine": ["plain HF"]}).to_csv(tmp_path / "bench.csv", index=False)  # old layout
+    write_bench(["base-ragged"], ["hf-bf16", "ours"], steps=1, repeats=1, warmup=0, folder=tmp_path, device="cpu")
+
+    def broken(*args):
+        raise RuntimeError("CUDA out of memory\nmore")
+
+    monkeypatch.setattr(bench, "_hf_step", broken)
+    df = pd.read_csv(write_bench(["small"], ["hf-bf16", "ours"], steps=1, repeats=1, warmup=0, folder=tmp_path,
+                                 device="cpu"))
+    assert df[["case", "engine_key"]].values.tolist() == [["small", "hf-bf16"], ["small", "ours"],
+                                                          ["base-ragged", "hf-bf16"], ["base-ragged", "ours"]]
+    assert df["status"].tolist() == ["failed: RuntimeError: CUDA out of memory", "ok", "ok", "ok"]
+    assert df["speedup_vs_best_hf"].isna().tolist() == [True, True, False, False]  # no HF row, no headline
+
+
+def test_mfu_is_useful_flops_per_model_step_over_the_peak(tiny_cases, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "peak_flops", lambda device: 1e9)
+    df = pd.read_csv(write_bench(["base-ragged"], ["hf-bf16", "ours-packed"], steps=1, repeats=1, warmup=0,
+                                 folder=tmp_path, device="cpu"))
+    case = CASES["base-ragged"]
+    flops = model_flops(case.size, case.vocab, case.batch, case.length, lengths=case.lengths())
+    assert df["mfu"].values == pytest.approx(flops / (df["ms_per_model_step"].values / 1e3) / 1e9)
+    assert (df["peak_tflops"] == 1e-3).all()
+
+
+def test_quick_cli_run_writes_its_rows(tiny_cases, tmp_path):
+    from xlrepro.cli import main
+
+    assert main(["bench", "--cases", "small", "--engines", "hf-bf16", "ours", "--quick", "--out", str(tmp_path),
+                 "--device", "cpu"]) == 0
+    df = pd.read_csv(tmp_path / "bench.csv")
+    assert df["engine_key"].tolist() == ["hf-bf16", "ours"] and (df["status"] == "ok").all()
+    assert (df["steps"] == 3).all() and (df["repeats"] == 3).all()
+
+
+def test_a_spent_budget_skips_the_remaining_engines(tiny_cases, tmp_path):
+    df = pd.read_csv(write_bench(["small"], ["hf-bf16", "ours"], steps=1, repeats=1, warmup=0, folder=tmp_path,
+                                 device="cpu", budget_s=0))
+    assert df["status"].str.startswith("skipped: the case's time budget of 0 s").all()
 
 
 def test_equivalence_summary_puts_each_engine_beside_the_published_seeds(tmp_path):

@@ -80,12 +80,23 @@ def test_wu_bad_values_fail_before_anything_loads(capsys, no_training, gpu, args
 
 
 def test_bench_unknown_case_names_the_valid_ones(capsys):
-    from xlrepro.bench import CASES
-    assert tuple(CASES) == cli.BENCH_CASES
+    from xlrepro.bench import CASES, ENGINES
+    assert tuple(CASES) == cli.BENCH_CASES and tuple(ENGINES) == cli.BENCH_ENGINES
     with pytest.raises(SystemExit):
         main(["bench", "--cases", "huge"])
     err = capsys.readouterr().err
-    assert "invalid choice: 'huge'" in err and "'small', 'base', 'mbert'" in err
+    assert "invalid choice: 'huge'" in err and "'small', 'base', 'mbert', 'base-ragged'" in err
+
+
+@pytest.mark.parametrize("args, message", [(["--steps", "0"], "--steps must be an integer >= 1; got 0"),
+                                           (["--repeats", "0"], "--repeats must be an integer >= 1; got 0"),
+                                           (["--budget-s", "-5"], "--budget-s must be positive")])
+def test_bench_bad_numbers_fail_before_anything_runs(capsys, monkeypatch, args, message):
+    import xlrepro.bench
+
+    monkeypatch.setattr(xlrepro.bench, "write_bench", lambda *a, **k: pytest.fail("the benchmark started"))
+    assert main(["bench", "--cases", "base", *args]) == 2
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [

@@ -1,42 +1,140 @@
-"""MLM training throughput: the plain Hugging Face step against ours, in the same process.
+"""MLM training throughput: Hugging Face as a competent user runs it, against ours, in one process, on the same shapes.
 
-Cases (issue "Training speed and scale"):
-  small — BERT-small of Dufter & Schütze (hidden 64, 12 layers, vocab 4,096), batch 256 x 128
-  base  — BERT-base with the same vocabulary, batch 256 x 128
-  mbert — BERT-base with mBERT's 119,547-piece vocabulary, sequence length 512 (batch 32)
-Plain HF: `BertForMaskedLM(labels=...)` in float32, SDPA attention, logits at every position, torch AdamW.
-Ours: bf16 autocast, output layer only at the masked positions, fused AdamW, whole step in a CUDA graph; and for the
-small model, 16 models stacked into one set of kernels (reported per model).
-Model FLOPs count the useful work only (encoder at every position + output layer at the 15% masked positions), the
-same for both, so MFU compares like with like. Full sequences (no padding), random word pieces.
+Cases:
+  small       BERT-small of Dufter & Schütze (hidden 64, 12 layers, 1 head, vocab 4,096), 256 sentences x 128
+  base        BERT-base with the same vocabulary, 256 x 128
+  mbert       BERT-base with mBERT's 119,547-piece vocabulary, 32 x 512
+  base-ragged BERT-base, 256 documents of 16..128 pieces (uniform, fixed seed): HF pads them to 128, ours may pack
+Engines (rows; `ENGINES`), each applicable to some cases (`engines_for`):
+  HF fp32          `BertForMaskedLM(labels=...)` in float32 (no TF32), SDPA attention, torch AdamW (foreach)
+  HF bf16          the same under bf16 autocast, with fused AdamW
+  HF bf16 compile  the same, the model wrapped in `torch.compile`: what a competent user runs
+  ours             `ModelStack` over `fused_bert` (bf16, output layer at the masked positions only, fused AdamW,
+                   regional torch.compile and a CUDA graph per step on a GPU): the engine the grid trains with
+  ours + lever     the same with one speed lever of `fused_bert.Levers` or of the inputs (no attention mask on full
+                   rows, fused QKV, packed documents with SDPA or FlexAttention), each measured, none assumed
+  ours, stacked    16 small models in one stack (small only): per-stack and per-model figures
+Every engine trains with dropout 0.1 (hidden and attention) and clips gradients at norm 1, except the FlexAttention
+row, which has no attention dropout (FlexAttention has none; its label says so). Inputs are fixed random word pieces
+with 15% of the pieces labelled; the same for every engine of a case.
+
+Each figure is the median of `repeats` runs of `steps` timed steps after `warmup` steps (compiling and CUDA-graph
+capture happen in the warm-up, timed apart), with the fastest and slowest repeat. Model FLOPs count useful work only
+(`model_flops`: encoder at every real piece, attention within each document, the output layer at the 15% labelled
+pieces), the same for every engine, so MFU compares like with like; the peak is the dense bf16 tensor-core peak of
+the device's datasheet (`PEAK_BF16`; H100 and H200 SXM: 989 TFLOP/s), also for the fp32 row. The headline,
+`speedup_vs_best_hf`, divides the fastest HF row's time per model-step by the row's.
 """
 from __future__ import annotations
 
+import datetime
+import gc
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
-from .config import ModelSize
+from .config import ConfigError, ModelSize
 from .models import device_name, init_model
-from .training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+
+SMALL = ModelSize("small", 64, 12, 1, 256, 2e-3)
+BASE = ModelSize("base", 768, 12, 12, 3072, 1e-4)
+
+
+@dataclass(frozen=True)
+class Case:
+    size: ModelSize
+    vocab: int
+    batch: int      # sentences (documents) per step
+    length: int     # the row width; with ragged, the longest document
+    ragged: bool = False
+
+    def lengths(self) -> list[int]:
+        """Each document's length: all `length`, or (ragged) uniform in [length/8, length] from a fixed generator."""
+        if not self.ragged:
+            return [self.length] * self.batch
+        g = torch.Generator().manual_seed(0)
+        return torch.randint(self.length // 8, self.length + 1, (self.batch,), generator=g).tolist()
+
 
 CASES = {
-    "small": (ModelSize("small", 64, 12, 1, 256, 2e-3), 4096, 256, 128),
-    "base": (ModelSize("base", 768, 12, 12, 3072, 1e-4), 4096, 256, 128),
-    "mbert": (ModelSize("base", 768, 12, 12, 3072, 1e-4), 119_547, 32, 512),
+    "small": Case(SMALL, 4096, 256, 128),
+    "base": Case(BASE, 4096, 256, 128),
+    "mbert": Case(BASE, 119_547, 32, 512),
+    "base-ragged": Case(BASE, 4096, 256, 128, ragged=True),
 }
-PEAK_BF16 = {"H100": 989e12, "H200": 989e12}  # dense bf16 tensor-core peak of the SXM parts (datasheet)
+DEFAULT_CASES = ("small", "base", "mbert")
+PEAK_BF16 = {"H100": 989e12, "H200": 989e12}  # dense bf16 tensor-core peak of the SXM parts (datasheets, no sparsity)
+STACK = 16  # models in the stacked small row
 
 
-def model_flops(size: ModelSize, vocab: int, batch: int, length: int, mlm: float = 0.15) -> float:
-    """Training FLOPs of one step (forward + backward = 3 x forward), useful work only."""
-    tokens = batch * length
+@dataclass(frozen=True)
+class Engine:
+    label: str
+    family: str                 # "hf" or "ours"
+    cases: str                  # "all", "dense" (full rows), "ragged", "small"
+    nomask: bool = False        # ours: no attention mask (full rows: SDPA may pick FlashAttention)
+    packed: bool = False        # ours: documents packed into rows, block-diagonal mask
+    attention: str | None = None
+    fused_qkv: bool = False
+    models: int = 1
+
+
+ENGINES = {
+    "hf-fp32": Engine("HF fp32", "hf", "all"),
+    "hf-bf16": Engine("HF bf16 autocast + fused AdamW", "hf", "all"),
+    "hf-compile": Engine("HF bf16 + torch.compile", "hf", "all"),
+    "ours": Engine("ours (fused, compiled, CUDA graph)", "ours", "all"),
+    "ours-nomask": Engine("ours + no mask", "ours", "dense", nomask=True),
+    "ours-qkv": Engine("ours + fused QKV", "ours", "all", fused_qkv=True),
+    "ours-nomask-qkv": Engine("ours + no mask + fused QKV", "ours", "dense", nomask=True, fused_qkv=True),
+    "ours-packed": Engine("ours + packed (SDPA)", "ours", "ragged", packed=True),
+    "ours-packed-qkv": Engine("ours + packed (SDPA) + fused QKV", "ours", "ragged", packed=True, fused_qkv=True),
+    "ours-flex": Engine("ours + packed (FlexAttention, no attention dropout)", "ours", "ragged", packed=True,
+                        attention="flex", fused_qkv=True),
+    "ours-stack": Engine(f"ours, {STACK} stacked", "ours", "small", models=STACK),
+}
+# The order a case runs its engines in: the rows the headline needs first, so that a time limit cuts the least
+# informative (fp32, at 0.4 s a step the slowest to time) last.
+RUN_ORDER = ("hf-compile", "hf-bf16", "ours", "ours-nomask-qkv", "ours-packed", "ours-flex", "ours-nomask",
+             "ours-qkv", "ours-packed-qkv", "ours-stack", "hf-fp32")
+assert sorted(RUN_ORDER) == sorted(ENGINES)
+
+
+def engines_for(case: str) -> list[str]:
+    """The engines that apply to a case, in `ENGINES` order."""
+    c = CASES[case]
+    kind = {"all": True, "dense": not c.ragged, "ragged": c.ragged, "small": case == "small"}
+    return [k for k, e in ENGINES.items() if kind[e.cases]]
+
+
+def check_bench_args(cases, engines=None, steps: int = 50, repeats: int = 3, warmup: int = 10) -> None:
+    """Raise ConfigError, naming the valid choices, before anything is built."""
+    unknown = [c for c in cases if c not in CASES]
+    if unknown or not cases:
+        raise ConfigError(f"unknown or no bench case(s) {unknown}: valid cases are {', '.join(CASES)}")
+    bad = [e for e in engines or () if e not in ENGINES]
+    if bad:
+        raise ConfigError(f"unknown engine(s) {bad}: valid engines are {', '.join(ENGINES)}")
+    for name, value, least in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup", warmup, 0)):
+        if not isinstance(value, int) or value < least:
+            raise ConfigError(f"--{name} must be an integer >= {least}; got {value!r}")
+
+
+def model_flops(size: ModelSize, vocab: int, batch: int, length: int, mlm: float = 0.15,
+                lengths: list[int] | None = None) -> float:
+    """Training FLOPs of one step (forward + backward = 3 x forward), useful work only: `lengths` (default: `batch`
+    documents of `length`) counts the real pieces and attention within each document, never padding."""
+    lengths = lengths or [length] * batch
+    tokens = sum(lengths)
     h, f, layers = size.hidden, size.ffn, size.layers
-    per_token_layer = 2 * (4 * h * h + 2 * h * f) + 2 * 2 * length * h  # dense matmuls + attention scores/values
+    dense = 2 * (4 * h * h + 2 * h * f)  # per piece and layer: Q, K, V, output projection, FFN
+    attention = 2 * 2 * h * sum(n * n for n in lengths)  # per layer: scores and values over each document
     head = 2 * (h * h + h * vocab)  # MLM transform + decoder, at masked positions only
-    return 3 * (tokens * layers * per_token_layer + mlm * tokens * head)
+    return 3 * (layers * (tokens * dense + attention) + mlm * tokens * head)
 
 
 def peak_flops(device) -> float | None:
@@ -49,136 +147,271 @@ def _sync(device):
         torch.cuda.synchronize(device)
 
 
-def _time(fn, device, steps: int, warmup: int) -> float:
+def measure(step: Callable[[], object], device, steps: int, repeats: int, warmup: int) -> tuple[float, list[float]]:
+    """(seconds of the warm-up, [seconds per step of each repeat])."""
+    start = time.perf_counter()
     for _ in range(warmup):
-        fn()
+        step()
     _sync(device)
-    t = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    _sync(device)
-    return (time.perf_counter() - t) / steps
+    warm = time.perf_counter() - start
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(steps):
+            step()
+        _sync(device)
+        times.append((time.perf_counter() - t) / steps)
+    return warm, times
 
 
-def plain_hf(size, vocab, batch, length, device, steps, warmup) -> float:
-    model = init_model(size, vocab, 0, attn="sdpa", positions=max(256, length)).to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=size.lr, eps=1e-6, weight_decay=0.01)
-    ids = torch.randint(5, vocab, (batch, length), device=device)
-    labels = torch.where(torch.rand(ids.shape, device=device) < 0.15, ids, torch.full_like(ids, -100))
+@dataclass
+class Inputs:
+    """One case's fixed batch, padded (every engine) and packed (the packed levers)."""
+    ids: torch.Tensor       # [B, W]
+    real: torch.Tensor      # [B, W] bool
+    labels: torch.Tensor    # [B, W], -100 where unlabelled
+    lengths: list[int]
+
+
+def make_inputs(case: Case, device) -> Inputs:
+    g = torch.Generator().manual_seed(1)
+    lengths = case.lengths()
+    ids = torch.randint(5, case.vocab, (case.batch, case.length), generator=g)
+    real = torch.arange(case.length) < torch.tensor(lengths)[:, None]
+    labels = torch.where((torch.rand(ids.shape, generator=g) < 0.15) & real, ids, -100)
+    ids = torch.where(real, ids, 0)
+    return Inputs(ids.to(device), real.to(device), labels.to(device), lengths)
+
+
+def _hf_step(case: Case, inputs: Inputs, device, engine: str):
+    model = init_model(case.size, case.vocab, 0, attn="sdpa", positions=max(256, case.length)).to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=case.size.lr, eps=1e-6, weight_decay=0.01,
+                            fused=True if engine != "hf-fp32" else None)  # fp32: torch's default (foreach)
+    run = torch.compile(model) if engine == "hf-compile" else model
+    mask = inputs.real.long() if case.ragged else None  # full rows: no mask, as a user without padding passes
+    bf16 = engine != "hf-fp32"
 
     def step():
-        loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
+            loss = run(input_ids=inputs.ids, attention_mask=mask, labels=inputs.labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    return _time(step, device, steps, warmup)
+    # float32 proper: no TF32 tensor cores (PyTorch's default for matmuls; set again after every engine)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return step
 
 
-def ours(size, vocab, batch, length, device, steps, warmup, models: int = 1, compile: bool = False) -> float:
-    """Seconds per step of a stack of `models` (each step trains all of them); `compile`: the fused, compiled loss."""
-    stack = ModelStack([init_model(size, vocab, s, attn="sdpa" if models == 1 else "eager", positions=max(256, length))
-                        for s in range(models)],
-                       OptimConfig(size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device, compile=compile)
-    ids = torch.randint(5, vocab, (models, batch, length), device=device)
-    pos = torch.arange(length, device=device).expand_as(ids)
-    zeros = torch.zeros_like(ids)
-    attend = torch.ones(models, batch, 1, 1, length, dtype=torch.bool, device=device)
-    mask = attend if models == 1 else torch.zeros(attend.shape, device=device)
-    cap = masked_capacity(batch * length, 0.15)
+def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
+    from .training.fused_bert import Levers
+    from .training.packing import document_block_mask, document_mask, pack_documents
+    from .training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
-    def make_inputs():
-        labels = torch.where(torch.rand(ids.shape, device=device) < 0.15, ids, torch.full_like(ids, -100))
-        sel, lab = select_masked(labels, cap)
-        return ids, mask, pos, zeros, sel, lab
+    m = engine.models
+    models = [init_model(case.size, case.vocab, s, attn="sdpa", positions=max(256, case.length)) for s in range(m)]
+    if engine.attention == "flex":
+        for model in models:
+            model.config.attention_probs_dropout_prob = 0.0
+    stack = ModelStack(models, OptimConfig(case.size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device,
+                       compile=compile_mode("regional", device), graphs=True,
+                       levers=Levers(attention=engine.attention, fused_qkv=engine.fused_qkv))
+    if engine.packed:  # [R, W] rows of whole documents; labels follow their pieces
+        docs = [inputs.ids[i, :n] for i, n in enumerate(inputs.lengths)]
+        packed = pack_documents(docs, case.length)
+        flat_labels = torch.cat([inputs.labels[i, :n] for i, n in enumerate(inputs.lengths)])
+        labels = torch.full((packed.rows * case.length,), -100, device=inputs.ids.device)
+        labels[packed.index] = flat_labels
+        ids, positions, labels = packed.ids, packed.positions, labels.view(packed.rows, case.length)
+        # The mask is built once, as a data loader would beside the batch (not inside the timed step).
+        mask = document_block_mask(packed.documents) if engine.attention == "flex" else \
+            document_mask(packed.documents)[None].expand(m, -1, -1, -1, -1)
+    else:
+        ids, labels = inputs.ids, inputs.labels
+        positions = torch.arange(case.length, device=ids.device).expand_as(ids)
+        mask = None if engine.nomask else inputs.real[None, :, None, None, :].expand(m, -1, -1, -1, -1)
+    ids, positions, labels = (t[None].expand(m, *t.shape) for t in (ids, positions, labels))
+    sel, lab = select_masked(labels, masked_capacity(int(inputs.real.sum()), 0.15))
+    batch = (ids, mask, positions, torch.zeros_like(ids), sel, lab)
+    return lambda: stack.step(lambda: batch, graph_key="bench"), ids.shape[1]
 
-    return _time(lambda: stack.step(make_inputs, graph_key="bench"), device, steps, warmup)
 
-
-@dataclass
-class BenchRow:
-    case: str
-    engine: str
-    models: int
-    seconds_per_step: float
-    tokens_per_second: float
-    steps_per_second: float
-    mfu: float | None
-    device: str
-
-
-def run_bench(cases=("small", "base", "mbert"), device: str | None = None, steps: int = 20, warmup: int = 5,
-              small_stack: int = 16, compile_cases=("small",)) -> list[BenchRow]:
-    """Plain HF and ours for each case; `compile_cases` also time ours with the fused, compiled loss (the compile
-    itself, about a minute per case, is not in the per-step time)."""
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    name = device_name(device)
+def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup: int, budget_s: float | None = None,
+               compile_on_cpu: bool = False, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """Rows for one case (dicts; see `write_bench` for the columns). An engine that fails leaves a row that says so;
+    past `budget_s` of the case's wall time the remaining engines are skipped with a row that says so."""
+    case = CASES[case_name]
+    cuda = torch.device(device).type == "cuda"
     peak = peak_flops(device)
+    inputs = make_inputs(case, device)
+    tokens = sum(inputs.lengths)
+    flops = model_flops(case.size, case.vocab, case.batch, case.length, lengths=inputs.lengths)
+    start = time.perf_counter()
     rows = []
-    for case in cases:
-        size, vocab, batch, length = CASES[case]
-        flops = model_flops(size, vocab, batch, length)
-        variants = [("plain HF", 1, lambda: plain_hf(size, vocab, batch, length, device, steps, warmup)),
-                    ("ours", 1, lambda: ours(size, vocab, batch, length, device, steps, warmup))]
-        if case == "small":
-            variants.append((f"ours, {small_stack} stacked", small_stack,
-                             lambda: ours(size, vocab, batch, length, device, steps, warmup, small_stack)))
-        if case in compile_cases and torch.device(device).type == "cuda":
-            n = small_stack if case == "small" else 1
-            label = f"ours, {small_stack} stacked, compiled" if case == "small" else "ours, compiled"
-            variants.append((label, n, lambda: ours(size, vocab, batch, length, device, steps, warmup, n, True)))
-        for engine, n, fn in variants:
-            sec = fn()
-            per_model = sec / n
-            rows.append(BenchRow(case, engine, n, per_model, batch * length / per_model, 1 / per_model,
-                                 None if peak is None else flops / per_model / peak, name))
-            if torch.device(device).type == "cuda":
+    for key in sorted(engines, key=RUN_ORDER.index):
+        e = ENGINES[key]
+        row = {"case": case_name, "engine": e.label, "engine_key": key, "family": e.family, "models": e.models,
+               "status": "ok", "batch": case.batch, "width": case.length, "rows": case.batch, "tokens": tokens,
+               "padding_share": 1 - tokens / (case.batch * case.length)}
+        try:
+            if budget_s is not None and time.perf_counter() - start > budget_s:
+                raise _Skip(f"skipped: the case's time budget of {budget_s:.0f} s was spent")
+            if key == "hf-compile" and not cuda and not compile_on_cpu:
+                raise _Skip("skipped: torch.compile is timed on a GPU only")
+            if e.attention == "flex" and not cuda:
+                raise _Skip("skipped: FlexAttention trains on a GPU only (no backward on the CPU)")
+            if e.family == "hf":
+                step = _hf_step(case, inputs, device, key)
+            else:
+                step, row["rows"] = _ours_step(case, inputs, device, e)
+            warm, times = measure(step, device, steps, repeats, warmup)
+            med = statistics.median(times)
+            per_model = med / e.models
+            row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
+                       ms_per_model_step=1e3 * per_model, tokens_per_s_stack=tokens * e.models / med,
+                       tokens_per_s_per_model=tokens / med,  # how fast each model of the stack trains
+                       mfu=None if peak is None else flops / per_model / peak,
+                       warmup_s=warm)
+        except _Skip as why:
+            row["status"] = str(why)
+        except Exception as err:  # noqa: BLE001 - one engine's failure (OOM, compile error) must not lose the others
+            row["status"] = f"failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        finally:
+            step = None  # the model, optimiser, stack and CUDA graphs of this engine go before the next one
+            gc.collect()
+            if cuda:
                 torch.cuda.empty_cache()
-    return rows
+            torch._dynamo.reset()
+            torch.backends.cuda.matmul.allow_tf32 = False
+        rows.append(row)
+        _headline(rows)
+        if on_row is not None:
+            on_row(row)
+    return sorted(rows, key=lambda r: list(ENGINES).index(r["engine_key"]))
 
 
-def write_bench(cases=("small", "base", "mbert"), steps: int = 20, folder: Path | None = None,
-                compile_cases=("small",)) -> Path:
-    """Run the benchmark and write `book/results/bench/bench.csv` and `bench.png` (atomically)."""
-    import dataclasses
+class _Skip(Exception):
+    pass
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def _headline(rows: list[dict]) -> None:
+    """Fill best_hf_engine and speedup_vs_best_hf (fastest HF time per model-step / the row's) in place."""
+    hf = [r for r in rows if r["family"] == "hf" and r["status"] == "ok"]
+    best = min(hf, key=lambda r: r["ms_per_model_step"]) if hf else None
+    for r in rows:
+        r["best_hf_engine"] = best["engine"] if best else None
+        ok = best is not None and r["status"] == "ok"
+        r["speedup_vs_best_hf"] = best["ms_per_model_step"] / r["ms_per_model_step"] if ok else None
+
+
+COLUMNS = ["case", "engine", "engine_key", "family", "models", "status", "ms_per_step", "ms_per_step_min",
+           "ms_per_step_max", "ms_per_model_step", "tokens_per_s_stack", "tokens_per_s_per_model", "mfu",
+           "speedup_vs_best_hf", "best_hf_engine", "warmup_s", "batch", "width", "rows", "tokens", "padding_share",
+           "steps", "repeats", "warmup_steps", "device", "peak_tflops", "torch", "transformers", "commit", "date"]
+
+
+def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int = 3, warmup: int = 10,
+                folder: Path | None = None, device: str | None = None, budget_s: float | None = None,
+                commit: str | None = None, compile_on_cpu: bool = False) -> Path:
+    """Run the benchmark and write `bench.csv` (and `bench.png`) in `folder` (default `book/results/bench`), after
+    every row (atomically), keeping the rows of cases not run now. engines: None = every engine of each case."""
     import pandas as pd
+    import transformers
 
     from .atomic import atomic_path
     from .paths import repo_root
+    from .runrecord import git_commit
 
+    check_bench_args(cases, engines, steps, repeats, warmup)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     folder = Path(folder or repo_root() / "book" / "results" / "bench")
-    df = pd.DataFrame([dataclasses.asdict(r) for r in run_bench(cases, steps=steps, compile_cases=compile_cases)])
-    with atomic_path(folder / "bench.csv") as tmp:
-        df.to_csv(tmp, index=False)
-    fig = plot_bench(df)
+    peak = peak_flops(device)
+    meta = {"steps": steps, "repeats": repeats, "warmup_steps": warmup, "device": device_name(device),
+            "peak_tflops": None if peak is None else peak / 1e12, "torch": torch.__version__,
+            "transformers": transformers.__version__, "commit": commit or git_commit(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    path = folder / "bench.csv"
+    kept = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=COLUMNS)
+    if "engine_key" not in kept.columns:  # an older benchmark's layout: not comparable, replaced
+        kept = pd.DataFrame(columns=COLUMNS)
+    kept = kept[~kept["case"].isin(cases)]
+    done: list[dict] = []
+
+    def save(row=None):
+        if row is not None:
+            done.append({**row, **meta})
+            _headline([r for r in done if r["case"] == row["case"]])
+        df = pd.concat([kept, pd.DataFrame(done, columns=COLUMNS)], ignore_index=True) if done else kept
+        order = {k: i for i, k in enumerate(ENGINES)}
+        df = df.sort_values(["case", "engine_key"], key=lambda s: s.map(order) if s.name == "engine_key"
+                            else s.map({c: i for i, c in enumerate(CASES)}), kind="stable")
+        with atomic_path(path) as tmp:
+            df[COLUMNS].to_csv(tmp, index=False)
+        return df
+
+    for case in cases:
+        chosen = [e for e in (engines or engines_for(case)) if e in engines_for(case)]
+        bench_case(case, chosen, device, steps, repeats, warmup, budget_s, compile_on_cpu, on_row=save)
+        print(summary(save()[lambda d: d["case"] == case]), flush=True)
+    _save_plot(save(), folder)
+    return path
+
+
+def summary(df) -> str:
+    """One line per row: engine, median ms per model-step (min-max), MFU, speed-up against the best HF row."""
+    import pandas as pd
+
+    lines = []
+    for r in df.itertuples():
+        if r.status != "ok":
+            lines.append(f"{r.case:12s} {r.engine:52s} {r.status}")
+            continue
+        mfu = "" if pd.isna(r.mfu) else f" MFU {r.mfu:5.1%}"
+        speed = "" if pd.isna(r.speedup_vs_best_hf) else f"  {r.speedup_vs_best_hf:.2f}x vs {r.best_hf_engine}"
+        lines.append(f"{r.case:12s} {r.engine:52s} {r.ms_per_model_step:8.2f} ms/model-step "
+                     f"({r.ms_per_step_min / r.models:.2f}-{r.ms_per_step_max / r.models:.2f}){mfu}{speed}")
+    return "\n".join(lines)
+
+
+def _save_plot(df, folder: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .atomic import atomic_path
+
+    ok = df[df["status"] == "ok"]
+    if not len(ok):
+        return
+    fig = plot_bench(ok)
     with atomic_path(folder / "bench.png") as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
-    return folder / "bench.csv"
 
 
 def plot_bench(df):
-    """Tokens per second per model, plain HF vs ours, one panel per case (log scale)."""
+    """Milliseconds per model-step of every engine, one panel per case, HF grey; MFU and speed-up annotated."""
     import matplotlib.pyplot as plt
+    import pandas as pd
 
     cases = list(dict.fromkeys(df["case"]))
-    fig, axes = plt.subplots(1, len(cases), figsize=(4 * len(cases), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(cases), figsize=(4.5 * len(cases), 3.6), squeeze=False)
     for ax, case in zip(axes[0], cases):
         sub = df[df["case"] == case]
-        bars = ax.bar(sub["engine"], sub["tokens_per_second"], color=["#999999"] + ["#1f77b4"] * (len(sub) - 1))
-        for bar, mfu in zip(bars, sub["mfu"]):
-            if mfu == mfu and mfu is not None:
-                ax.annotate(f"MFU {mfu:.0%}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                            ha="center", va="bottom", fontsize=8)
-        ax.set_yscale("log")
+        colours = ["#999999" if f == "hf" else "#1f77b4" for f in sub["family"]]
+        err = [sub["ms_per_model_step"] - sub["ms_per_step_min"] / sub["models"],
+               sub["ms_per_step_max"] / sub["models"] - sub["ms_per_model_step"]]
+        bars = ax.barh(sub["engine"], sub["ms_per_model_step"], xerr=err, color=colours)
+        for bar, mfu, speed in zip(bars, sub["mfu"], sub["speedup_vs_best_hf"]):
+            text = ("" if pd.isna(speed) else f"{speed:.2f}x") + ("" if pd.isna(mfu) else f", MFU {mfu:.0%}")
+            ax.annotate(text, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=7)
+        ax.set_xscale("log")
+        ax.invert_yaxis()
         ax.set_title(case)
-        ax.set_ylabel("tokens / s per model")
-        ax.tick_params(axis="x", labelrotation=20, labelsize=8)
-    fig.suptitle(f"MLM training throughput on {df['device'].iloc[0]}")
+        ax.set_xlabel("ms per model-step (median; bars: min-max)")
+        ax.tick_params(axis="y", labelsize=7)
+    fig.suptitle(f"MLM training step time on {df['device'].iloc[0]}")
     fig.tight_layout()
     return fig

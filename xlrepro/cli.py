@@ -6,7 +6,7 @@
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run <paper>/<chapter> [-p NAME VALUE ...] [--publish]
   xlrepro reproduce [--papers ...] [-p NAME VALUE ...]   the published run: train, then run every chapter
-  xlrepro bench [--cases small base mbert]
+  xlrepro bench [--cases small base mbert] [--engines ...] [--steps 50 --repeats 3] [--quick]
 
 Every command checks all of its arguments before it trains or loads anything. Training at the papers' full
 settings on a CPU stops with a message unless --allow-cpu is given. `xlrepro run` writes into book/ only with
@@ -28,7 +28,9 @@ from .config import PROFILES, ConfigError, check_profile, choose
 from .papers import get_paper, paper_of_chapter, papers
 from .paths import repo_root, runs_dir
 
-BENCH_CASES = ("small", "base", "mbert")  # xlrepro.bench.CASES (checked in test_cli)
+BENCH_CASES = ("small", "base", "mbert", "base-ragged")  # xlrepro.bench.CASES (checked in test_cli)
+BENCH_ENGINES = ("hf-fp32", "hf-bf16", "hf-compile", "ours", "ours-nomask", "ours-qkv", "ours-nomask-qkv",
+                 "ours-packed", "ours-packed-qkv", "ours-flex", "ours-stack")  # xlrepro.bench.ENGINES (test_cli)
 
 
 def _value(text: str):
@@ -202,11 +204,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-train", action="store_true", help="only run the chapters")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     p.add_argument("--allow-cpu", action="store_true")
-    p = sub.add_parser("bench", help="MLM training throughput, plain HF vs ours")
-    p.add_argument("--cases", nargs="*", default=list(BENCH_CASES), choices=BENCH_CASES)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--compile", nargs="*", default=["small"], choices=BENCH_CASES,
-                   help="cases also timed with the fused, compiled loss (default: small)")
+    p = sub.add_parser("bench", help="MLM training step time: HF (fp32, bf16, compiled) against ours, one process")
+    p.add_argument("--cases", nargs="+", default=["small", "base", "mbert"], choices=BENCH_CASES)
+    p.add_argument("--engines", nargs="+", choices=BENCH_ENGINES,
+                   help="default: every engine that applies to each case (xlrepro.bench.engines_for)")
+    p.add_argument("--steps", type=int, default=50, help="timed steps per repeat (default 50)")
+    p.add_argument("--repeats", type=int, default=3, help="repeats; each figure is their median (default 3)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first: compile, CUDA-graph capture")
+    p.add_argument("--quick", action="store_true",
+                   help="3 repeats of 3 steps after 1 warm-up step, into runs/bench/quick (a smoke run: no results)")
+    p.add_argument("--budget-s", type=float, help="skip a case's remaining engines after this many seconds")
+    p.add_argument("--commit", help="the commit recorded in the CSV (default: git rev-parse HEAD)")
+    p.add_argument("--device", help="default: cuda if available, else cpu")
     p.add_argument("--out", type=Path, help="folder for bench.csv/bench.png (default: book/results/bench)")
     return ap
 
@@ -248,8 +257,13 @@ def main(argv=None) -> int:
         elif a.command == "reproduce":
             return _reproduce(a, main)
         elif a.command == "bench":
-            from .bench import write_bench
-            print(write_bench(a.cases, a.steps, a.out, compile_cases=a.compile))
+            from .bench import check_bench_args, write_bench
+            steps, repeats, warmup = (3, 3, 1) if a.quick else (a.steps, a.repeats, a.warmup)
+            check_bench_args(a.cases, a.engines, a.steps, a.repeats, a.warmup)
+            if a.budget_s is not None and a.budget_s <= 0:
+                raise ConfigError(f"--budget-s must be positive; got {a.budget_s}")
+            out = a.out or (runs_dir() / "bench" / "quick" if a.quick else None)
+            print(write_bench(a.cases, a.engines, steps, repeats, warmup, out, a.device, a.budget_s, a.commit))
     except ConfigError as err:
         print(f"xlrepro: {err}", file=sys.stderr)
         return 2

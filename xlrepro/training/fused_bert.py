@@ -32,6 +32,32 @@ PREFIX = "mlm."
 ATTENTION = "auto"
 
 
+ATTENTIONS = ("math", "sdpa", "auto", "flex")
+QKV = ("query", "key", "value")
+
+
+@dataclass(frozen=True)
+class Levers:
+    """Speed options of the fused loss, each off by default: the defaults are the engine the Dufter grid trained with,
+    and no lever changes a number beyond floating-point rounding except where said. `xlrepro bench` times each one
+    against Hugging Face's compiled model rather than assuming it helps; `tests/test_fast_path.py` checks each against
+    HF's loss and gradients.
+
+    attention: None (the default, `ATTENTION`), "math", "sdpa", or "flex": `torch.nn.attention.flex_attention` over
+        a `BlockMask` (see `document_block_mask`); FlexAttention has no dropout on the attention probabilities, so
+        "flex" refuses to train with attention dropout (train it with `attention_probs_dropout_prob=0`).
+    fused_qkv: one [3H, H] matrix product for queries, keys and values instead of three [H, H] ones.
+    Two more levers are properties of the inputs, not options: an `attention_mask` of None (no padding: SDPA may pick
+    its FlashAttention kernel, which takes no mask), and packed rows with a block-diagonal mask [M, B, 1, W, W]
+    (several documents per row, no padding; `pack_documents`)."""
+    attention: str | None = None
+    fused_qkv: bool = False
+
+    def __post_init__(self):
+        if self.attention is not None and self.attention not in ATTENTIONS:
+            raise ValueError(f"attention={self.attention!r}: valid values are None, {', '.join(map(repr, ATTENTIONS))}")
+
+
 def _linear(x: torch.Tensor, p: dict, name: str) -> torch.Tensor:
     """x [M, N, in] @ W[m]^T + b[m] for every model m; W [M, out, in], b [M, out]."""
     return torch.baddbmm(p[name + ".bias"].unsqueeze(1), x, p[name + ".weight"].transpose(1, 2))
@@ -61,7 +87,8 @@ def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: fl
 
 def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, eps: float, drop_hidden: float,
                   drop_attn: float, training: bool, attention: str = "math", noise: Noise | None = None,
-                  stream: torch.Tensor | int = LAYER_BASE) -> torch.Tensor:
+                  stream: torch.Tensor | int = LAYER_BASE, fused_qkv: bool = False,
+                  width: int | None = None) -> torch.Tensor:
     """One post-LN BERT layer of M models. x [M, B*W, H]; attend [M*B, 1, 1, W] boolean; p: the layer's parameters
     under their names inside the layer ("attention.self.query.weight", ...). Shapes come from the tensors, so a
     compiled copy serves every layer and every width.
@@ -71,19 +98,37 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     the queries; there the fused kernels took 22% of a compiled step, and the spelled-out form was faster
     (docs_notes/gpu_runs.md, session 4). With `noise` (each model's own dropout masks, see `noise.py`) attention is
     always spelled out: PyTorch's fused kernels draw their dropout masks from the global generator. `stream` keys
-    the layer's dropout masks (a tensor, so that one compiled layer serves every layer)."""
+    the layer's dropout masks (a tensor, so that one compiled layer serves every layer).
+    Levers (see `Levers`; all off by default): attend may also be [M*B, 1, W, W] (packed documents), None (no
+    padding; then `width` = W) or a flex `BlockMask` with attention="flex"; fused_qkv: one matrix product for Q, K, V."""
     m, n, h = x.shape
-    mb, w = attend.shape[0], attend.shape[-1]
+    if attend is None:
+        mb, w = n // width * m, width
+    else:  # a boolean mask [M*B, 1, 1 or W, W] or a BlockMask (its .shape is (M*B, 1, W, W) too)
+        mb, w = attend.shape[0], attend.shape[-1]
 
     def split_heads(t):  # [M, B*W, H] -> [M*B, heads, W, H/heads]
         return t.reshape(mb, w, heads, h // heads).transpose(1, 2)
 
-    q, k, v = (split_heads(_linear(x, p, "attention.self." + name)) for name in ("query", "key", "value"))
-    if attention == "sdpa" and not (noise is not None and training and drop_attn > 0):
+    if fused_qkv:  # [M, N, 3H] from one product with the three weight matrices side by side ([M, 3H, H])
+        weight = torch.cat([p[f"attention.self.{name}.weight"] for name in QKV], 1)
+        bias = torch.cat([p[f"attention.self.{name}.bias"] for name in QKV], 1)
+        qkv = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        q, k, v = qkv.view(mb, w, 3, heads, h // heads).permute(2, 0, 3, 1, 4)  # each [M*B, heads, W, H/heads]
+    else:
+        q, k, v = (split_heads(_linear(x, p, "attention.self." + name)) for name in QKV)
+    if attention == "flex":
+        if training and drop_attn > 0:
+            raise ValueError("attention='flex' has no dropout on the attention probabilities: train it with "
+                             "attention_probs_dropout_prob=0 or use attention='sdpa'/'math'")
+        from torch.nn.attention.flex_attention import flex_attention
+        ctx = flex_attention(q, k, v, block_mask=attend)
+    elif attention == "sdpa" and not (noise is not None and training and drop_attn > 0):
         ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attend, dropout_p=drop_attn)
     else:  # HF's eager attention: scores, mask, float32 softmax, dropout on the probabilities
         scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
-        scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)
+        if attend is not None:
+            scores = scores.masked_fill(~attend, torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         if noise is not None and training:
             probs = noise.dropout_attention(probs, drop_attn, stream, m)
@@ -137,7 +182,9 @@ def compiled_regions() -> Regions:
         return c_embed(p, ids, types, positions, *args, **kwargs)
 
     def layer_(x, p, attend, *args, **kwargs):
-        dynamic((x, (1,)), (attend, (0, 3)))
+        dynamic((x, (1,)))
+        if isinstance(attend, torch.Tensor):  # None (no padding) and flex BlockMasks carry no dynamic dims
+            dynamic((attend, (0, attend.dim() - 1)))
         return c_layer(x, p, attend, *args, **kwargs)
 
     def head_(x, p, emb, sel_index, sel_labels, eps):
@@ -153,16 +200,19 @@ def _strip(params: dict, prefix: str) -> dict:
 
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
                        token_type_ids, sel_index, sel_labels, regions: Regions = EAGER,
-                       attention: str | None = None, noise: Noise | None = None) -> torch.Tensor:
+                       attention: str | None = None, noise: Noise | None = None, fused_qkv: bool = False) -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`).
 
     input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, 1, 1, W], boolean (True = attend)
     or additive (0 / large negative); sel_index, sel_labels: [M, C] flat positions and labels (-100 = padding).
     noise: each model's own dropout masks (`noise.py`); None draws them from PyTorch's generator.
+    Levers (`Levers`, off by default): attention_mask may also be [M, B, 1, W, W] (packed documents, see
+    `pack_documents`), None (no padding at all), or a flex `BlockMask` over M*B rows with attention="flex";
+    fused_qkv computes queries, keys and values with one matrix product.
     """
     attention = attention or ATTENTION
-    if attention not in ("math", "sdpa", "auto"):
-        raise ValueError(f"attention={attention!r}: valid values are 'math', 'sdpa', 'auto'")
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention={attention!r}: valid values are {', '.join(map(repr, ATTENTIONS))}")
     if attention == "auto":
         attention = "math" if config.num_attention_heads == 1 else "sdpa"
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
@@ -174,10 +224,18 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
                       training, noise=noise)
     # one stream tensor per layer: a compiled layer sees a tensor, not a constant, and serves every layer
     streams = torch.arange(config.num_hidden_layers, device=input_ids.device) * 4 + LAYER_BASE
-    attend = attention_mask if attention_mask.dtype == torch.bool else attention_mask > -1.0
-    attend = attend.reshape(m * b, 1, 1, w)
+    if isinstance(attention_mask, torch.Tensor):
+        attend = attention_mask if attention_mask.dtype == torch.bool else attention_mask > -1.0
+        attend = attend.reshape(m * b, 1, attend.shape[-2], w)
+    else:  # None (no padding) or a flex BlockMask
+        attend = attention_mask
+    if (attention == "flex") != (attend is not None and not isinstance(attend, torch.Tensor)):
+        raise ValueError("attention='flex' takes a BlockMask as attention_mask (document_block_mask), and only it does")
+    levers = {"fused_qkv": True} if fused_qkv else {}  # the default call stays exactly what the grid compiled
+    if attend is None:
+        levers["width"] = w
     for i in range(config.num_hidden_layers):
         x = regions.layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps,
-                          drop_hidden, drop_attn, training, attention, noise=noise, stream=streams[i])
+                          drop_hidden, drop_attn, training, attention, noise=noise, stream=streams[i], **levers)
     return regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
                         sel_labels, eps)

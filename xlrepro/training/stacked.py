@@ -21,7 +21,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
 from .distributed import average_gradients, world
-from .fused_bert import EAGER, compiled_regions, stacked_mlm_losses
+from .fused_bert import EAGER, Levers, compiled_regions, stacked_mlm_losses
 from .noise import Noise
 
 NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
@@ -94,11 +94,13 @@ class ModelStack:
 
     def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
                  bf16: bool | None = None, compile: str | bool | None = None, seeds: list[int] | None = None,
-                 graphs: bool = True):
+                 graphs: bool = True, levers: Levers | None = None):
         """seeds: each model's own seed for dropout (and, through `noise`, masking): with seeds the step runs the
         fused loss (`fused_bert.py`) and every random draw is the model's own, whatever the stack; without, HF's
         model runs under vmap with PyTorch's generator (the reference engine of the tests).
-        compile: None/False, True/"regional" or "full" (CUDA only); graphs: capture steps as CUDA graphs (CUDA)."""
+        compile: None/False, True/"regional" or "full" (CUDA only); graphs: capture steps as CUDA graphs (CUDA).
+        levers: the fused loss's speed options (`fused_bert.Levers`); given, the step always runs the fused loss
+        (eager or compiled), also without seeds. None (the default) leaves every path as it was."""
         self.device = torch.device(device)
         self.size = len(models)
         wrapped = [MaskedPositionsLM(m) for m in models]
@@ -161,10 +163,11 @@ class ModelStack:
             raise ValueError(f"compile={compile!r}: valid values are None, False, True, 'regional', 'full'")
         self.compiled = None if compile in (None, False, "none") else compile
         noise = self.noise
-        if noise is not None and not self.compiled:
+        options = {} if levers is None else {"attention": levers.attention, "fused_qkv": levers.fused_qkv}
+        if (noise is not None or levers is not None) and not self.compiled:
             config, base = self.template.config, self.base
             self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=EAGER,
-                                                                    noise=noise)
+                                                                    noise=noise, **options)
         if self.compiled:
             import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
             for limit in ("cache_size_limit", "recompile_limit"):
@@ -174,10 +177,10 @@ class ModelStack:
             if self.compiled == "regional":
                 regions = compiled_regions()
                 self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
-                                                                        regions=regions, noise=noise)
+                                                                        regions=regions, noise=noise, **options)
             else:
                 compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
-                                                                                  noise=noise))
+                                                                                  noise=noise, **options))
 
                 def losses(p, b, *inputs):
                     for x, dim in zip(inputs, DYNAMIC_DIMS):

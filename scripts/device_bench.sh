@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The honest benchmark on ONE GPU in one call of at most 9 minutes: writes $OUT/bench.csv, $OUT/bench.png and
+# $OUT/bench.log. Each case runs in its own process (the rows of a case share one process, hence one machine
+# state), bounded twice: `xlrepro bench --budget-s` skips (and records as skipped) the engines that would start
+# too late, and `timeout` kills a case that overruns (its finished rows are already in the CSV, written row by row).
+# Usage (repository root, on the node): bash scripts/device_bench.sh [main|ragged] [COMMIT]
+#   main   (default) base, mBERT, small: every HF row, ours, ours + no mask, ours + no mask + fused QKV,
+#          and 16 stacked small models; about 8 minutes on an H100 (estimate: compiles dominate).
+#   ragged the packing levers on base-ragged (HF padded against ours packed with SDPA and FlexAttention, with and
+#          without fused QKV); about 5 minutes. Its CSV has the same columns: append its rows to main's.
+# COMMIT: recorded in every row (the node's copy has no .git); default: git rev-parse HEAD where it works.
+set -uo pipefail
+part=${1:-main}
+commit=${2:-}
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+log="$out/bench.log"
+start=$(date +%s)
+deadline=$(( start + 525 ))   # 15 s spare under the 9-minute call
+py=${PYTHON:-python3}
+commit_args=()
+[ -n "$commit" ] && commit_args=(--commit "$commit")
+$py -c 'import torch; print("torch", torch.__version__, "|", torch.cuda.get_device_name(0))' 2>&1 | tee -a "$log"
+
+# case cap_seconds reserve_seconds engines...: the case gets min(cap, time left); engines that would start in its
+# last `reserve` seconds are skipped and recorded as such (base and mBERT reserve 75 s: their fp32 row, last, takes
+# about 65 s at 0.4 s a step; small's takes about 6 s).
+run_case() {
+    local case=$1 cap=$2 reserve=$3; shift 3
+    local left=$(( deadline - $(date +%s) ))
+    local limit=$(( cap < left ? cap : left ))
+    if [ "$limit" -lt 40 ]; then
+        echo "== $case: not run, $left s left of the call" | tee -a "$log"
+        return
+    fi
+    echo "== $case: up to $limit s, engines $*" | tee -a "$log"
+    timeout --signal=INT --kill-after=10 "$limit" $py -m xlrepro.cli bench --cases "$case" --engines "$@" \
+        --steps 50 --repeats 3 --warmup 10 --budget-s $(( limit - reserve )) --out "$out" "${commit_args[@]}" \
+        2>&1 | grep -v "^W[0-9]" | tee -a "$log"
+    echo "== $case: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s of the call" | tee -a "$log"
+}
+
+case "$part" in
+    main)
+        run_case base 200 75 hf-compile hf-bf16 ours ours-nomask ours-nomask-qkv hf-fp32
+        run_case mbert 195 75 hf-compile hf-bf16 ours ours-nomask ours-nomask-qkv hf-fp32
+        run_case small 130 15 hf-compile hf-bf16 ours ours-stack hf-fp32
+        ;;
+    ragged)
+        run_case base-ragged 400 75 hf-compile hf-bf16 ours ours-packed ours-flex ours-packed-qkv ours-qkv hf-fp32
+        ;;
+    *)
+        echo "usage: bash scripts/device_bench.sh [main|ragged] [COMMIT]" >&2
+        exit 2
+        ;;
+esac
+echo "device_bench $part: $(( $(date +%s) - start )) s of wall time" | tee -a "$log"

@@ -1,0 +1,202 @@
+"""Each speed lever of the fused loss (`fused_bert.Levers`, packing) gives HF's BertForMaskedLM loss and gradients.
+
+The reference is always HF's own model on the same documents padded the ordinary way (`labels=`, mean cross-entropy
+over the labelled pieces); the fused loss runs through `ModelStack(levers=...)` as the benchmark does.
+"""
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from xlrepro.training.fused_bert import Levers, stacked_mlm_losses
+from xlrepro.training.packing import document_block_mask, document_mask, first_fit, pack_documents
+from xlrepro.training.stacked import ModelStack, OptimConfig
+
+torch.set_num_threads(1)
+OPT = OptimConfig(lr=1e-2, weight_decay=0.01, eps=1e-6, warmup_steps=2, total_steps=10, max_grad_norm=1e9)
+VOCAB = 50
+
+
+def hf(seed=0, heads=2):
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2, num_attention_heads=heads,
+                     intermediate_size=32, max_position_embeddings=32, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    return BertForMaskedLM(cfg).eval()
+
+
+def documents(g, lengths):
+    docs = [torch.randint(5, VOCAB, (n,), generator=g) for n in lengths]
+    masked = [torch.rand(n, generator=g) < 0.4 for n in lengths]
+    for m in masked:
+        m[0] = True  # at least one labelled piece per document
+    return docs, masked
+
+
+def hf_loss_and_grads(model, docs, masked):
+    """HF's loss over the documents padded to the longest one, and its gradients by parameter name."""
+    width = max(len(d) for d in docs)
+    ids = torch.zeros(len(docs), width, dtype=torch.long)
+    attend = torch.zeros(len(docs), width, dtype=torch.long)
+    labels = torch.full((len(docs), width), -100)
+    for i, (d, m) in enumerate(zip(docs, masked)):
+        ids[i, :len(d)], attend[i, :len(d)] = d, 1
+        labels[i, :len(d)] = torch.where(m, d, -100)
+    model.zero_grad()
+    loss = model(input_ids=ids, attention_mask=attend, labels=labels).loss
+    loss.backward()
+    return loss.detach(), {k: p.grad.clone() for k, p in model.named_parameters()}
+
+
+def fused_loss_and_grads(model, inputs, levers):
+    stack = ModelStack([model], OPT, "cpu", levers=levers)
+    stack.base.eval()
+    loss = stack._losses(stack.params, stack.buffers, *inputs)
+    loss.sum().backward()
+    return loss.detach()[0], {k.removeprefix("mlm."): p.grad[0] for k, p in stack.params.items()}
+
+
+def assert_same_gradients(ours, ref):
+    shared = [k for k in ref if k in ours]
+    assert len(shared) >= len(ref) - 1  # HF lists the tied decoder bias once more, as cls.predictions.decoder.bias
+    for k in shared:
+        torch.testing.assert_close(ours[k], ref[k], rtol=1e-4, atol=1e-6, msg=k)
+
+
+def padded_inputs(docs, masked, width, mask=True):
+    """The fused loss's inputs for one model: rows padded to `width`, the key mask (or None), the masked pieces."""
+    b = len(docs)
+    ids = torch.zeros(1, b, width, dtype=torch.long)
+    real = torch.zeros(1, b, width, dtype=torch.bool)
+    labels = torch.full((1, b, width), -100)
+    for i, (d, m) in enumerate(zip(docs, masked)):
+        ids[0, i, :len(d)], real[0, i, :len(d)] = d, True
+        labels[0, i, :len(d)] = torch.where(m, d, -100)
+    sel = (labels.reshape(1, -1) != -100).nonzero()[:, 1][None]
+    positions = torch.arange(width).expand(1, b, width)
+    attend = real[:, :, None, None, :] if mask else None
+    return ids, attend, positions, torch.zeros_like(ids), sel, labels.reshape(1, -1).gather(1, sel)
+
+
+def packed_inputs(docs, masked, width, flex=False):
+    packed = pack_documents(docs, width)
+    flat_labels = torch.cat([torch.where(m, d, -100) for d, m in zip(docs, masked)])
+    chosen = flat_labels != -100
+    sel, lab = packed.index[chosen][None], flat_labels[chosen][None]
+    ids, pos, doc = packed.ids[None], packed.positions[None], packed.documents[None]
+    mask = document_block_mask(packed.documents, block_size=width) if flex else document_mask(doc)
+    return ids, mask, pos, torch.zeros_like(ids), sel, lab
+
+
+def test_first_fit_packs_by_hand():
+    assert first_fit([5, 3, 4, 2, 6], 8) == [[4, 3], [0, 1], [2]]  # 6+2, 5+3, 4
+    with pytest.raises(ValueError, match="1..8 pieces"):
+        first_fit([9], 8)
+
+
+def test_pack_documents_lays_out_rows_and_positions():
+    docs = [torch.tensor([11, 12, 13]), torch.tensor([21, 22]), torch.tensor([31, 32, 33, 34])]
+    p = pack_documents(docs, 5)  # rows: [doc 2 (4 pieces)], [doc 0 (3), doc 1 (2)]
+    assert p.ids.tolist() == [[31, 32, 33, 34, 0], [11, 12, 13, 21, 22]]
+    assert p.positions.tolist() == [[0, 1, 2, 3, 0], [0, 1, 2, 0, 1]]
+    assert p.documents.tolist() == [[2, 2, 2, 2, -1], [0, 0, 0, 1, 1]]
+    assert p.ids.reshape(-1)[p.index].tolist() == [11, 12, 13, 21, 22, 31, 32, 33, 34]
+    mask = document_mask(p.documents)[1, 0]  # row 1: a 3x3 block and a 2x2 block
+    assert mask.int().tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 1, 1]]
+
+
+@pytest.mark.parametrize("levers", [Levers(attention="math"), Levers(attention="sdpa"),
+                                    Levers(attention="sdpa", fused_qkv=True), Levers(attention="math", fused_qkv=True)])
+def test_padded_batch_with_each_lever_equals_hf(levers):
+    g = torch.Generator().manual_seed(0)
+    docs, masked = documents(g, [7, 3, 5, 8])
+    ref_loss, ref_grads = hf_loss_and_grads(hf(1), docs, masked)
+    loss, grads = fused_loss_and_grads(hf(1), padded_inputs(docs, masked, 8), levers)
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-5)
+    assert_same_gradients(grads, ref_grads)
+
+
+@pytest.mark.parametrize("fused_qkv", [False, True])
+def test_no_mask_on_full_rows_equals_hf(fused_qkv):
+    g = torch.Generator().manual_seed(1)
+    docs, masked = documents(g, [6, 6, 6])
+    ref_loss, ref_grads = hf_loss_and_grads(hf(2), docs, masked)
+    loss, grads = fused_loss_and_grads(hf(2), padded_inputs(docs, masked, 6, mask=False),
+                                       Levers(attention="sdpa", fused_qkv=fused_qkv))
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-5)
+    assert_same_gradients(grads, ref_grads)
+
+
+@pytest.mark.parametrize("attention, fused_qkv", [("sdpa", False), ("math", False), ("sdpa", True)])
+def test_packed_documents_equal_hf_on_the_documents_padded(attention, fused_qkv):
+    g = torch.Generator().manual_seed(2)
+    docs, masked = documents(g, [5, 2, 7, 3, 4, 1])
+    inputs = packed_inputs(docs, masked, 8)
+    assert inputs[0].shape[1] == 3  # 22 pieces in 3 rows of 8, against 6 rows of 7 padded
+    ref_loss, ref_grads = hf_loss_and_grads(hf(3), docs, masked)
+    loss, grads = fused_loss_and_grads(hf(3), inputs, Levers(attention=attention, fused_qkv=fused_qkv))
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-5)
+    assert_same_gradients(grads, ref_grads)
+
+
+def test_a_document_does_not_see_its_row_neighbours():
+    g = torch.Generator().manual_seed(3)
+    docs, masked = documents(g, [4, 4])
+    inputs = packed_inputs(docs, masked, 8)  # both documents in one row
+    model = hf(4)
+    stack = ModelStack([model], OPT, "cpu", levers=Levers(attention="sdpa"))
+    stack.base.eval()
+    only_first = (inputs[4][:, :1], inputs[5][:, :1])  # the loss of document 0's first labelled piece
+    before = stack._losses(stack.params, stack.buffers, *inputs[:4], *only_first)
+    changed = inputs[0].clone()
+    changed[0, 0, 4:] = (changed[0, 0, 4:] + 1 - 5) % (VOCAB - 5) + 5  # other pieces in document 1
+    after = stack._losses(stack.params, stack.buffers, changed, *inputs[1:4], *only_first)
+    torch.testing.assert_close(after, before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("fused_qkv", [False, True])
+def test_flex_attention_on_packed_documents_equals_hf_forward(fused_qkv):
+    """FlexAttention has no backward on the CPU: here the loss only (the gradients are those of SDPA's packed path
+    above, which takes the same mask as a tensor); the benchmark times it on the GPU."""
+    g = torch.Generator().manual_seed(5)
+    docs, masked = documents(g, [5, 2, 7, 3, 4, 1])
+    ref_loss, _ = hf_loss_and_grads(hf(6), docs, masked)
+    stack = ModelStack([hf(6)], OPT, "cpu", levers=Levers(attention="flex", fused_qkv=fused_qkv))
+    stack.base.eval()
+    with torch.no_grad():
+        loss = stack._losses(stack.params, stack.buffers, *packed_inputs(docs, masked, 8, flex=True))
+    torch.testing.assert_close(loss[0], ref_loss, rtol=1e-5, atol=1e-5)
+
+
+def test_levers_are_checked():
+    with pytest.raises(ValueError, match="valid values are None, 'math', 'sdpa', 'auto', 'flex'"):
+        Levers(attention="flash")
+    model = hf(7)
+    g = torch.Generator().manual_seed(6)
+    docs, masked = documents(g, [3, 3])
+    stack = ModelStack([model], OPT, "cpu", levers=Levers(attention="flex"))
+    with pytest.raises(ValueError, match="takes a BlockMask"):  # flex with a tensor mask
+        stack._losses(stack.params, stack.buffers, *padded_inputs(docs, masked, 3))
+    p = {k: v for k, v in stack.params.items()}
+    cfg = model.config
+    cfg.attention_probs_dropout_prob = 0.1
+    with pytest.raises(ValueError, match="no dropout on the attention probabilities"):
+        stacked_mlm_losses(p, cfg, True, *packed_inputs(docs, masked, 8, flex=True), attention="flex")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mask, levers", [("none", Levers(attention="sdpa", fused_qkv=True)),
+                                          ("packed", Levers(attention="sdpa")), ("padded", Levers())])
+def test_compiled_levers_equal_the_eager_ones(mask, levers):
+    """Regional torch.compile (what the benchmark times on the GPU) takes each lever's inputs and gives the eager
+    loss and gradients (on the CPU: about 30 s per case)."""
+    g = torch.Generator().manual_seed(8)
+    docs, masked = documents(g, [6, 6, 6] if mask == "none" else [5, 2, 7, 3, 4, 1])
+    inputs = {"none": lambda: padded_inputs(docs, masked, 6, mask=False), "packed": lambda: packed_inputs(docs, masked, 8),
+              "padded": lambda: padded_inputs(docs, masked, 7)}[mask]()
+    loss, grads = fused_loss_and_grads(hf(9), inputs, levers)
+    stack = ModelStack([hf(9)], OPT, "cpu", compile="regional", levers=levers)
+    stack.base.eval()
+    compiled = stack._losses(stack.params, stack.buffers, *inputs)
+    compiled.sum().backward()
+    torch.testing.assert_close(compiled.detach()[0], loss, rtol=1e-5, atol=1e-5)
+    assert_same_gradients({k.removeprefix("mlm."): p.grad[0] for k, p in stack.params.items()}, grads)
