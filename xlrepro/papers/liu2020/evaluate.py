@@ -169,6 +169,11 @@ class Data:
             from .lab import cached_dictionaries, corpus_counts
             counts = corpus_counts(self.corpus("small"))
             langs = [l for l in self.setup.languages if l != "en"]
+            from xlrepro.paths import runs_dir
+            cached = runs_dir() / "liu2020" / "lab" / "dictionaries"
+            if not self.setup.smoke and not any(cached.glob("*.json")):
+                raise ConfigError(f"no cached test dictionaries in {cached}: carry runs/liu2020/lab/dictionaries "
+                                  "(made by the static_vs_bert chapter) to this machine")
             if self.setup.smoke:  # no dictionary files in the tests: shared tokens stand in (smoke only)
                 return smoke_dictionaries(counts, self.tok, langs, self.setup.plan.dictionary.min_count)
             return cached_dictionaries(self.setup.plan, counts, self.tok, langs)[0]

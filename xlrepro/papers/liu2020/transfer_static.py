@@ -67,7 +67,7 @@ def train_static_classifier(emb, data, seed: int, device="cpu") -> dict:
         p = data.pairs(lang, split)
         a = encode_verses(data.tok, index, p["first"], t.max_tokens)
         b = encode_verses(data.tok, index, p["second"], t.max_tokens)
-        return a, b, torch.as_tensor(p["label"].to_numpy())
+        return a, b, torch.tensor(p["label"].to_numpy())
 
     torch.manual_seed(seed)
     model = StaticPairClassifier(vectors, t.lstm_hidden, len(SECTIONS)).to(device)
@@ -87,7 +87,7 @@ def train_static_classifier(emb, data, seed: int, device="cpu") -> dict:
             optim.zero_grad()
             loss.backward()
             optim.step()
-            total += float(loss) * len(r)
+            total += loss.item() * len(r)
         losses.append(total / len(y))
     model.eval()
     acc = {}
