@@ -229,18 +229,21 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
 def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torch.Tensor, lengths: torch.Tensor,
                       weights: np.ndarray, sizes: np.ndarray, starts: np.ndarray, *, seed: int, steps: int,
                       batch_size: int, mask_id: int, vocab_size: int, mlm_probability: float, checkpoint: Path,
-                      time_limit: float | None, t0: float, progress: bool, desc: str, loss_every: int = 100):
+                      time_limit: float | None, t0: float, progress: bool, desc: str, loss_every: int = 100,
+                      compile: bool = False):
     """Masked-LM pretraining of one model on rows of several languages, each batch drawn from one language with
     probability `weights` (mini-mBERT's language sampling; `draw_batch`). Resumable from `checkpoint`.
 
     ids [R, W] and lengths [R] hold every language's rows, language l at rows starts[l]..starts[l] + sizes[l].
     Returns (stack, losses, seconds) when finished, None when stopped by `time_limit` (checkpoint saved).
+    compile: run the fused loss (`fused_bert.py`, SDPA attention, dropout from PyTorch's generator) compiled
+    region by region instead of HF's model; the random draws differ from the HF path, so callers key runs on it.
     """
     from ..progress import progress as progress_bar
 
     host_lengths = lengths.numpy()
     ids, lengths = ids.to(device), lengths.to(device)
-    stack = ModelStack([model], optim, device)
+    stack = ModelStack([model], optim, device, compile="regional" if compile else None)
     losses, elapsed = [], 0.0
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=False)

@@ -21,17 +21,19 @@ import argparse
 from xlrepro.papers import Paper
 
 NAME = "liu2020"
-PARTS = ("static", "bert", "all")
+PARTS = ("static", "glove", "bert", "all")
 CHAPTERS = ("static_vs_bert", "context_window", "part_of_speech", "language_information")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", required=True, choices=PARTS,
-                   help="static: Word2Vec/GloVe runs of the plan; bert: the four BERTs; all: both")
+                   help="static: Word2Vec/GloVe runs of the plan; glove: its GloVe runs only; bert: the four BERTs; "
+                        "all: static and bert")
     p.add_argument("--models", nargs="*", help="--part bert only: some of small-w512 small-w20 big-w512 big-w20")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where there is one)")
     p.add_argument("--time-limit", type=float, default=540,
                    help="stop (resumably) after this many seconds; run the command again to go on")
+    p.add_argument("--smoke", action="store_true", help="--part bert: tiny BERTs on 4 languages (CPU tests)")
 
 
 def prepare_train(a: argparse.Namespace):
@@ -41,7 +43,7 @@ def prepare_train(a: argparse.Namespace):
     choose("part", a.part, PARTS)
     names = ("small-w512", "small-w20", "big-w512", "big-w20")
     if a.models is not None:
-        if a.part == "static":
+        if a.part in ("static", "glove"):
             raise ConfigError("--models applies to --part bert (or all) only")
         for m in a.models:
             choose("model", m, names)
@@ -49,12 +51,14 @@ def prepare_train(a: argparse.Namespace):
     choose("device", device.split(":")[0], ("cpu", "cuda"))
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be positive; got {a.time_limit}")
-    if a.part in ("bert", "all"):
+    if a.smoke and a.part != "bert":
+        raise ConfigError("--smoke applies to --part bert only")
+    if a.part in ("bert", "all") and not a.smoke:
         check_long_run(f"{NAME} --part bert (four 768x12 BERTs)", device, a.allow_cpu)
 
     def train() -> str:
         from .run import train_part
-        return train_part(a.part, device=device, models=a.models, time_limit=a.time_limit)
+        return train_part(a.part, device=device, models=a.models, time_limit=a.time_limit, smoke=a.smoke)
     return train
 
 

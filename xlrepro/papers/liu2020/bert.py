@@ -81,6 +81,9 @@ class BertRunConfig:
     mlm_probability: float = 0.15
     weight_decay: float = 0.01
     max_chapters: int | None = None  # smoke runs
+    # True: the fused loss (xlrepro/training/fused_bert.py) compiled region by region, SDPA attention (the GPU
+    # runs); False: HF's BertForMaskedLM. Different random draws (dropout), so part of the run's config.
+    compile: bool = False
 
     def __post_init__(self):
         from .corpora import SIZES
@@ -162,7 +165,7 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
                              steps=config.steps, batch_size=B, mask_id=tok.token_to_id("[MASK]"),
                              vocab_size=vocab_size, mlm_probability=config.mlm_probability,
                              checkpoint=out / "checkpoint.pt", time_limit=time_limit, t0=t0, progress=progress,
-                             desc=config.name, loss_every=50)
+                             desc=config.name, loss_every=50, compile=config.compile)
     if done is None:
         return out
     stack, losses, seconds = done
@@ -200,28 +203,41 @@ def word_vectors(bert, streams: Mapping[str, list[list[int]]], words: Mapping[st
                  max_contexts: int = 200, device="cpu", batch_size: int = 32) -> dict[str, dict[int, torch.Tensor]]:
     """{language: {token id: [L+1, H] mean hidden state over its occurrences}} for the token ids in
     `words[lang]`, read in windows of `window` pieces of the language's streams (ids); at most `max_contexts`
-    occurrences per token (the first ones)."""
+    occurrences per token (the first ones in reading order). Only windows holding a chosen occurrence are read;
+    the sums are gathered on the device (index_add_), so the cost is the forward passes."""
+    device = torch.device(device)
     out = {}
     for lang, wanted in words.items():
+        slot = {t: k for k, t in enumerate(sorted(wanted))}
         rows = [r for s in streams[lang] for r in slice_stream(s, window - 2)]
-        sums: dict[int, torch.Tensor] = {}
-        seen: dict[int, int] = {}
-        for b in range(0, len(rows), batch_size):
-            chunk = rows[b:b + batch_size]
-            if all(seen.get(t, 0) >= max_contexts for t in wanted):
-                break
-            W = max(map(len, chunk)) + 2
+        seen = np.zeros(len(slot), dtype=np.int64)
+        picks: list[list[tuple[int, int]]] = []  # per row: (position incl. [CLS], slot)
+        for r in rows:
+            p = []
+            for j, t in enumerate(r):
+                k = slot.get(t)
+                if k is not None and seen[k] < max_contexts:
+                    seen[k] += 1
+                    p.append((j + 1, k))
+            picks.append(p)
+        keep = [i for i, p in enumerate(picks) if p]
+        sums = None
+        for b in range(0, len(keep), batch_size):
+            chunk = keep[b:b + batch_size]
+            W = max(len(rows[i]) for i in chunk) + 2
             ids = torch.zeros(len(chunk), W, dtype=torch.long)
             mask = torch.zeros_like(ids)
             for i, r in enumerate(chunk):
-                ids[i, :len(r) + 2] = torch.tensor([101, *r, 102])  # mBERT's [CLS] / [SEP]
-                mask[i, :len(r) + 2] = 1
-            hs = torch.stack(bert(input_ids=ids.to(device), attention_mask=mask.to(device),
-                                  output_hidden_states=True).hidden_states).float().cpu()  # [L+1, B, W, H]
-            for i, r in enumerate(chunk):
-                for j, t in enumerate(r):
-                    if t in wanted and seen.get(t, 0) < max_contexts:
-                        sums[t] = sums.get(t, 0) + hs[:, i, j + 1]
-                        seen[t] = seen.get(t, 0) + 1
-        out[lang] = {t: sums[t] / seen[t] for t in sums}
+                ids[i, :len(rows[r]) + 2] = torch.tensor([101, *rows[r], 102])  # mBERT's [CLS] / [SEP]
+                mask[i, :len(rows[r]) + 2] = 1
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                hs = bert(input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True).hidden_states
+            hs = torch.stack(hs).float()  # [L+1, B, W, H]
+            bi = torch.tensor([i for i, r in enumerate(chunk) for _ in picks[r]], device=device)
+            pos = torch.tensor([j for r in chunk for j, _ in picks[r]], device=device)
+            slots = torch.tensor([k for r in chunk for _, k in picks[r]], device=device)
+            if sums is None:
+                sums = torch.zeros(hs.shape[0], len(slot), hs.shape[-1], dtype=torch.float64, device=device)
+            sums.index_add_(1, slots, hs[:, bi, pos].double())  # [L+1, n, H] into [L+1, V, H]
+        out[lang] = {t: (sums[:, k] / seen[k]).float().cpu() for t, k in slot.items() if seen[k] > 0}
     return out

@@ -33,6 +33,7 @@ class BertPlan:
     lr: float = field(metadata={"help": "peak learning rate"})
     warmup: float = field(metadata={"help": "share of steps with rising learning rate"})
     seed: int = field(metadata={"help": "initialisation and masking seed"})
+    compile: bool = field(default=False, metadata={"help": "fused, compiled engine with SDPA (GPU) instead of HF's model"})
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,19 @@ class TransferPlan:
     lstm_hidden: int = field(metadata={"help": "static encoder: BiLSTM width per direction"})
     epochs: int = field(metadata={"help": "static encoder: epochs"})
     lr: float = field(metadata={"help": "static encoder: Adam learning rate"})
-    batch_size: int = field(metadata={"help": "static encoder: batch size"})
+    batch_size: int = field(metadata={"help": "static encoder and BERT fine-tuning: batch size"})
+    bert_lr: float = field(default=3e-5, metadata={"help": "BERT fine-tuning: peak learning rate"})
+    bert_epochs: int = field(default=2, metadata={"help": "BERT fine-tuning: epochs"})
+    max_train_pairs: int = field(default=8000, metadata={"help": "English train pairs at most"})
+    max_dev_pairs: int = field(default=500, metadata={"help": "dev pairs per language at most (Table 4's alpha)"})
+    max_test_pairs: int = field(default=1000, metadata={"help": "test pairs per language at most"})
+    max_tokens: int = field(default=64, metadata={"help": "static encoder: pieces per verse at most"})
+
+
+@dataclass(frozen=True)
+class EvaluatePlan:
+    language_sentences: int = field(metadata={"help": "dev verses per language: half for the means, half for "
+                                                      "nearest-mean language identification"})
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,7 @@ class Plan:
     contexts: ContextPlan = field(metadata={"help": "BERT word vectors"})
     mds: MdsPlan = field(metadata={"help": "L §4"})
     transfer: TransferPlan = field(metadata={"help": "zero-shot transfer"})
+    evaluate: EvaluatePlan = field(metadata={"help": "caps of the GPU evaluation"})
 
 
 def load_plan() -> Plan:

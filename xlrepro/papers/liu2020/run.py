@@ -19,24 +19,39 @@ def bert_configs(plan=None, **overrides):
     b = plan.bert
     model = overrides.pop("model", None) or BASE.__class__(**{**vars(BASE), "lr": b.lr})
     return {f"{s}-w{w}": BertRunConfig(size=s, window=w, model=model, steps=b.steps,
-                                       tokens_per_step=b.tokens_per_step, warmup=b.warmup, seed=b.seed, **overrides)
+                                       tokens_per_step=b.tokens_per_step, warmup=b.warmup, seed=b.seed,
+                                       **{"compile": b.compile, **overrides})
             for s in ("small", "big") for w in (512, 20)}
 
 
 def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = None,
-               time_limit: float | None = None) -> str:
+               time_limit: float | None = None, smoke: bool = False) -> str:
+    """part: static (Word2Vec and GloVe runs of the plan), glove (GloVe only), bert (the four BERTs), all.
+    smoke: the tiny BERTs of `evaluate.smoke_setup` (CPU tests; their own runs folder)."""
     from .plan import load_plan, static_config
     from .static import run_dir, train_static
 
     t0 = time.time()
     plan = load_plan()
     done = []
+    if smoke:
+        from .bert import pretrain_bert
+        from .evaluate import smoke_setup
+        setup = smoke_setup()
+        for name, cfg in bert_configs(setup.plan, **setup.model_overrides).items():
+            if not models or name in models:
+                out = pretrain_bert(cfg, device=device, root=setup.bert_root, progress=False,
+                                    languages=setup.languages, time_limit=time_limit)
+                done.append(f"{name}: {out}")
+        return "; ".join(done)
 
     def left():
         return None if time_limit is None else time_limit - (time.time() - t0)
 
-    if part in ("static", "all"):
+    if part in ("static", "glove", "all"):
         for run in plan.static:
+            if part == "glove" and run.model != "glove":
+                continue
             cfg = static_config(run)
             if left() is not None and left() <= 0:
                 return "; ".join(done + ["time limit reached: run the command again"])
@@ -93,11 +108,58 @@ def evaluate_bert_retrieval(names: Sequence[str], dictionaries, plan, tokenizer,
     return pd.concat(frames, ignore_index=True)
 
 
-def evaluate_pos(dictionaries, plan, tokenizer):
-    raise NotImplementedError("MRR by part of speech on the trained BERT: written with the GPU results "
-                              "(pos.most_frequent_tags + evaluate_bert_retrieval per class)")
+def evaluate_pos(words_rr, tags, experiment: str | None = None):
+    """MRR by part of speech (S Table 1) from the per-word reciprocal ranks the GPU evaluation writes
+    (`retrieval/<model>-words.csv`: experiment, language, word, rr) and `tags` {english word: tag}
+    (`pos.most_frequent_tags`). Long frame: experiment "<experiment>/<class>", metric mrr and words, per language
+    and "avg" (the mean over languages of the per-language MRR, as the paper's avg column). Words without a tag
+    are left out (counted in metric "untagged")."""
+    import numpy as np
+    import pandas as pd
+
+    from .pos import CLASSES, classes_of
+
+    df = words_rr if experiment is None else words_rr[words_rr["experiment"] == experiment]
+    if df.empty:
+        raise ValueError(f"no per-word reciprocal ranks for {experiment!r}; experiments: "
+                         f"{', '.join(sorted(words_rr['experiment'].unique()))}")
+    rows = []
+    for (exp, lang), g in df.groupby(["experiment", "language"], sort=True):
+        by_class: dict[str, list[float]] = {c: [] for c in CLASSES}
+        untagged = 0
+        for w, rr in zip(g["word"], g["rr"]):
+            if w not in tags:
+                untagged += 1
+                continue
+            for c in classes_of(tags[w]):
+                by_class[c].append(rr)
+        for c in CLASSES:
+            base = {"experiment": f"{exp}/{c}", "seed": -1, "language": lang}
+            rows += [{**base, "metric": "mrr", "value": float(np.mean(by_class[c])) if by_class[c] else np.nan},
+                     {**base, "metric": "words", "value": len(by_class[c])}]
+        rows.append({"experiment": exp, "seed": -1, "language": lang, "metric": "untagged", "value": untagged})
+    out = pd.DataFrame(rows)
+    mrr = out[out["metric"] == "mrr"]
+    avg = mrr.groupby("experiment", sort=False)["value"].mean().reset_index().assign(
+        seed=-1, language="avg", metric="mrr")
+    return pd.concat([out, avg[out.columns]], ignore_index=True)
 
 
-def evaluate_language_information(plan, tokenizer):
-    raise NotImplementedError("L §4 on the trained BERT: written with the GPU results (mds.language_means, "
-                              "mds.mds_hook, convert_rate, bleu1 over plan.mds)")
+def evaluate_language_information(results_dir, model: str = "big-w512"):
+    """L §4 frames from the GPU evaluation's files in `results_dir/language/` (see `evaluate.run_language`):
+    {"language_id", "mds_grid", "vocabulary", "samples"}; None where the files are absent."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    folder = Path(results_dir) / "language"
+    if not (folder / f"{model}.json").exists():
+        return None
+    ident = pd.read_csv(folder / f"{model}-language-id.csv")
+    return {"language_id": ident.rename(columns={"mean": "value"}).assign(
+                experiment=f"bert-{model}", seed=-1, metric="language_id_accuracy")[
+                    ["experiment", "seed", "metric", "value", "language", "layer"]],
+            "mds_grid": pd.read_csv(folder / f"{model}.csv").assign(experiment=f"bert-{model}", seed=-1),
+            "vocabulary": pd.read_csv(folder / f"{model}-vocabulary.csv"),
+            "samples": json.loads((folder / f"{model}-samples.json").read_text(encoding="utf-8"))}

@@ -1,0 +1,118 @@
+"""Known answers for the Liu et al. 2020 GPU evaluation (hand-made inputs), and CPU smoke runs of the device script."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from xlrepro.config import ConfigError
+from xlrepro.papers.liu2020 import report
+from xlrepro.papers.liu2020.evaluate import Task, hashed_subset, shard_tasks
+from xlrepro.papers.liu2020.run import evaluate_pos
+from xlrepro.papers.liu2020.transfer_static import pair_features
+
+
+def test_evaluate_pos_known_answer():
+    rr = pd.DataFrame({"experiment": "bert-big-w512", "language": ["de"] * 5,
+                       "word": ["house", "run", "the", "quickly", "zzz"], "rr": [1.0, 0.5, 0.25, 0.2, 1.0]})
+    tags = {"house": "NN", "run": "VB", "the": "DT", "quickly": "RB"}
+    out = evaluate_pos(rr, tags).set_index(["experiment", "language", "metric"])["value"]
+    assert out["bert-big-w512/open", "de", "mrr"] == pytest.approx((1.0 + 0.5 + 0.2) / 3)
+    assert out["bert-big-w512/closed", "de", "mrr"] == pytest.approx(0.25)
+    assert out["bert-big-w512/noun", "de", "mrr"] == pytest.approx(1.0)
+    assert out["bert-big-w512/adv", "de", "words"] == 1
+    assert np.isnan(out["bert-big-w512/adj", "de", "mrr"])
+    assert out["bert-big-w512", "de", "untagged"] == 1  # "zzz" has no tag: left out, counted
+    assert out["bert-big-w512/verb", "avg", "mrr"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="experiments: bert-big-w512"):
+        evaluate_pos(rr, tags, experiment="bert-small-w20")
+
+
+def test_shard_tasks_cover_each_task_once_and_balance():
+    tasks = [Task("retrieval", m, cost=c) for m, c in (("a", 3), ("b", 2), ("c", 2), ("d", 1), ("e", 1))]
+    shards = [shard_tasks(tasks, i, 2) for i in range(2)]
+    assert sorted(t.model for s in shards for t in s) == ["a", "b", "c", "d", "e"]
+    # longest first to the least loaded: a->0 (3), b->1 (2), c->1 (4), d->0 (4), e->0 (5)
+    assert [t.model for t in shards[0]] == ["a", "d", "e"] and [t.model for t in shards[1]] == ["b", "c"]
+    with pytest.raises(ConfigError, match="0 <= shard < n_shards"):
+        shard_tasks(tasks, 2, 2)
+
+
+def test_hashed_subset_is_nested_and_ordered():
+    keys = list(range(100))
+    small, big = hashed_subset(keys, 10, "s"), hashed_subset(keys, 30, "s")
+    assert len(small) == 10 and len(big) == 30 and set(small) <= set(big) and small == sorted(small)
+
+
+def test_pair_features_known_answer():
+    u, v = torch.tensor([[1.0, -2.0]]), torch.tensor([[3.0, 1.0]])
+    assert pair_features(u, v).tolist() == [[1.0, -2.0, 3.0, 1.0, 2.0, 3.0, 3.0, -2.0]]
+
+
+class _PositionBert(torch.nn.Module):
+    """hidden_states: layer 0 = the token id, layer 1 = the position (a known answer for word_vectors)."""
+
+    def forward(self, input_ids, attention_mask, output_hidden_states=True):
+        pos = torch.arange(input_ids.shape[1]).expand_as(input_ids).float()
+        return type("O", (), {"hidden_states": (input_ids.float()[..., None], pos[..., None])})()
+
+
+def test_word_vectors_mean_over_first_contexts():
+    from xlrepro.papers.liu2020.bert import word_vectors
+    # window 4 -> rows of 2 pieces: [7, 5] [7, 7] [9]; token 7 at positions (with [CLS]) 1, 1, 2
+    vec = word_vectors(_PositionBert(), {"xx": [[7, 5, 7, 7, 9]]}, {"xx": {7, 9, 11}}, window=4, max_contexts=2)
+    v = vec["xx"]
+    assert set(v) == {7, 9}  # 11 never occurs
+    assert v[7][0].item() == 7 and v[7][1].item() == pytest.approx(1.0)  # the first two contexts: positions 1, 1
+    assert v[9][1].item() == pytest.approx(1.0)
+
+
+def test_table4_alpha_chosen_on_dev(tmp_path):
+    acc = {"en": {"0.0": {"dev": 0.9, "test": 0.8}},
+           "de": {"0.0": {"dev": 0.5, "test": 0.4}, "1.0": {"dev": 0.6, "test": 0.3}, "-1.0": {"dev": 0.6, "test": 0.9}}}
+    (tmp_path / "transfer").mkdir()
+    (tmp_path / "transfer" / "big-w512-half-s0.json").write_text(json.dumps(
+        {"model": "big-w512", "mode": "freeze-6", "seed": 0, "accuracy": acc}))
+    t = report.table4(tmp_path).set_index(["experiment", "language", "metric"])["value"]
+    # tie on dev between -1 and 1: the smaller alpha (-1) wins; its test accuracy is reported, not the best test
+    assert t["finetune-half+MDS", "de", "alpha"] == -1.0 and t["finetune-half+MDS", "de", "accuracy"] == 0.9
+    assert t["finetune-half", "de", "accuracy"] == 0.4 and t["finetune-half+MDS", "en", "alpha"] == 0.0
+    assert report.choose_alpha({"0.0": {"dev": 0.5}, "2.0": {"dev": 0.5}}) == "0.0"
+
+
+def test_language_information_absent_is_none(tmp_path):
+    from xlrepro.papers.liu2020.run import evaluate_language_information
+    assert evaluate_language_information(tmp_path) is None
+    assert report.transfer_results(tmp_path) is None and report.bert_retrieval_results(["big-w512"], tmp_path) is None
+
+
+def test_device_script_rejects_bad_phase():
+    r = subprocess.run(["bash", "scripts/device_liu.sh", "fit", "10"], capture_output=True, text=True)
+    assert r.returncode == 2 and "valid: train evaluate" in r.stderr
+
+
+@pytest.mark.slow
+def test_device_script_smoke_both_phases(multilingual_cache, tmp_path):
+    """Both phases of scripts/device_liu.sh on the CPU with tiny BERTs (about 3 minutes on 2 cores)."""
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
+           "XLREPRO_RUNS": str(tmp_path / "runs")}
+    for phase, limit in (("train", "120"), ("evaluate", "240")):
+        r = subprocess.run(["bash", "scripts/device_liu.sh", phase, limit, "--smoke"], env=env, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+    import tarfile
+    names = tarfile.open(tmp_path / "out" / "liu.tgz").getnames()
+    for f in ("retrieval/big-w512.csv", "retrieval/big-w512-words.csv", "transfer/big-w512-all-s0.json",
+              "transfer/big-w512-half-s0.json", "language/big-w512.csv", "transfer/glove-small-s0.json",
+              "training/big-w20/training.json"):
+        assert "./" + f in names, f
+    res = tmp_path / "unpacked"
+    res.mkdir()
+    tarfile.open(tmp_path / "out" / "liu.tgz").extractall(res)
+    assert report.table4(res, report.transfer_results(res)) is not None
+    assert set(pd.read_csv(res / "retrieval" / "big-w512.csv")["layer"]) == {0, 1, 2}
