@@ -158,3 +158,41 @@ def equivalence_summary(published: Path | list[Path] | None = None, folder: Path
     pub = tables[tables["experiment"].isin(set(df["experiment"])) & tables["metric"].isin(set(df["metric"]))]
     df = pd.concat([df, pub.assign(engine=PUBLISHED_ENGINE)], ignore_index=True)
     return df, pd.DataFrame(timings)
+
+
+# ------------------------------------------------------------------------------------------ one model rerun alone
+RERUN_METRICS = ("mu", "ppl_train", "ppl_dev", "retr_l8", "trans_l8", "align_l8")
+
+
+def rerun_check(folder: Path | None = None, published: Path | None = None, metrics=RERUN_METRICS):
+    """Models retrained alone (`<folder>/<id>/<seed>/metrics.json`, their own run's files) beside the same (model,
+    seed) of the published grid (`table1.csv`, long: experiment, seed, metric, value).
+
+    Returns one row per (model, seed, metric): published, alone, difference (alone - published), and how each was
+    trained (stack size, compiled or not), so a reader sees whether one model reruns to the book's number."""
+    import json
+
+    import pandas as pd
+
+    folder = Path(folder or repo_root() / "book" / "results" / "bench" / "rerun")
+    table = pd.read_csv(published or results_dir(PAPER) / "table1.csv", dtype={"experiment": str})
+    book = table.set_index(["experiment", "seed", "metric"])["value"]
+    rows = []
+    for f in sorted(folder.glob("*/*/metrics.json")):
+        m = json.loads(f.read_text())
+        for metric in metrics:
+            key = (str(m["experiment"]), int(m["seed"]), metric)
+            if key not in book.index:
+                raise KeyError(f"model {key[0]}, seed {key[1]}: no published {metric} in {published or 'table1.csv'}")
+            alone = m["metrics"][metric]
+            rows.append({"model": key[0], "seed": key[1], "metric": metric, "published": book[key],
+                         "alone": alone, "difference": alone - book[key],
+                         "alone_engine": _engine(m)})
+    return pd.DataFrame(rows, columns=["model", "seed", "metric", "published", "alone", "difference",
+                                       "alone_engine"])
+
+
+def _engine(m: dict) -> str:
+    """'eager, stack of 1' / 'compiled (regional), stack of 13' from a run's metrics.json."""
+    mode = m.get("compile") or "none"
+    return ("eager" if mode in ("none", False) else f"compiled ({mode})") + f", stack of {m.get('stack_size', 1)}"
