@@ -7,7 +7,7 @@ from xlrepro.config import ConfigError, check_seeds
 from xlrepro.papers.dufter2020.config import load_chapter
 from xlrepro.papers.dufter2020.report import chapter_run
 from xlrepro.papers.dufter2020.grid import (grid_members, is_done, member_dir, parse_max_stack, plan_stacks,
-                                            run_grid)
+                                            run_grid, stack_compile)
 
 TINY = dict(epochs=2, max_sentences=24, batch_size=8)
 
@@ -71,6 +71,15 @@ def test_max_stack_option_spreads_the_base_models_evenly():
     # 17's last three seeds form a stack of their own: with them done, four stacks of three remain for four GPUs
     assert keys == [("15/0", "15/42", "15/43"), ("15/100", "15/101", "16/0"), ("16/42", "16/43", "16/100"),
                     ("16/101", "17/0", "17/42"), ("17/43", "17/100", "17/101")]
+
+
+def test_a_stack_of_one_model_is_never_compiled(monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    assert stack_compile(True, "cuda:0", 2) == "regional"
+    assert stack_compile(True, "cuda:0", 1) is None  # compiled stacks of one stood still on an H200
+    assert stack_compile(None, "cuda:0", 3) is None
+    with pytest.raises(ValueError, match="valid values are"):
+        stack_compile("fast", "cuda:0", 1)  # a bad value still fails, whatever the stack's size
 
 
 def test_bad_parameters_name_the_valid_choices():
