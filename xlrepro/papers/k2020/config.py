@@ -70,6 +70,19 @@ class Pretrain:
     vocab_size: int = field(default=10_000, metadata={"help": "word pieces of a joint vocabulary (their script's 10k)"})
     word_vocab_size: int = field(default=20_000, metadata={"help": "words of a word-level vocabulary"})
     max_lines: int | None = field(default=None, metadata={"help": "lines per language (None: all; smoke runs)"})
+    embedding_rows: int | None = field(default=None, metadata={
+        "help": "rows of every model's word-embedding table and output layer: the vocabulary padded with rows that no "
+                "input uses (as BERT's [unused] pieces), so that cells with different vocabularies share a stack "
+                "(None: the vocabulary's own size)"})
+    length_bins: int = field(default=1, metadata={
+        "help": "length-grouped batches: each step draws its pairs from one of this many length quantiles of every "
+                "language (the quantile shared by all models at a step), so a stack pads little (1: no grouping)"})
+
+    def __post_init__(self):
+        if self.embedding_rows is not None and self.embedding_rows < 1:
+            raise ConfigError(f"embedding_rows must be a positive row count or None; got {self.embedding_rows}")
+        if self.length_bins < 1:
+            raise ConfigError(f"length_bins must be >= 1 (1: no grouping); got {self.length_bins}")
 
 
 @dataclass(frozen=True)
