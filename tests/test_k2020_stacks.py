@@ -152,3 +152,15 @@ def test_run_part_in_worker_processes_trains_and_evaluates_every_cell(multilingu
     assert not list((tmp_path / "queue").glob("*.json"))
     again = run_part("t11", "smoke", [0], root=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again, out)
+
+
+def test_step_flops_by_hand_and_the_speed_model_meets_its_measured_points():
+    from xlrepro.papers.k2020.config import gpu_plan, load_plan, step_flops, step_ms
+    # h=2, 1 layer, width 1, 10 rows, 1 pair, half masked: 24*4 + 4*1*2 = 104 per layer; head 0.5*(8 + 40) = 24
+    assert step_flops(2, 1, 1, 10, batch=1, mlm=0.5) == 3 * 128
+    assert step_ms(256, 4, 40, 4096) == pytest.approx(3.0)  # BERT-small in a stack of 16 (H200)
+    assert step_ms(768, 12, 40, 4096) == pytest.approx(24.0)  # BERT-base
+    assert step_ms(192, 12, 76, 20480, gpu="H100") == pytest.approx(1.3 * step_ms(192, 12, 76, 20480))
+    table = gpu_plan(load_plan(), ["pilot", "t1"])
+    assert table["new experiments"].tolist() == [4, 6]  # t1's pilot cells are counted once, in the pilot
+    assert table["cumulative GPU-min"].iloc[-1] == pytest.approx(table["GPU-min"].sum(), abs=0.05)

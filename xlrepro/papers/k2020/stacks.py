@@ -339,9 +339,7 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     compile_mode(compile)
     t0 = time.time()
     cells = part_cells(part, profile, seeds, cache_dir, root)
-    from tqdm.auto import tqdm
-    for c in tqdm(cells, desc="pair tables", disable=not progress):  # CPU work, once per cell (pairs.npz)
-        c.table()
+    prepare(cells, part, profile, seeds, cache_dir, root, progress)
     devices = list(devices or [device])
     slots = len(devices) * workers_per_gpu
     jobs = jobs_of(cells, slots, max_stack)
@@ -374,6 +372,31 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
         if any(codes):
             raise RuntimeError(f"k2020 workers failed with exit codes {codes}; see their output above")
     return collect(cells)
+
+
+def _prepare_one(args) -> str:
+    part, profile, seeds, cache_dir, root, name = args
+    cell = next(c for c in part_cells(part, profile, seeds, cache_dir, root) if c.name == name)
+    cell.table()
+    return name
+
+
+def prepare(cells: list[Cell], part, profile, seeds, cache_dir, root, progress: bool = True) -> None:
+    """Each cell's tokenizer and pair table (CPU, ~10 s a cell on one core; kept in the cell's folder, so a later call
+    reuses them), in parallel processes: one per cell, at most one per CPU core."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tqdm.auto import tqdm
+    todo = [c.name for c in cells if not (c.dir / "pairs.npz").exists()]
+    processes = min(len(todo), os.cpu_count() or 1)
+    if processes <= 1:
+        for c in tqdm([c for c in cells if c.name in todo], desc="pair tables", disable=not progress):
+            c.table()
+        return
+    with ProcessPoolExecutor(processes) as pool:
+        jobs = [(part, profile, seeds, cache_dir, root, n) for n in todo]
+        for _ in tqdm(pool.map(_prepare_one, jobs), total=len(jobs), desc="pair tables", disable=not progress):
+            pass
 
 
 def collect(cells: list[Cell]) -> pd.DataFrame:
