@@ -267,7 +267,7 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
             ms = step_ms(size.hidden, size.layers, PADDED_WIDTH[exp.tokenization], rows_, p.batch_size, gpu)
             pre += len(plan.seeds) * p.steps * ms / 1000
             shapes[size.name] = shapes.get(size.name, 0) + len(plan.seeds)
-        stacks = sum(max(1, min(math.ceil(m / 16), gpus * workers_per_gpu)) if m else 0 for m in shapes.values())
+        stacks = sum(max(math.ceil(m / 16), min(m, gpus * workers_per_gpu)) for m in shapes.values())  # plan_stacks
         pre_min = (pre + nsp + stacks * STACK_OVERHEAD_SECONDS) / 60
         ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60
         total += pre_min + ft_min
