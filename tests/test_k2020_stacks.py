@@ -163,4 +163,4 @@ def test_step_flops_by_hand_and_the_speed_model_meets_its_measured_points():
     assert step_ms(192, 12, 76, 20480, gpu="H100") == pytest.approx(1.3 * step_ms(192, 12, 76, 20480))
     table = gpu_plan(load_plan(), ["pilot", "t1"])
     assert table["new experiments"].tolist() == [4, 6]  # t1's pilot cells are counted once, in the pilot
-    assert table["cumulative GPU-min"].iloc[-1] == pytest.approx(table["GPU-min"].sum(), abs=0.05)
+    assert table["cumulative GPU-min"].iloc[-1] == pytest.approx(table["GPU-min"].sum(), abs=0.15)  # rounded to 0.1
