@@ -211,7 +211,7 @@ def test_smoke_cell_runs_and_resumes(multilingual_cache, tmp_path):
     from xlrepro.papers.k2020.bbert import Cell
     cell = Cell(None, "smoke", "enfake-es", seeds=[0], root=tmp_path)
     assert cell.pretrain(progress=False, time_limit=1e-9) is False  # stopped at once: a checkpoint, no model
-    assert list(tmp_path.glob("*/checkpoint_0.pt")) and not cell.pretrained()
+    assert list(tmp_path.glob("stacks/*/checkpoint.pt")) and not cell.pretrained()
     out = cell.run(progress=False)
     assert set(out["language"]) >= {"enfake", "es", "enfake>es", "es>enfake"}
     assert out[out.metric == "accuracy"]["value"].between(0, 1).all()

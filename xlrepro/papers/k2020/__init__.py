@@ -25,6 +25,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="lab", help="lab (the GPU run) or smoke (tiny, for CI)")
     p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
+    p.add_argument("--no-graphs", action="store_true", help="GPU: no CUDA graphs (changes no number)")
+    p.add_argument("--workers-per-gpu", type=int, default=1,
+                   help="worker processes per GPU (stacks and fine-tuning side by side; changes no number)")
+    p.add_argument("--max-stack", type=int, default=None, help="models per stack (default: stacks.MAX_STACK)")
 
 
 def prepare_train(a: argparse.Namespace):
@@ -40,14 +45,24 @@ def prepare_train(a: argparse.Namespace):
         check_seeds(a.seeds)
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
+    workers = getattr(a, "workers_per_gpu", 1)
+    max_stack = getattr(a, "max_stack", None)
+    if workers < 1 or (max_stack is not None and max_stack < 1):
+        raise ConfigError(f"--workers-per-gpu and --max-stack must be >= 1; got {workers}, {max_stack}")
     device = default_device()
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
 
     def train() -> str:
-        from .bbert import pilot_gate, run_part
+        import torch
 
-        out = run_part(a.part, a.profile, a.seeds, device, a.time_limit, progress=True)
+        from .bbert import pilot_gate
+        from .stacks import MAX_STACK, run_part
+
+        gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if str(device).startswith("cuda") else []
+        out = run_part(a.part, a.profile, a.seeds, device, a.time_limit, progress=True, devices=gpus or None,
+                       workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
+                       graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK)
         text = f"{len(out)} result rows"
         if a.part == "pilot" and len(out):
             text += "\n" + pilot_gate(out).to_string(index=False)

@@ -11,7 +11,9 @@ Whole-word masking (their scripts): a word is selected with probability 0.15 and
 each selected piece then becomes [MASK] (80%), stays (10%) or becomes a random piece (10%), as in BERT's
 create_pretraining_data. Their cap of 20 predictions per sequence is not applied (our pairs are ~70 pieces).
 NSP needs a second head, which the fused stack does not have: NSP cells train their seeds one by one with HF's
-`BertForPreTraining` (same data, masking rule and optimiser); every other cell trains as one stack of its seeds.
+`BertForPreTraining` (same data, masking rule and optimiser). Every other cell trains in a `ModelStack`: alone (a
+stack of its seeds) or beside other cells of the same shape (`stacks.run_stacks`); a model trains the same in either
+(its data order, masks and dropout are keyed by its own seed; `tests/test_k2020_stacks.py` checks it).
 """
 from __future__ import annotations
 
@@ -32,8 +34,6 @@ from xlrepro.paths import runs_dir
 from xlrepro.runkeys import canonical, run_key, write_config
 from xlrepro.tasks.sections import SECTIONS, majority_baseline, parallel_keys, verse_pairs
 from xlrepro.training.finetune import EncodedPairs, FinetuneConfig, evaluate, finetune
-from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
-from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 from . import data as D
 from .config import PROFILES, Plan, load_plan, model_size
@@ -41,6 +41,8 @@ from .config import PROFILES, Plan, load_plan, model_size
 NAME = "k2020"
 TASK = "sections"
 CHECKPOINT_SECONDS = 180
+# Bump when the training code changes numbers for the same configuration (a new key for every cell).
+ENGINE = "k2020-stack/length-bins/padded-vocab-v1"
 RESULT_COLUMNS = ["experiment", "seed", "language", "task", "metric", "value"]
 
 
@@ -50,7 +52,8 @@ def whole_word_mask(ids, maskable, word_start, u_select, u_action, random_ids, m
     u_select < p; selected pieces: [MASK] if u_action < 0.8, unchanged if < 0.9, else the random id."""
     selected = (torch.gather(u_select, -1, word_start) < p) & maskable
     labels = torch.where(selected, ids, torch.full_like(ids, -100))
-    inputs = torch.where(selected & (u_action < 0.8), torch.full_like(ids, mask_id), ids)
+    mask_id = torch.as_tensor(mask_id, dtype=ids.dtype, device=ids.device)  # a scalar, or [M, 1, 1] per model
+    inputs = torch.where(selected & (u_action < 0.8), mask_id, ids)
     inputs = torch.where(selected & (u_action >= 0.9), random_ids, inputs)
     return inputs, labels
 
@@ -67,7 +70,7 @@ class Cell:
         self.seeds = list(self.plan.seeds if seeds is None else seeds)
         self.size = model_size(self.profile, self.exp)
         self.cache_dir = cache_dir
-        self.config = {"paper": NAME, "experiment": self.exp, "size": self.size, "pretrain": self.profile.pretrain,
+        self.config = {"paper": NAME, "engine": ENGINE, "experiment": self.exp, "size": self.size, "pretrain": self.profile.pretrain,
                        "finetune": self.profile.finetune, "half_seed": self.plan.half_seed, "task": TASK}
         # the folder is keyed without the seeds: a seed's files are its own, and more seeds extend a cell
         self.key = run_key(self.config)
@@ -110,10 +113,12 @@ class Cell:
     @property
     def shift(self) -> int:
         """The id shift of Fake-English in the id way (0 otherwise): the joint vocabulary's size."""
+        self._load()
         return self._tok.get_vocab_size() if self.exp.fake == "id" else 0
 
     @property
     def vocab_size(self) -> int:
+        self._load()
         return self._tok.get_vocab_size() * (2 if self.exp.fake == "id" else 1)
 
     def _load(self):
@@ -167,116 +172,110 @@ class Cell:
     def pretrained(self) -> list[int]:
         return [s for s in self.seeds if (self.dir / f"model_{s}.safetensors").exists()]
 
-    def pretrain(self, device="cpu", time_limit: float | None = None, progress: bool = True) -> bool:
-        """Pre-train the seeds that have no model yet; True when all are done (False: stopped, resumable)."""
-        from safetensors.torch import save_model
-        from tqdm.auto import tqdm
+    @property
+    def vocab_rows(self) -> int:
+        """Rows of the model's word-embedding table: the profile's `embedding_rows` (the vocabulary plus rows no input
+        uses, so that cells with different vocabularies share a stack), else the vocabulary's own size."""
+        self._load()
+        rows = self.profile.pretrain.embedding_rows
+        if rows is None:
+            return self.vocab_size
+        if self.vocab_size > rows:
+            raise ConfigError(f"{self.name}: its vocabulary has {self.vocab_size} ids, more than the profile's "
+                              f"embedding_rows {rows}; raise embedding_rows to at least {self.vocab_size}")
+        return rows
 
-        from xlrepro.models import init_model
-        from xlrepro.training.mini_mbert import draw_batch, sampling_weights
+    def table(self) -> "PairTable":
+        """The cell's pre-training pairs as one table (all languages; built once, then read from pairs.npz)."""
+        from .stacks import PairTable
+        self._load()
+        path = self.dir / "pairs.npz"
+        if path.exists():
+            return PairTable.load(path)
+        t = PairTable.build(self.pretraining_pairs(self.corpora()), self.special, self.profile.pretrain)
+        t.save(path)
+        return t
 
+    def pretrain(self, device="cpu", time_limit: float | None = None, progress: bool = True,
+                 compile=None, graphs: bool = True) -> bool:
+        """Pre-train the seeds that have no model yet; True when all are done (False: stopped, resumable).
+        The seeds train as one stack (`stacks.StackTrainer`; other cells of the same shape may join it through
+        `stacks.run_stacks`, which changes no number); NSP cells train their seeds one by one (`_pretrain_nsp`)."""
         self._load()
         todo = [s for s in self.seeds if s not in self.pretrained()]
         if not todo:
             return True
+        if self.exp.nsp:
+            return self._pretrain_nsp(todo, device, time_limit, progress)
+        from .stacks import StackTrainer
+        return StackTrainer([(self, s) for s in todo], device, compile=compile, graphs=graphs).run(time_limit,
+                                                                                                   progress)
+
+    def _pretrain_nsp(self, todo, device, time_limit, progress) -> bool:
+        """NSP needs a second head, which the fused stack has not: HF's `BertForPreTraining`, one seed at a time,
+        with the same pairs, whole-word masking rule and optimiser (PyTorch's generator for the masks)."""
+        from safetensors.torch import save_model
+        from tqdm.auto import tqdm
+        from transformers import BertForPreTraining
+
+        from xlrepro.models import bert_config
+        from xlrepro.training.stacked import linear_schedule
+
         t0 = time.time()
         device = torch.device(device)
         p = self.profile.pretrain
-        data = self.pretraining_pairs(self.corpora())
-        langs = list(data)
-        sizes = np.array([len(data[l][0]) for l in langs])
-        weights = sampling_weights(dict(zip(langs, sizes.tolist())), p.alpha)
-        probs = np.array([weights[l] for l in langs])
-        width_all = max(d[0].shape[1] for d in data.values())
-        cat = lambda k: torch.from_numpy(np.concatenate([np.pad(d[k], ((0, 0), (0, width_all - d[k].shape[1])))  # noqa
-                                                         for d in data.values()])).to(device)
-        ids, types, wstart = cat(0), cat(1), cat(2)
-        lengths = torch.from_numpy(np.concatenate([d[3] for d in data.values()])).to(device)
-        is_next = torch.from_numpy(np.concatenate([d[4] for d in data.values()])).long().to(device)
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        host_lengths = lengths.cpu().numpy()
-        optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
-                            warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
-        groups = [todo] if not self.exp.nsp else [[s] for s in todo]
-        for group in groups:
-            ckpt = self.dir / f"checkpoint_{'_'.join(map(str, group))}.pt"
-            m = len(group)
-            if self.exp.nsp:
-                from transformers import BertForPreTraining
-                from xlrepro.models import bert_config
-                torch.manual_seed(group[0])
-                model = BertForPreTraining(bert_config(self.size, self.vocab_size, positions=p.max_length)).to(device)
-                opt = torch.optim.AdamW(model.parameters(), lr=optim.lr, weight_decay=optim.weight_decay, eps=optim.eps)
-                from xlrepro.training.stacked import linear_schedule
-                sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(optim.warmup_steps, optim.total_steps))
-                gen = torch.Generator(device=device).manual_seed(group[0])
-                step = 0
-                if ckpt.exists():
-                    st = torch.load(ckpt, map_location=device, weights_only=False)
-                    model.load_state_dict(st["model"]), opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
-                    step = st["step"]
-                    gen.manual_seed(group[0] * 1_000_003 + step)
-            else:
-                models = [init_model(self.size, self.vocab_size, s, positions=p.max_length) for s in group]
-                stack = ModelStack(models, optim, device, seeds=group)
-                stack.noise.rows = torch.arange(p.batch_size, device=device)
-                if ckpt.exists():
-                    stack.load_state_dict(torch.load(ckpt, map_location=device, weights_only=False))
-                step = stack.step_count
-            bar = tqdm(total=p.steps, initial=step, disable=not progress, desc=f"{self.name} seeds {group}")
+        table = self.table()
+        ids, types, wstart = (torch.from_numpy(a).long().to(device) for a in (table.ids, table.types, table.wstart))
+        maskable = torch.from_numpy(table.maskable).to(device)
+        lengths = torch.from_numpy(table.lengths).long().to(device)
+        is_next = torch.from_numpy(table.is_next).long().to(device)
+        warmup = math.ceil(p.warmup * p.steps)
+        for seed in todo:
+            ckpt = self.dir / f"checkpoint_{seed}.pt"
+            torch.manual_seed(seed)
+            model = BertForPreTraining(bert_config(self.size, self.vocab_rows, positions=p.max_length)).to(device)
+            opt = torch.optim.AdamW(model.parameters(), lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(warmup, p.steps))
+            gen = torch.Generator(device=device).manual_seed(seed)
+            step = 0
+            if ckpt.exists():
+                st = torch.load(ckpt, map_location=device, weights_only=False)
+                model.load_state_dict(st["model"]), opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
+                step = st["step"]
+                gen.manual_seed(seed * 1_000_003 + step)
+            bar = tqdm(total=p.steps, initial=step, disable=not progress, desc=f"{self.name} seed {seed} (NSP)")
             last_save = time.time()
             while step < p.steps:
-                picked = np.stack([offsets[l] + s for l, s in (draw_batch(seed, step, probs, sizes, p.batch_size)
-                                                                for seed in group)])  # [M, B]
-                width = int(host_lengths[picked].max())
-                rows = torch.as_tensor(picked, device=device)
-                x, tt, ws = ids[rows, :width], types[rows, :width], wstart[rows, :width]  # [M, B, W]
-                n = lengths[rows]
+                rows = torch.as_tensor(table.draw(seed, step, p.batch_size, p.length_bins), device=device)  # [B]
+                width = int(table.lengths[rows.cpu().numpy()].max())
+                x, tt, ws, mk = ids[rows, :width], types[rows, :width], wstart[rows, :width], maskable[rows, :width]
                 pos = torch.arange(width, device=device)
-                maskable = (pos < n[..., None]) & ~torch.isin(x, torch.tensor(sorted(self.special), device=device))
-                if self.exp.nsp:
-                    u, r = (torch.rand(x.shape, device=device, generator=gen) for _ in range(2))
-                    rnd = torch.randint(self.vocab_size, x.shape, device=device, generator=gen)
-                    inputs, labels = whole_word_mask(x, maskable, ws, u, r, rnd, self.ids["[MASK]"], p.mlm_probability)
-                    model.train()
-                    out = model(input_ids=inputs[0], attention_mask=(pos < n[0, :, None]).long(),
-                                token_type_ids=tt[0], labels=labels[0], next_sentence_label=1 - is_next[rows[0]])
-                    out.loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), optim.max_grad_norm)
-                    opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
-                    step += 1
-                else:
-                    def make(x=x, tt=tt, ws=ws, n=n, maskable=maskable, pos=pos, width=width):
-                        noise = stack.noise
-                        u, r = noise.uniform_tokens(MASK_SELECT, width), noise.uniform_tokens(MASK_ACTION, width)
-                        rnd = (noise.uniform_tokens(MASK_RANDOM_ID, width) * self.vocab_size).long().clamp_(
-                            max=self.vocab_size - 1)
-                        inputs, labels = whole_word_mask(x, maskable, ws, u, r, rnd, self.ids["[MASK]"],
-                                                         p.mlm_probability)
-                        sel = select_masked(labels, masked_capacity(p.batch_size * width, p.mlm_probability))
-                        attention = (pos < n[..., None])[:, :, None, None, :]
-                        return inputs, attention, pos.expand_as(x), tt, *sel
-                    stack.step(make)
-                    step = stack.step_count
+                u, r = (torch.rand(x.shape, device=device, generator=gen) for _ in range(2))
+                rnd = torch.randint(self.vocab_size, x.shape, device=device, generator=gen)
+                inputs, labels = whole_word_mask(x, mk, ws, u, r, rnd, self.ids["[MASK]"], p.mlm_probability)
+                model.train()
+                out = model(input_ids=inputs, attention_mask=(pos < lengths[rows][:, None]).long(),
+                            token_type_ids=tt, labels=labels, next_sentence_label=1 - is_next[rows])
+                out.loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
+                step += 1
                 bar.update(1)
                 over = time_limit is not None and time.time() - t0 > time_limit
                 if over or time.time() - last_save > CHECKPOINT_SECONDS:
-                    state = ({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                              "step": step} if self.exp.nsp else stack.state_dict())
                     with atomic.atomic_path(ckpt) as tmp:
-                        torch.save(state, tmp)
+                        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                                    "step": step}, tmp)
                     last_save = time.time()
                 if over and step < p.steps:
                     bar.close()
                     return False
             bar.close()
-            for i, seed in enumerate(group):
-                model_i = model if self.exp.nsp else stack.export(i)
-                with atomic.atomic_path(self.dir / f"model_{seed}.safetensors") as tmp:
-                    save_model(model_i.bert.to(torch.bfloat16).cpu(), str(tmp))
+            with atomic.atomic_path(self.dir / f"model_{seed}.safetensors") as tmp:
+                save_model(model.bert.to(torch.bfloat16).cpu(), str(tmp))
             ckpt.unlink(missing_ok=True)
-        atomic.write_json(self.dir / f"timing_{'_'.join(map(str, todo))}.json",
-                          {"seeds": todo, "seconds": time.time() - t0, "device": str(device), "steps": p.steps})
+            atomic.write_json(self.dir / f"timing_{seed}.json", {"seeds": [seed], "seconds": time.time() - t0,
+                                                                 "device": str(device), "steps": p.steps})
         return True
 
     def encoder(self, seed: int):
@@ -285,7 +284,7 @@ class Cell:
 
         from xlrepro.models import bert_config
         self._load()
-        model = BertModel(bert_config(self.size, self.vocab_size, positions=self.profile.pretrain.max_length),
+        model = BertModel(bert_config(self.size, self.vocab_rows, positions=self.profile.pretrain.max_length),
                           add_pooling_layer=False)
         # an NSP model also saved its pooler (the NSP head's input): the classifier does not use it
         missing, unexpected = load_model(model, str(self.dir / f"model_{seed}.safetensors"), strict=False)
@@ -383,22 +382,10 @@ class Cell:
 
 
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
-             progress: bool = True, cache_dir=None, root=None) -> pd.DataFrame:
-    """Every cell of a part (resumable): their results, with the majority baselines, as one long frame."""
-    from .config import experiments_of
-    plan = load_plan()
-    names = experiments_of(plan, part)
-    t0, frames = time.time(), []
-    for name in names:
-        cell = Cell(plan, profile, name, seeds, cache_dir=cache_dir, root=root)
-        left = None if time_limit is None else time_limit - (time.time() - t0)
-        if left is not None and left <= 0:
-            break
-        out = cell.run(device, left, progress)
-        if out is None:
-            break
-        frames += [out, cell.majority().assign(experiment=f"majority/{name}")]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
+             progress: bool = True, cache_dir=None, root=None, **kwargs) -> pd.DataFrame:
+    """Every cell of a part (resumable), cells of one shape stacked: see `stacks.run_part`."""
+    from .stacks import run_part as run
+    return run(part, profile, seeds, device, time_limit, progress, cache_dir, root, **kwargs)
 
 
 def pilot_gate(results: pd.DataFrame, margin: float = 0.05) -> pd.DataFrame:

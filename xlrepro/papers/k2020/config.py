@@ -70,6 +70,19 @@ class Pretrain:
     vocab_size: int = field(default=10_000, metadata={"help": "word pieces of a joint vocabulary (their script's 10k)"})
     word_vocab_size: int = field(default=20_000, metadata={"help": "words of a word-level vocabulary"})
     max_lines: int | None = field(default=None, metadata={"help": "lines per language (None: all; smoke runs)"})
+    embedding_rows: int | None = field(default=None, metadata={
+        "help": "rows of every model's word-embedding table and output layer: the vocabulary padded with rows that no "
+                "input uses (as BERT's [unused] pieces), so that cells with different vocabularies share a stack "
+                "(None: the vocabulary's own size)"})
+    length_bins: int = field(default=1, metadata={
+        "help": "length-grouped batches: each step draws its pairs from one of this many length quantiles of every "
+                "language (the quantile shared by all models at a step), so a stack pads little (1: no grouping)"})
+
+    def __post_init__(self):
+        if self.embedding_rows is not None and self.embedding_rows < 1:
+            raise ConfigError(f"embedding_rows must be a positive row count or None; got {self.embedding_rows}")
+        if self.length_bins < 1:
+            raise ConfigError(f"length_bins must be >= 1 (1: no grouping); got {self.length_bins}")
 
 
 @dataclass(frozen=True)
@@ -197,16 +210,69 @@ def stack_groups(plan: Plan, names, profile: str = "lab") -> dict[str, list[str]
     return groups
 
 
-def gpu_seconds_estimate(plan: Plan, names, ms_per_step: dict | None = None) -> float:
-    """Rough GPU-seconds for the named experiments x seeds at the lab profile, from a per-model step time that
-    scales with layers x hidden^2 against a measured reference (see the chapters for the numbers used)."""
-    prof = plan.profiles["lab"]
-    ref = ms_per_step or {"layers": 12, "hidden": 192, "ms": 8.0, "finetune_s": 25.0}
-    total = 0.0
-    for n in names:
-        s = model_size(prof, plan.experiments[n])
-        scale = (s.layers * s.hidden ** 2) / (ref["layers"] * ref["hidden"] ** 2)
-        ms = ref["ms"] * max(scale, 0.25)  # small models stay launch/memory bound
-        total += len(plan.seeds) * (prof.pretrain.steps * ms / 1000 + ref["finetune_s"] * math.ceil(
-            len(plan.experiments[n].test) / 2))
-    return total
+# ----------------------------------------------------------------------------------------------- the GPU plan
+# Speeds the project measured (H200, fused and compiled stacks, CUDA graphs, batch 128 x ~40 pieces): BERT-small
+# (256 wide, 4 layers) ~3 ms per model-step in a stack of 16; BERT-base (768 x 12) ~24 ms (20-29). `step_ms` turns
+# them into achieved FLOP/s, a power law in the width through the two points (narrower models run further below
+# peak: they are bound by memory and launches), and applies it to a cell's FLOPs per step.
+REFERENCE_STEPS = ({"hidden": 256, "layers": 4, "width": 40, "rows": 4096, "ms": 3.0},
+                   {"hidden": 768, "layers": 12, "width": 40, "rows": 4096, "ms": 24.0})
+# Mean padded width of a step (pieces per pair, specials included), measured on the CPU from the lab pair tables:
+# 15 models x 128 pairs, 8 length bins (without the bins every step pads to 128).
+PADDED_WIDTH = {"wordpiece": 76, "word": 72, "char": 128}
+H100_SLOWDOWN = 1.3  # memory-bound steps: H100 has 3.35 TB/s against the H200's 4.8 (an assumption, to measure)
+NSP_STEP_MS = 15.0  # NSP cells: HF's eager BertForPreTraining, one model at a time (an assumption, to measure)
+FINETUNE_SECONDS = 25.0  # one fine-tuning + evaluation of the section task (measured 14-34 s on an H200)
+STACK_OVERHEAD_SECONDS = 45.0  # per stack: compile (15-30 s), a graph capture per width, tables onto the GPU
+
+
+def step_flops(hidden: int, layers: int, width: int, rows: int, batch: int = 128, mlm: float = 0.15) -> float:
+    """Forward + backward FLOPs of one model-step: 3 x forward; per token and layer 24 h^2 (Q, K, V, O and the 4h FFN)
+    + 4 W h (attention scores and mix); the MLM head (transform and the `rows`-way output) at the masked tokens."""
+    per_token = layers * (24 * hidden ** 2 + 4 * width * hidden) + mlm * (2 * hidden ** 2 + 2 * hidden * rows)
+    return 3 * batch * width * per_token
+
+
+def step_ms(hidden: int, layers: int, width: int, rows: int, batch: int = 128, gpu: str = "H200") -> float:
+    """Estimated ms per model-step in a compiled stack (see REFERENCE_STEPS)."""
+    a, b = ({**r, "rate": step_flops(r["hidden"], r["layers"], r["width"], r["rows"]) / r["ms"]}
+            for r in REFERENCE_STEPS)
+    k = math.log(b["rate"] / a["rate"]) / math.log(b["hidden"] / a["hidden"])
+    rate = a["rate"] * (hidden / a["hidden"]) ** k
+    return step_flops(hidden, layers, width, rows, batch) / rate * (H100_SLOWDOWN if gpu == "H100" else 1.0)
+
+
+def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gpus: int = 4,
+             workers_per_gpu: int = 2) -> "pd.DataFrame":
+    """GPU minutes per part, in the given order, each cell counted in the first part that needs it: pre-training
+    (stacked cells at `step_ms`, NSP cells at NSP_STEP_MS, a fixed cost per stack) and fine-tuning (every seed),
+    with the wall minutes on `gpus` GPUs. Estimates, to be replaced by the timings the first GPU call records."""
+    import pandas as pd
+    prof = plan.profiles[profile]
+    p = prof.pretrain
+    rows_ = p.embedding_rows or p.vocab_size
+    parts = list(parts or plan.parts)
+    seen: set = set()
+    out, total = [], 0.0
+    for part in parts:
+        names = [n for n in experiments_of(plan, part) if n not in seen]
+        seen |= set(names)
+        shapes: dict = {}
+        pre = nsp = 0.0
+        for n in names:
+            exp, size = plan.experiments[n], model_size(prof, plan.experiments[n])
+            if exp.nsp:
+                nsp += len(plan.seeds) * p.steps * NSP_STEP_MS / 1000
+                continue
+            ms = step_ms(size.hidden, size.layers, PADDED_WIDTH[exp.tokenization], rows_, p.batch_size, gpu)
+            pre += len(plan.seeds) * p.steps * ms / 1000
+            shapes[size.name] = shapes.get(size.name, 0) + len(plan.seeds)
+        stacks = sum(max(math.ceil(m / 16), min(m, gpus * workers_per_gpu)) for m in shapes.values())  # plan_stacks
+        pre_min = (pre + nsp + stacks * STACK_OVERHEAD_SECONDS) / 60
+        ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60
+        total += pre_min + ft_min
+        out.append({"part": part, "new experiments": len(names), "models": len(names) * len(plan.seeds),
+                    "stacks": stacks, "pretrain GPU-min": round(pre_min, 1), "finetune GPU-min": round(ft_min, 1),
+                    "GPU-min": round(pre_min + ft_min, 1), "cumulative GPU-min": round(total, 1),
+                    f"wall min on {gpus} GPUs": round((pre_min + ft_min) / gpus, 1)})
+    return pd.DataFrame(out)

@@ -18,10 +18,6 @@ from .config import PROFILES, experiments_of, load_plan
 
 NAME = "k2020"
 PAPER_CORPUS_BYTES = 1e9  # "we subsample en, es, and ru Wikipedia to 1GB" (§3.1.3)
-# Measured speeds (docs_notes/gpu_runs.md, H200): BERT-small (hidden 64, 12 layers) stacked 2.4 ms per model-step;
-# BERT-base 23-33 ms/step alone; fine-tuning the section task 14-34 s per run. Our base (hidden 192, 12 layers,
-# batch 128 pairs of ~70 pieces) is scaled from the small stack by layers x hidden^2 and tokens per step.
-SPEED = {"layers": 12, "hidden": 192, "ms": 8.0, "finetune_s": 25.0}
 
 
 def chapter_folder(chapter: str, profile: str, results=None, publish: bool = False) -> Path:
@@ -93,15 +89,15 @@ def missing(results: pd.DataFrame, experiments) -> list[str]:
 
 
 def pending_note(parts, experiments_missing) -> str:
+    from .config import gpu_plan
     plan = load_plan()
-    names = [n for part in parts for n in experiments_of(plan, part)]
-    from .config import gpu_seconds_estimate
-    est = gpu_seconds_estimate(plan, list(dict.fromkeys(names)), SPEED) / 60
-    cmds = "; ".join(f"xlrepro train k2020 --part {p} --time-limit 540" for p in parts)
+    est = gpu_plan(plan, parts)["GPU-min"].sum()
+    cmds = "; ".join(f"bash scripts/device_k2020.sh {p} 480" for p in parts)
     return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
             f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
-            f"Command (resumable, repeat until done): `{cmds}`. Estimated GPU time for these parts on one H100/H200: "
-            f"about {est:.0f} minutes (scaled from the project's measured step times).")
+            f"Command (4 GPUs, resumable: repeat until done): `{cmds}`. Estimated GPU time of these parts: about "
+            f"{est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step against the project's measured stack speeds; "
+            f"every cell counted once).")
 
 
 def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:

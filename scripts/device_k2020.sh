@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# K et al. 2020 on a lent GPU node: one part of experiments.yaml over all GPUs of the machine (stacks of same-shape
+# B-BERTs, then fine-tuning and evaluation there: weights never leave the node). Small result files (results_*.csv,
+# config.json, timing*.json; no weights, no checkpoints) are packed into $OUT/k2020.tgz every 30 s and at the end, so
+# a call cut short still returns what finished. Checkpoints stay under $XLREPRO_RUNS (default ./runs), which persists
+# between back-to-back calls on the same machine: repeat the same command to resume.
+# Usage (repository root, on the node):  bash scripts/device_k2020.sh PART SECONDS [more xlrepro train options]
+#   e.g. bash scripts/device_k2020.sh t1 480        # T1 (includes the pilot's cells), stops resumably after 480 s
+#        bash scripts/device_k2020.sh t3 60 --profile smoke     # CPU smoke
+# Back home: mkdir -p runs && tar -xzf k2020.tgz -C runs   (the chapters then find the finished cells)
+set -uo pipefail
+part=${1:?usage: device_k2020.sh PART SECONDS [options]}
+limit=${2:?usage: device_k2020.sh PART SECONDS [options]}
+shift 2
+py=${PYTHON:-python3}
+runs=${XLREPRO_RUNS:-runs}
+out=${OUT:-/tmp/out}
+mkdir -p "$out" "$runs/k2020"
+pack() {
+    (cd "$runs" && find k2020 \( -name "results_*.csv" -o -name "config.json" -o -name "timing*.json" \
+        -o -name "wall-*.json" -o -name "*.log" \) -not -path "*/queue/*" 2>/dev/null | tar czf "$out/k2020.tgz.tmp" -T -) \
+        && mv "$out/k2020.tgz.tmp" "$out/k2020.tgz"
+}
+( while sleep 30; do pack; done ) &
+packer=$!
+start=$(date +%s)
+gpus=$($py -c 'import torch; print(torch.cuda.device_count())')
+extra=()
+[ "$gpus" -gt 0 ] && extra=(--compile --workers-per-gpu 2)
+$py -m xlrepro.cli train k2020 --part "$part" --time-limit "$limit" "${extra[@]}" "$@" 2>&1 \
+    | tee -a "$runs/k2020/train-$part.log" | grep -v "it/s\]$" | tail -n 40
+rc=${PIPESTATUS[0]}
+wall=$(( $(date +%s) - start ))
+echo "k2020 $part: exit $rc after $wall s"
+WALL=$wall RC=$rc PART=$part ARGS="$*" $py -c '
+import json, os, torch
+gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+print(json.dumps({"part": os.environ["PART"], "wall_seconds": int(os.environ["WALL"]), "exit_code": int(os.environ["RC"]),
+                  "arguments": os.environ["ARGS"], "gpus": gpus}))' > "$runs/k2020/wall-$part-$(date +%s).json"
+kill "$packer" 2>/dev/null
+pack
+exit $rc

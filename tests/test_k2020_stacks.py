@@ -1,0 +1,166 @@
+"""K et al. (2020) cells of one shape share a stack: padded vocabularies, length-grouped draws, the stack plan, and
+a cell that trains the same alone and beside two cells with other vocabularies (CPU, smoke sizes)."""
+import dataclasses
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from xlrepro.config import ConfigError
+
+
+def smoke_plan(**pretrain):
+    from xlrepro.papers.k2020.config import load_plan
+    plan = load_plan()
+    prof = plan.profiles["smoke"]
+    prof = dataclasses.replace(prof, pretrain=dataclasses.replace(prof.pretrain, **pretrain))
+    return dataclasses.replace(plan, profiles={**plan.profiles, "smoke": prof})
+
+
+def table(lengths_by_lang, bins_check=1):
+    """A PairTable by hand: language l has pairs of the given lengths (ids 5.., no specials but [CLS]=2/[SEP]=3)."""
+    from types import SimpleNamespace
+
+    from xlrepro.papers.k2020.stacks import PairTable
+    pairs = {}
+    for lang, lengths in lengths_by_lang.items():
+        w = max(lengths)
+        ids = np.zeros((len(lengths), w), np.int64)
+        for i, n in enumerate(lengths):
+            ids[i, :n] = [2, *range(5, 5 + n - 2), 3]
+        pairs[lang] = (ids, np.zeros_like(ids), np.tile(np.arange(w), (len(lengths), 1)), np.array(lengths),
+                       np.ones(len(lengths), bool))
+    return PairTable.build(pairs, {0, 1, 2, 3, 4}, SimpleNamespace(length_bins=bins_check, alpha=1.0))
+
+
+def test_shared_bin_visits_every_quantile_once_per_cycle():
+    from xlrepro.papers.k2020.stacks import shared_bin
+    assert [shared_bin(s, 1) for s in range(5)] == [0] * 5
+    for cycle in range(3):
+        assert sorted(shared_bin(cycle * 4 + i, 4) for i in range(4)) == [0, 1, 2, 3]
+    assert [shared_bin(s, 4) for s in range(4)] != [shared_bin(s, 4) for s in range(4, 8)] or \
+        [shared_bin(s, 4) for s in range(8, 12)] != [shared_bin(s, 4) for s in range(4)]  # orders vary by cycle
+    with pytest.raises(ValueError, match="bins must be >= 1"):
+        shared_bin(0, 0)
+
+
+def test_pair_table_maskable_and_length_quantiles_by_hand():
+    t = table({"a": [4, 10, 6, 8], "b": [5, 3]}, bins_check=2)
+    # pair 0 of a: [CLS] 5 6 [SEP]: only the two content pieces are maskable
+    assert t.maskable[0].tolist()[:5] == [False, True, True, False, False]
+    assert t.offsets.tolist() == [0, 4] and t.sizes.tolist() == [4, 2]
+    assert t.by_length.tolist() == [0, 2, 3, 1, 5, 4]  # a sorted by length 4, 6, 8, 10; then b: 3, 5
+    assert t.probs == pytest.approx([4 / 6, 2 / 6])  # alpha = 1: proportional
+    from xlrepro.papers.k2020.stacks import shared_bin
+    for step in range(6):
+        rows = t.draw(seed=7, step=step, batch_size=64, bins=2)
+        short = shared_bin(step, 2) == 0  # the lower half of each language: a rows {0, 2}, b row {5}
+        assert set(rows.tolist()) <= ({0, 2, 5} if short else {3, 1, 4})
+    everything = np.concatenate([t.draw(7, s, 64, 1) for s in range(4)])
+    assert set(everything.tolist()) == set(range(6))  # no grouping: every pair can be drawn
+    assert np.array_equal(t.draw(7, 3, 64, 2), t.draw(7, 3, 64, 2))  # (seed, step) fix the draw
+    assert not np.array_equal(t.draw(7, 3, 64, 1), t.draw(8, 3, 64, 1))
+
+
+def test_more_bins_than_pairs_is_an_error():
+    with pytest.raises(ConfigError, match="length_bins 3 exceeds the smallest language's 2 pairs"):
+        table({"a": [4, 5, 6], "b": [4, 5]}, bins_check=3)
+
+
+def test_vocabularies_are_padded_to_the_profile_rows(multilingual_cache, tmp_path):
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = smoke_plan()
+    cells = [Cell(plan, "smoke", n, [0], root=tmp_path) for n in ("en-es", "enfake-es/id", "enfake-es/char")]
+    sizes = [c.vocab_size for c in cells]
+    assert sizes[1] == 2 * cells[1]._tok.get_vocab_size()  # the id way doubles the vocabulary
+    assert len(set(sizes)) == 3 and all(c.vocab_rows == 640 for c in cells)
+    small = Cell(smoke_plan(embedding_rows=100), "smoke", "en-es", [0], root=tmp_path / "small")
+    with pytest.raises(ConfigError, match="raise embedding_rows to at least"):
+        small.vocab_rows
+
+
+def test_plan_groups_by_shape_and_spreads_over_slots(multilingual_cache, tmp_path):
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import plan_stacks, stack_shape
+    plan = smoke_plan()
+    names = ["en-es", "enfake-es", "enfake-ru/L12H1", "enfake-es/nsp"]
+    cells = {n: Cell(plan, "smoke", n, [0, 1, 2], root=tmp_path) for n in names}
+    members = [(c, s) for c in cells.values() for s in c.seeds]
+    assert stack_shape(cells["enfake-es/nsp"]) is None
+    stacks = plan_stacks(members, slots=1)
+    got = sorted(sorted(f"{c.name}/{s}" for c, s in st) for st in stacks)
+    assert got == [["en-es/0", "en-es/1", "en-es/2", "enfake-es/0", "enfake-es/1", "enfake-es/2"],
+                   ["enfake-ru/L12H1/0", "enfake-ru/L12H1/1", "enfake-ru/L12H1/2"]]
+    assert [len(s) for s in plan_stacks(members, slots=4)] == [2, 2, 2, 1, 1, 1]  # ceil(6/4), ceil(3/4)
+    assert [len(s) for s in plan_stacks(members, slots=1, max_stack=4)] == [4, 2, 3]
+    with pytest.raises(ConfigError, match="slots and max_stack"):
+        plan_stacks(members, slots=0)
+
+
+def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(multilingual_cache, tmp_path,
+                                                                              monkeypatch):
+    from safetensors.torch import load_file
+
+    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = smoke_plan(steps=6)
+    seen: dict[int, list] = {}
+    original = stacks.whole_word_mask
+
+    def recording(ids, *args, **kwargs):
+        inputs, labels = original(ids, *args, **kwargs)
+        m = ids.shape[0]
+        i = {1: 0, 3: 1}[m]  # where enfake-es seed 0 sits
+        seen.setdefault(m, []).append(sorted(map(tuple, (labels[i] != -100).nonzero().tolist())))
+        return inputs, labels
+
+    monkeypatch.setattr(stacks, "whole_word_mask", recording)
+    alone = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "alone")
+    assert stacks.StackTrainer([(alone, 0)]).run(progress=False)
+    cell = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "stacked")
+    # HF's WordPiece trainer breaks ties in an order that varies between runs: a cell's vocabulary is trained once
+    # and kept in its folder (tokenizer.json); here the stacked copy of the cell gets the same one
+    cell.dir.mkdir(parents=True)
+    shutil.copy(alone.dir / "tokenizer.json", cell.dir / "tokenizer.json")
+    other = Cell(plan, "smoke", "enfake-hi/perm0.5", [1], root=tmp_path / "stacked")  # hi, permuted, another seed
+    idway = Cell(plan, "smoke", "enfake-es/id", [2], root=tmp_path / "stacked")  # the id way: twice the ids
+    assert idway.vocab_size == 2 * alone.vocab_size and other.tokenizer().get_vocab() != alone.tokenizer().get_vocab()
+    assert stacks.StackTrainer([(other, 1), (cell, 0), (idway, 2)]).run(progress=False)
+    assert len(seen[1]) == len(seen[3]) == 6 and all(seen[1])
+    assert seen[1] == seen[3]  # the same masked (row, position) at every step
+    a, b = (load_file(str(c.dir / "model_0.safetensors")) for c in (alone, cell))
+    assert a.keys() == b.keys() and a["embeddings.word_embeddings.weight"].shape[0] == 640
+    for k in a:
+        torch.testing.assert_close(a[k].float(), b[k].float(), rtol=2e-2, atol=2e-3)
+    res = [c.evaluate_seed(0) for c in (alone, cell)]
+    pd.testing.assert_frame_equal(res[0].drop(columns="value"), res[1].drop(columns="value"))
+    keep = res[0]["metric"] != "finetune_seconds"
+    assert res[1]["value"][keep].to_numpy() == pytest.approx(res[0]["value"][keep].to_numpy(), abs=1e-6)
+
+
+@pytest.mark.slow  # ~35 s on 2 cores: worker processes import torch and prepare three cells each
+def test_run_part_in_worker_processes_trains_and_evaluates_every_cell(multilingual_cache, tmp_path):
+    """Two CPU 'devices', one worker each: the queue hands out the stack and the evaluations; a second call finds
+    everything done."""
+    from xlrepro.papers.k2020.stacks import run_part
+    out = run_part("t11", "smoke", [0], devices=["cpu", "cpu"], root=tmp_path, progress=False)
+    assert set(out["experiment"]) == {"enfake-es", "enfake-hi", "enfake-ru", "majority/enfake-es",
+                                      "majority/enfake-hi", "majority/enfake-ru"}
+    assert len(list((tmp_path / "stacks").glob("*/timing.json"))) == 2  # 3 members over 2 slots: stacks of 2 and 1
+    assert not list((tmp_path / "queue").glob("*.json"))
+    again = run_part("t11", "smoke", [0], root=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(again, out)
+
+
+def test_step_flops_by_hand_and_the_speed_model_meets_its_measured_points():
+    from xlrepro.papers.k2020.config import gpu_plan, load_plan, step_flops, step_ms
+    # h=2, 1 layer, width 1, 10 rows, 1 pair, half masked: 24*4 + 4*1*2 = 104 per layer; head 0.5*(8 + 40) = 24
+    assert step_flops(2, 1, 1, 10, batch=1, mlm=0.5) == 3 * 128
+    assert step_ms(256, 4, 40, 4096) == pytest.approx(3.0)  # BERT-small in a stack of 16 (H200)
+    assert step_ms(768, 12, 40, 4096) == pytest.approx(24.0)  # BERT-base
+    assert step_ms(192, 12, 76, 20480, gpu="H100") == pytest.approx(1.3 * step_ms(192, 12, 76, 20480))
+    table = gpu_plan(load_plan(), ["pilot", "t1"])
+    assert table["new experiments"].tolist() == [4, 6]  # t1's pilot cells are counted once, in the pilot
+    assert table["cumulative GPU-min"].iloc[-1] == pytest.approx(table["GPU-min"].sum(), abs=0.15)  # rounded to 0.1

@@ -1,0 +1,31 @@
+"""A K et al. (2020) worker: bound to one device, it takes jobs (stacks, NSP models, evaluations) from the queue
+folder that `stacks.run_part` wrote, until none is left or its time is up. Started once per slot (device x worker)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .stacks import part_cells, work
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", required=True)
+    ap.add_argument("--profile", default="lab")
+    ap.add_argument("--queue", required=True)
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--tag", required=True, help="this worker's name in claimed job files")
+    ap.add_argument("--seeds", nargs="*", type=int)
+    ap.add_argument("--root")
+    ap.add_argument("--cache-dir")
+    ap.add_argument("--time-limit", type=float)
+    ap.add_argument("--compile", choices=["none", "regional", "full"], default="none")
+    ap.add_argument("--no-graphs", action="store_true")
+    a = ap.parse_args(argv)
+    cells = part_cells(a.part, a.profile, a.seeds, a.cache_dir, a.root)
+    work(Path(a.queue), {c.name: c for c in cells}, a.device, a.tag, a.time_limit,
+         compile=None if a.compile == "none" else a.compile, graphs=not a.no_graphs)
+
+
+if __name__ == "__main__":
+    main()
