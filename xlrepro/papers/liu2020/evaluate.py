@@ -360,7 +360,8 @@ def static_vectors(task: Task, data: Data):
     from .static import load_static, run_dir
 
     run = next(r for r in static_runs(data.setup) if static_name(r) == task.model)
-    overrides = {"max_chapters": data.setup.max_chapters, "languages": data.setup.languages, "dim": 16} \
+    overrides = {"max_chapters": data.setup.max_chapters, "languages": data.setup.languages, "dim": 16,
+                 "min_count": data.setup.plan.dictionary.min_count} \
         if data.setup.smoke else {}
     folder = run_dir(static_config(run, **overrides))
     if not (folder / "training.json").exists():

@@ -77,7 +77,7 @@ def mrr_static_vs_bert(static: pd.DataFrame, bert: pd.DataFrame | None):
         for ax, size in zip(axes, SIZES):
             _bars(ax, df[df["size"] == size], hue_order, languages)
             ax.set(title=SIZE_LABELS[size], xlabel="", ylabel="MRR (en → language)")
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
     return fig
 
@@ -98,7 +98,7 @@ def transfer_bars(transfer: pd.DataFrame, experiments_by_size: dict[str, list[st
             sns.barplot(sub, x="language", y="value", hue="model", order=languages, hue_order=order,
                         errorbar="sd", capsize=0.1, err_kws={"linewidth": 1}, ax=ax)
             ax.set(title=SIZE_LABELS.get(size, size), xlabel="", ylabel=ylabel)
-            ax.legend(fontsize=8, loc="lower right")
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
     return fig
 
@@ -138,7 +138,7 @@ def mrr_window(bert: pd.DataFrame):
         for ax, size in zip(axes, SIZES):
             _bars(ax, df[df["size"] == size], hue_order, languages)
             ax.set(title=SIZE_LABELS[size], xlabel="", ylabel="MRR (en → language), last layer")
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
     return fig
 
@@ -167,7 +167,7 @@ def transfer_window(transfer: pd.DataFrame):
                         hue_order=["BERT, window 512", "BERT, window 20"], errorbar="sd", capsize=0.1,
                         err_kws={"linewidth": 1}, ax=ax)
             ax.set(title=SIZE_LABELS[size], xlabel="", ylabel="zero-shot accuracy")
-            ax.legend(fontsize=8, loc="lower right")
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         if drops:
             sns.barplot(pd.concat(drops), x="language", y="drop", hue="size", order=languages, hue_order=list(SIZES),
                         ax=axes[2])
@@ -190,7 +190,7 @@ def word2vec_windows(w2v: pd.DataFrame):
         fig, ax = plt.subplots(figsize=(9, 4))
         _bars(ax, df, hue_order, languages)
         ax.set(xlabel="", ylabel="MRR (en → language), small corpus")
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
     return fig
 
@@ -213,7 +213,7 @@ def pos_classes(pos: pd.DataFrame, paper: pd.DataFrame, model: str = "bert-big-w
         fig, ax = plt.subplots(figsize=(8, 3.8))
         sns.barplot(df, x="class", y="MRR", hue="source", order=list(CLASSES), ax=ax)
         ax.set(xlabel="", ylabel="MRR (en → language)")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
     return fig
 

@@ -238,10 +238,10 @@ def samples_table(samples: dict, stand_ins: dict[str, str], per_direction: int =
     rows = []
     for d, s in samples.items():
         for x in s["samples"][:per_direction]:
-            rows.append({"direction": labelled(d, stand_ins), "layer": s["layer"], "alpha": s["alpha"],
-                         "BLEU-1": round(s["bleu1"], 2), "source": x["source"], "MDS output": x["output"],
+            rows.append({"direction": labelled(d, stand_ins), "layer": str(s["layer"]), "alpha": f"{s['alpha']:g}",
+                         "BLEU-1": f"{s['bleu1']:.2f}", "source": x["source"], "MDS output": x["output"],
                          "reference": x["reference"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).set_index("direction") if rows else pd.DataFrame()
 
 
 def static_retrieval_results(names, root=None) -> pd.DataFrame | None:
@@ -249,3 +249,60 @@ def static_retrieval_results(names, root=None) -> pd.DataFrame | None:
     folder = gpu_results_dir(root) / "retrieval"
     frames = [pd.read_csv(folder / f"{n}.csv", dtype={"language": str}) for n in names if (folder / f"{n}.csv").exists()]
     return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def gpu_run_record(root=None) -> pd.DataFrame | None:
+    """The GPU run as a table: one row per BERT (its shape, steps, tokens per step, first and last loss, seconds,
+    device) and one per phase of scripts/device_liu.sh (wall seconds, GPUs); None where nothing was unpacked."""
+    import json
+    folder = gpu_results_dir(root)
+    rows = []
+    for f in sorted((folder / "training").glob("*/training.json")) if (folder / "training").exists() else []:
+        t, c = json.loads(f.read_text()), json.loads((f.parent / "config.json").read_text())
+        m = c["model"]
+        losses = t.get("losses") or [[None, None]]
+        rows.append({"what": f"BERT {f.parent.name}", "model": f"{m['layers']} × {m['hidden']} ({m['name']})",
+                     "steps": str(t["steps"]), "tokens per step": str(t.get("tokens_per_step", "–")),
+                     "MLM loss, first → last": f"{losses[0][1]:.2f} → {losses[-1][1]:.2f}" if losses[0][1] else "–",
+                     "seconds": str(round(t["seconds"])), "device": t.get("device", "–")})
+    for f in sorted(folder.glob("wall-*.json")):
+        w = json.loads(f.read_text())
+        rows.append({"what": f"phase {w['phase']}", "seconds": str(w["wall_seconds"]),
+                     "device": ", ".join(w["gpus"]) or "cpu", "model": f"exit code {w['exit_code']}"})
+    return pd.DataFrame(rows).set_index("what").fillna("–") if rows else None
+
+
+def check_gpu_results(root=None, publish: bool = False) -> bool:
+    """True where the GPU run's files are there. A published run refuses results of the smoke models (the tiny
+    CPU BERTs of `device_liu.sh --smoke`): smoke numbers never go into book/."""
+    import json
+    folder = gpu_results_dir(root)
+    smoke = [f.parent.name for f in (folder / "training").glob("*/config.json")
+             if json.loads(f.read_text())["model"]["name"] == "smoke"] if (folder / "training").exists() else []
+    if publish and smoke:
+        raise ValueError(f"{folder} holds the smoke run's results (models {', '.join(sorted(smoke))}): a published "
+                         "run reads the GPU run's, never the smoke's")
+    return folder.exists() and any(folder.iterdir())
+
+
+def accuracy_table(transfer: pd.DataFrame, experiments=None) -> pd.DataFrame:
+    """experiment x language: zero-shot accuracy 'mean ± std' over seeds (and the seed count)."""
+    from xlrepro.results import fmt
+    df = transfer[transfer["metric"] == "accuracy"]
+    if experiments is not None:
+        df = df[df["experiment"].isin(experiments)]
+    g = df.groupby(["experiment", "language"], sort=False)["value"]
+    cell = g.agg(lambda s: fmt(s.mean(), s.std() if len(s) > 1 else None, 3))
+    table = cell.unstack("language")
+    table["seeds"] = df.groupby("experiment", sort=False)["seed"].nunique()
+    return table
+
+
+def paper_prose(tables) -> pd.DataFrame:
+    """The paper's figures that survive as sentences (reference.csv rows of kind 'claim'): figure, version, words."""
+    from xlrepro.reference import paper_numbers
+    ref = paper_numbers("liu2020")
+    ref = ref[ref["table"].isin(tables)]
+    return ref.assign(version=ref["version"].map({"S": "short", "L": "long"}))[
+        ["table", "version", "description", "note"]].rename(columns={"table": "figure", "description": "the paper says"}
+                                                           ).set_index(["figure", "version"])
