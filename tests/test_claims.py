@@ -403,3 +403,12 @@ def test_layer_last_and_k_of_n_resolve_against_the_depth_of_the_rows():
         C.resolve_layers("13 of 12", pd.Series([0, 12]))
     with pytest.raises(KeyError, match="unknown layer"):  # a layer the model lacks is still an error
         C.sample({"experiment": "a", "metric": "m", "layer": 12}, data2)
+
+
+def test_each_with_every_value_excluded_is_missing_results_not_a_crash():
+    df = pd.DataFrame([{"experiment": "a", "seed": -1, "metric": "m", "language": "en", "value": 1.0}])
+    test = {"kind": "each", "over": "language", "exclude": ["en"],
+            "test": {"kind": "above", "value": {"experiment": "a", "metric": "m"}, "bound": 0.5,
+                     "noise": "deterministic"}}
+    with pytest.raises(C.MissingResults, match="no language left to test"):
+        C.evaluate(test, C.Data({"t": df}, artifact="t"))
