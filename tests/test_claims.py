@@ -383,3 +383,32 @@ def test_all_weakest_follows_the_weaker_part():
     assert verdict({"kind": "all", "parts": [good, half], "combine": "weakest"}, df) == "partly"
     with pytest.raises(ValueError, match="valid choices: score, weakest"):
         verdict({"kind": "all", "parts": [good], "combine": "mean"}, df)
+
+
+def test_layer_last_and_k_of_n_resolve_against_the_depth_of_the_rows():
+    def model(depth):  # layer l has value l / 10; layers 0..depth
+        return pd.DataFrame([{"experiment": "a", "seed": -1, "metric": "m", "layer": l, "value": l / 10}
+                             for l in range(depth + 1)])
+    data12, data2 = C.Data({"t": model(12)}, artifact="t"), C.Data({"t": model(2)}, artifact="t")
+    assert C.sample({"experiment": "a", "metric": "m", "layer": "last"}, data12).tolist() == [1.2]
+    assert C.sample({"experiment": "a", "metric": "m", "layer": "last"}, data2).tolist() == [0.2]
+    # "10 of 12" is layer 10 of a 12-layer model and layer ceil(10 * 2 / 12) = 2 of a 2-layer one
+    assert C.sample({"experiment": "a", "metric": "m", "layer": "10 of 12"}, data12).tolist() == [1.0]
+    assert C.sample({"experiment": "a", "metric": "m", "layer": "10 of 12"}, data2).tolist() == [0.2]
+    # a list: 1..4 of 12 on a 2-layer model is layer 1 only (no row counted twice)
+    four = {"experiment": "a", "metric": "m", "layer": [f"{k} of 12" for k in (1, 2, 3, 4)]}
+    assert C.sample(four, data12).round(6).tolist() == [0.25] and C.sample(four, data2).tolist() == [0.1]
+    assert C.resolve_layers(7, pd.Series([0, 12])) == ["7"]  # a number stays as it is
+    with pytest.raises(ValueError, match="need 0 <= K <= N"):
+        C.resolve_layers("13 of 12", pd.Series([0, 12]))
+    with pytest.raises(KeyError, match="unknown layer"):  # a layer the model lacks is still an error
+        C.sample({"experiment": "a", "metric": "m", "layer": 12}, data2)
+
+
+def test_each_with_every_value_excluded_is_missing_results_not_a_crash():
+    df = pd.DataFrame([{"experiment": "a", "seed": -1, "metric": "m", "language": "en", "value": 1.0}])
+    test = {"kind": "each", "over": "language", "exclude": ["en"],
+            "test": {"kind": "above", "value": {"experiment": "a", "metric": "m"}, "bound": 0.5,
+                     "noise": "deterministic"}}
+    with pytest.raises(C.MissingResults, match="no language left to test"):
+        C.evaluate(test, C.Data({"t": df}, artifact="t"))

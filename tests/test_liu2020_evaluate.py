@@ -116,3 +116,19 @@ def test_device_script_smoke_both_phases(multilingual_cache, tmp_path):
     tarfile.open(tmp_path / "out" / "liu.tgz").extractall(res)
     assert report.table4(res, report.transfer_results(res)) is not None
     assert set(pd.read_csv(res / "retrieval" / "big-w512.csv")["layer"]) == {0, 1, 2}
+
+
+def test_mds_grid_in_the_claims_shape_and_smoke_results_never_publish(tmp_path):
+    import json
+    from xlrepro.papers.liu2020.run import mds_long
+    grid = pd.DataFrame({"direction": ["en-de", "en-de"], "layer": [3, 3], "alpha": [-1, 2.5],
+                         "metric": ["bleu1", "convert_rate"], "value": [1.5, 0.4]})
+    out = mds_long(grid)
+    assert out["experiment"].tolist() == ["-1.0", "2.5"] and out["language"].tolist() == ["en-de", "en-de"]
+    assert set(out["seed"]) == {-1} and out["value"].tolist() == [1.5, 0.4]
+    (tmp_path / "training" / "big-w512").mkdir(parents=True)
+    (tmp_path / "training" / "big-w512" / "config.json").write_text(json.dumps({"model": {"name": "smoke"}}))
+    assert report.check_gpu_results(tmp_path, publish=False)
+    with pytest.raises(ValueError, match="smoke run's results"):
+        report.check_gpu_results(tmp_path, publish=True)
+    assert not report.check_gpu_results(tmp_path / "absent", publish=True)

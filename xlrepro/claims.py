@@ -15,8 +15,8 @@ A claim in the YAML::
              margin: 0.05, noise: 2se}
       why: "one line on why this threshold"
 
-A selector picks rows of a results frame: ``artifact`` (else the claim's), ``experiment``, ``metric``, ``layer``,
-``step``, ``language`` (a value or a list), ``exclude_language`` (list); or ``reference: <table>`` for the paper's
+A selector picks rows of a results frame: ``artifact`` (else the claim's), ``experiment``, ``metric``, ``layer`` (a
+number, ``last`` or ``"K of N"``, resolved against the depth of the rows: :func:`resolve_layers`), ``step``, ``language`` (a value or a list), ``exclude_language`` (list); or ``reference: <table>`` for the paper's
 numbers (:func:`xlrepro.reference.paper_numbers`). Curves (rows with ``step``) reduce per seed with ``at:
 final|half`` (the value there) or ``event: half_final|drop_90_log|argmin`` (the step of the event); ``fraction:
 true`` divides that step by the last one. ``minus: <selector>`` subtracts another selection seed by seed. Rows left
@@ -209,7 +209,7 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
         if key not in df.columns:
             raise KeyError(f"selector key {key!r}: the frame has no such column; columns: {', '.join(df.columns)}")
         col = df[key].astype(str)
-        want = _as_list(sel[key])
+        want = _as_list(sel[key]) if key != "layer" else resolve_layers(sel[key], df[key])
         waiting = [w for w in want if key == "experiment" and w in data.pending and "reference" not in sel]
         if waiting:
             raise Pending(waiting)
@@ -221,6 +221,36 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
     if "exclude_language" in sel:
         df = df[~df["language"].astype(str).isin(_as_list(sel["exclude_language"]))]
     return df
+
+
+LAYER_OF = re.compile(r"\s*(\d+)\s+of\s+(\d+)\s*")
+
+
+def resolve_layers(spec, layers: pd.Series) -> list[str]:
+    """A selector's ``layer`` resolved against the model's depth (the largest layer number among the rows picked so
+    far): ``last`` is that layer; ``"K of N"`` is layer K of an N-layer model scaled to this depth,
+    ceil(K * depth / N) (layer K itself when depth is N; "10 of 12" is layer 2 of a 2-layer model). Numbers stay as
+    they are. So a claim on "the last layer" tests layer 12 of a 12-layer BERT and still reads a 2-layer smoke
+    model."""
+    out = []
+    for v in (spec if isinstance(spec, (list, tuple)) else [spec]):
+        text = str(v)
+        hit = LAYER_OF.fullmatch(text)
+        if text.strip() != "last" and not hit:  # a layer number (an unknown one is named by `rows`)
+            out.append(text)
+            continue
+        numbers = pd.to_numeric(layers, errors="coerce").dropna()
+        if numbers.empty:
+            raise KeyError(f"layer {v!r}: the rows have no numeric layer to resolve it against")
+        depth = int(numbers.max())
+        if hit:
+            k, n = int(hit.group(1)), int(hit.group(2))
+            if not 0 <= k <= n or n == 0:
+                raise ValueError(f"layer {v!r}: need 0 <= K <= N and N > 0")
+            out.append(str(math.ceil(k * depth / n)))
+        else:
+            out.append(str(depth))
+    return list(dict.fromkeys(out))
 
 
 def _curve_value(curve: pd.Series, sel: Mapping) -> float:
@@ -480,6 +510,9 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
     values = [str(v) for v in test["values"]] if "values" in test else \
         list(dict.fromkeys(rows(first, data)[over].astype(str)))
     values = [v for v in values if v not in _as_list(test.get("exclude", []))]
+    if not values:  # e.g. a run on fewer languages than the claim needs: its claim waits, as for a missing model
+        raise MissingResults(f"no {over} left to test (the results hold none but the excluded "
+                             f"{', '.join(_as_list(test.get('exclude', []))) or 'ones'})")
     into = test.get("into", ("left", "right", "value", "target"))
     results = {v: evaluate(_substitute(inner, over, v, into), data, profile) for v in values}
     verdict, _ = _combine(list(results.values()))

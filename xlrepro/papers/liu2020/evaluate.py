@@ -9,6 +9,7 @@ one file set per task, written atomically (a task cut off by the time limit leav
     transfer/big-w512-freeze<k>-s<seed>.json  bottom half frozen; accuracy per language and MDS alpha, dev and
                                               test (L Table 4)
     transfer/<static run>-s<seed>.json      frozen static embeddings + BiLSTM encoder (L Figs 2, 4)
+    retrieval/glove-<size>.csv     GloVe's MRR (its vectors stay on the node, like the BERTs') (S Fig 1)
     language/big-w512-*.csv / .json         language identification per layer, MDS grid (convert rate, BLEU-1),
                                             vocabulary sizes, sample outputs (L §4, Tables 1-3, Figs 7-8)
 
@@ -40,14 +41,14 @@ from .run import BERT_MODELS
 
 @dataclass(frozen=True)
 class Task:
-    kind: str  # retrieval | transfer | table4 | language | static
+    kind: str  # retrieval | transfer | table4 | language | static | static_retrieval
     model: str  # a BERT name or a static run name
     seed: int = -1
     cost: float = 1.0
 
     @property
     def name(self) -> str:
-        if self.kind == "retrieval":
+        if self.kind in ("retrieval", "static_retrieval"):
             return f"retrieval/{self.model}"
         if self.kind == "language":
             return f"language/{self.model}"
@@ -58,7 +59,7 @@ class Task:
         return f"transfer/{self.model}-all-s{self.seed}"
 
     def done_file(self, out: Path) -> Path:
-        return out / (self.name + (".csv" if self.kind == "retrieval" else ".json"))
+        return out / (self.name + (".csv" if self.kind in ("retrieval", "static_retrieval") else ".json"))
 
 
 @dataclass
@@ -121,6 +122,8 @@ def tasks(setup: Setup) -> list[Task]:
     out += [Task("retrieval", m, cost=1.5) for m in BERT_MODELS]
     out += [Task("transfer", m, s, cost=1.0) for m in BERT_MODELS for s in seeds]
     out += [Task("static", static_name(r), s, cost=0.5) for r in static_runs(setup) for s in seeds]
+    # GloVe trains on the node and its vectors stay there: its word retrieval is scored there too
+    out += [Task("static_retrieval", static_name(r), cost=0.3) for r in static_runs(setup) if r.model == "glove"]
     return out
 
 
@@ -350,26 +353,45 @@ def run_table4(task: Task, data: Data, device, out: Path) -> None:
                                             "seconds": history["seconds"]})
 
 
-def run_static(task: Task, data: Data, device, out: Path) -> None:
-    """Zero-shot transfer through frozen static embeddings (BiLSTM encoder); skipped (no file) where the run's
-    vectors are not on this machine."""
+def static_vectors(task: Task, data: Data):
+    """The vectors of the static run `task.model` (trained here in smoke runs); None where they are absent."""
     from .lab import static_name
     from .plan import static_config
     from .static import load_static, run_dir
-    from .transfer_static import train_static_classifier
 
     run = next(r for r in static_runs(data.setup) if static_name(r) == task.model)
-    overrides = {"max_chapters": data.setup.max_chapters, "languages": data.setup.languages, "dim": 16} \
+    overrides = {"max_chapters": data.setup.max_chapters, "languages": data.setup.languages, "dim": 16,
+                 "min_count": data.setup.plan.dictionary.min_count} \
         if data.setup.smoke else {}
     folder = run_dir(static_config(run, **overrides))
     if not (folder / "training.json").exists():
-        if data.setup.smoke:
-            from .static import train_static
-            train_static(static_config(run, **overrides), data.corpus(run.size))
-        else:
+        if not data.setup.smoke:
             print(f"{task.name}: no vectors in {folder}; skipped")
-            return
-    emb = load_static(folder)
+            return None
+        from .static import train_static
+        train_static(static_config(run, **overrides), data.corpus(run.size))
+    return load_static(folder)
+
+
+def run_static_retrieval(task: Task, data: Data, device, out: Path) -> None:
+    """Word retrieval MRR of a static run whose vectors are on this machine (GloVe), the chapters' dictionaries
+    and bootstrap (`lab.static_retrieval`); skipped (no file) where the vectors are absent."""
+    from .lab import static_retrieval
+
+    emb = static_vectors(task, data)
+    if emb is not None:
+        write_text(task.done_file(out), static_retrieval(task.model, emb, data.dictionaries(), data.setup.plan
+                                                         ).to_csv(index=False))
+
+
+def run_static(task: Task, data: Data, device, out: Path) -> None:
+    """Zero-shot transfer through frozen static embeddings (BiLSTM encoder); skipped (no file) where the run's
+    vectors are not on this machine."""
+    from .transfer_static import train_static_classifier
+
+    emb = static_vectors(task, data)
+    if emb is None:
+        return
     result = train_static_classifier(emb, data, task.seed, device)
     atomic.write_json(task.done_file(out), {"model": task.model, "mode": "static", "seed": task.seed, **result})
 
@@ -460,7 +482,7 @@ def mds_outputs(model, tok, texts: Sequence[str], layer: int, shift: torch.Tenso
 
 
 RUNNERS = {"retrieval": run_retrieval, "transfer": run_transfer, "table4": run_table4, "language": run_language,
-           "static": run_static}
+           "static": run_static, "static_retrieval": run_static_retrieval}
 
 
 def evaluate(setup: Setup, out: Path, device: str = "cpu", shard: tuple[int, int] = (0, 1),
@@ -483,7 +505,7 @@ def evaluate(setup: Setup, out: Path, device: str = "cpu", shard: tuple[int, int
         if task.done_file(out).exists():
             lines.append(f"{task.name}: done before")
             continue
-        if task.kind != "static" and not (bert_folder(setup, task.model) / "training.json").exists():
+        if task.kind not in ("static", "static_retrieval") and not (bert_folder(setup, task.model) / "training.json").exists():
             lines.append(f"{task.name}: model {task.model} not trained; skipped")
             continue
         if time_limit is not None and time.time() - t0 > time_limit:

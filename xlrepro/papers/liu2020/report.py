@@ -104,3 +104,205 @@ def table4(root=None, all_layers: pd.DataFrame | None = None) -> pd.DataFrame | 
         big = all_layers[all_layers["experiment"] == "bert-big-w512"].assign(experiment="finetune-all")
         out = pd.concat([big, out], ignore_index=True)
     return out
+
+
+# ---- tables beside the paper's (xlrepro.tables.show displays them) ----------------------------------------------
+
+def stand_in_names(stand_ins: dict[str, str]):
+    """A function: our direction or language -> the paper's ('en-ru' -> 'en-el' where ru stands in for el)."""
+    def paper_name(x: str) -> str:
+        return "-".join(stand_ins.get(p, p) for p in str(x).split("-"))
+    return paper_name
+
+
+def labelled(x: str, stand_ins: dict[str, str]) -> str:
+    """'en-ru' -> 'en-ru (for en-el)' where a language stands in for one of the paper's."""
+    paper = stand_in_names(stand_ins)(x)
+    return x if paper == x else f"{x} (for {paper})"
+
+
+def pos_table(pos: pd.DataFrame, paper: pd.DataFrame, model: str = "bert-big-w512") -> pd.DataFrame:
+    """S Table 1: class x language, 'ours (paper's)' MRR with the word count; avg = mean over our languages (the
+    paper's over de es ar fr ru tr)."""
+    from xlrepro.tables import paper_number
+
+    from .pos import CLASSES
+    sub = pos[pos["experiment"].str.startswith(model + "/")].assign(cls=lambda d: d["experiment"].str.split("/").str[1])
+    mrr = sub[sub["metric"] == "mrr"].set_index(["cls", "language"])["value"]
+    words = sub[sub["metric"] == "words"].set_index(["cls", "language"])["value"]
+    ref = paper.assign(cls=paper["experiment"].str.split("/").str[1]).set_index(["cls", "language"])["mean"]
+    langs = [l for l in dict.fromkeys(sub["language"]) if l != "avg"] + ["avg"]
+    out = {}
+    for lang in langs:
+        col = []
+        for c in CLASSES:
+            v, p = mrr.get((c, lang)), ref.get((c, lang))
+            n = words.get((c, lang))
+            cell = "–" if v is None or pd.isna(v) else f"{v:.3f}"
+            cell += f" ({paper_number(p, 3)})" if p is not None and not pd.isna(p) else ""
+            cell += f" n={int(n)}" if n is not None and not pd.isna(n) else ""
+            col.append(cell)
+        out[lang] = col
+    return pd.DataFrame(out, index=pd.Index(CLASSES, name="class"))
+
+
+def table2(grid: pd.DataFrame, paper: pd.DataFrame, stand_ins: dict[str, str]) -> pd.DataFrame:
+    """L Table 2 per direction, ours (paper's): the best BLEU-1 over layers and alpha in {1, 2, 3} (the paper's
+    search), its layer and alpha, the convert rate at layer 10 for alpha 1, 2, 3 and BLEU-1 at layer 11, alpha 3
+    (layers "of 12", scaled to our depth as the claims do)."""
+    from xlrepro.claims import resolve_layers
+    from xlrepro.tables import paper_number
+
+    g = grid.assign(alpha=grid["experiment"].astype(float))
+    depth = int(g["layer"].max())
+    l10, l11 = (int(resolve_layers(f"{k} of 12", g["layer"])[0]) for k in (10, 11))
+    name = stand_in_names(stand_ins)
+    ref = paper.set_index(["language", "metric"])["mean"]
+    rows = []
+    for d in dict.fromkeys(g["language"]):
+        sub = g[g["language"] == d]
+        bl = sub[(sub["metric"] == "bleu1") & sub["alpha"].isin([1.0, 2.0, 3.0])]
+        best = bl.loc[bl["value"].idxmax()] if not bl.empty else None
+
+        def at(metric, layer, alpha):
+            v = sub[(sub["metric"] == metric) & (sub["layer"] == layer) & (sub["alpha"] == alpha)]["value"]
+            return float(v.iloc[0]) if len(v) else None
+
+        def cell(v, key, digits=2):
+            p = ref.get((name(d), key))
+            ours = "–" if v is None else f"{v:.{digits}f}"
+            return ours if p is None or pd.isna(p) else f"{ours} ({paper_number(p, digits)})"
+
+        rows.append({"direction": labelled(d, stand_ins),
+                     "best BLEU-1": cell(None if best is None else best["value"], "best_bleu1"),
+                     "best layer": cell(None if best is None else best["layer"], "best_layer", 0),
+                     "best alpha": cell(None if best is None else best["alpha"], "best_alpha", 1),
+                     f"BLEU-1, layer {l11}, α 3": cell(at("bleu1", l11, 3.0), "bleu1_l11_a3"),
+                     **{f"convert rate, layer {l10}, α {a}": cell(at("convert_rate", l10, float(a)), f"cr_l10_a{a}", 3)
+                        for a in (1, 2, 3)}})
+    out = pd.DataFrame(rows).set_index("direction")
+    out.attrs["depth"] = depth
+    return out
+
+
+def table3(vocab: pd.DataFrame, paper: pd.DataFrame, stand_ins: dict[str, str]) -> pd.DataFrame:
+    """L Table 3: |V_lang| and |V_en ∩ V_lang| of our big corpus (the paper's m-BERT counts in parentheses)."""
+    name = stand_in_names(stand_ins)
+    ref = paper.set_index(["language", "metric"])["mean"]
+    rows = []
+    for _, r in vocab.iterrows():
+        row = {"language": labelled(r["language"], stand_ins)}
+        for m, label in (("tokens", "|V_lang|"), ("shared_with_en", "|V_en ∩ V_lang|")):
+            p = ref.get((name(r["language"]), m))
+            row[label] = f"{int(r[m])}" + ("" if p is None or pd.isna(p) else f" ({int(p)})")
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("language")
+
+
+TABLE4_ROWS = {"finetune-all": "finetune-all", "finetune-half": "finetune-last6", "finetune-half+MDS": "finetune-last6+MDS"}
+
+
+def table4_view(t4: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """L Table 4: accuracy in percent, mean ± std over seeds (paper's in parentheses), per language and avg (the
+    mean over our target languages, en left out as in the paper); the alpha chosen on dev as a last row."""
+    from xlrepro.results import fmt
+    from xlrepro.tables import paper_number
+    ref = paper.set_index(["experiment", "language", "metric"])["mean"]
+    langs = list(dict.fromkeys(t4["language"]))
+    rows = {}
+    for exp, theirs in TABLE4_ROWS.items():
+        acc = t4[(t4["experiment"] == exp) & (t4["metric"] == "accuracy")]
+        if acc.empty:
+            continue
+        per_seed = acc.pivot_table(index="seed", columns="language", values="value") * 100
+        per_seed["avg"] = per_seed[[l for l in per_seed.columns if l != "en"]].mean(axis=1)
+        row = {}
+        for l in langs + ["avg"]:
+            if l not in per_seed:
+                row[l] = "–"
+                continue
+            s = per_seed[l].dropna()
+            p = ref.get((f"mBERT/{theirs}", l, "accuracy"))
+            ours = fmt(s.mean(), s.std() if len(s) > 1 else None, 1)
+            row[l] = ours if p is None or pd.isna(p) else f"{ours} ({paper_number(p, 1)})"
+        rows[f"{exp} (paper: {theirs})"] = row
+    alpha = t4[(t4["experiment"] == "finetune-half+MDS") & (t4["metric"] == "alpha")]
+    if not alpha.empty:
+        a = alpha.groupby("language")["value"].agg(lambda s: "/".join(f"{v:g}" for v in s))
+        rows["alpha chosen on dev (per seed)"] = {l: a.get(l, "–") for l in langs}
+    return pd.DataFrame(rows).T
+
+
+def samples_table(samples: dict, stand_ins: dict[str, str], per_direction: int = 1) -> pd.DataFrame:
+    """L Table 1: source, MDS output and the parallel verse at each direction's best layer and alpha."""
+    rows = []
+    for d, s in samples.items():
+        for x in s["samples"][:per_direction]:
+            rows.append({"direction": labelled(d, stand_ins), "layer": str(s["layer"]), "alpha": f"{s['alpha']:g}",
+                         "BLEU-1": f"{s['bleu1']:.2f}", "source": x["source"], "MDS output": x["output"],
+                         "reference": x["reference"]})
+    return pd.DataFrame(rows).set_index("direction") if rows else pd.DataFrame()
+
+
+def static_retrieval_results(names, root=None) -> pd.DataFrame | None:
+    """MRR of the static runs `names` that the GPU evaluation scored (GloVe: its vectors stay on the node)."""
+    folder = gpu_results_dir(root) / "retrieval"
+    frames = [pd.read_csv(folder / f"{n}.csv", dtype={"language": str}) for n in names if (folder / f"{n}.csv").exists()]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def gpu_run_record(root=None) -> pd.DataFrame | None:
+    """The GPU run as a table: one row per BERT (its shape, steps, tokens per step, first and last loss, seconds,
+    device) and one per phase of scripts/device_liu.sh (wall seconds, GPUs); None where nothing was unpacked."""
+    import json
+    folder = gpu_results_dir(root)
+    rows = []
+    for f in sorted((folder / "training").glob("*/training.json")) if (folder / "training").exists() else []:
+        t, c = json.loads(f.read_text()), json.loads((f.parent / "config.json").read_text())
+        m = c["model"]
+        losses = t.get("losses") or [[None, None]]
+        rows.append({"what": f"BERT {f.parent.name}", "model": f"{m['layers']} × {m['hidden']} ({m['name']})",
+                     "steps": str(t["steps"]), "tokens per step": str(t.get("tokens_per_step", "–")),
+                     "MLM loss, first → last": f"{losses[0][1]:.2f} → {losses[-1][1]:.2f}" if losses[0][1] else "–",
+                     "seconds": str(round(t["seconds"])), "device": t.get("device", "–")})
+    for f in sorted(folder.glob("wall-*.json")):
+        w = json.loads(f.read_text())
+        rows.append({"what": f"phase {w['phase']}", "seconds": str(w["wall_seconds"]),
+                     "device": ", ".join(w["gpus"]) or "cpu", "model": f"exit code {w['exit_code']}"})
+    return pd.DataFrame(rows).set_index("what").fillna("–") if rows else None
+
+
+def check_gpu_results(root=None, publish: bool = False) -> bool:
+    """True where the GPU run's files are there. A published run refuses results of the smoke models (the tiny
+    CPU BERTs of `device_liu.sh --smoke`): smoke numbers never go into book/."""
+    import json
+    folder = gpu_results_dir(root)
+    smoke = [f.parent.name for f in (folder / "training").glob("*/config.json")
+             if json.loads(f.read_text())["model"]["name"] == "smoke"] if (folder / "training").exists() else []
+    if publish and smoke:
+        raise ValueError(f"{folder} holds the smoke run's results (models {', '.join(sorted(smoke))}): a published "
+                         "run reads the GPU run's, never the smoke's")
+    return folder.exists() and any(folder.iterdir())
+
+
+def accuracy_table(transfer: pd.DataFrame, experiments=None) -> pd.DataFrame:
+    """experiment x language: zero-shot accuracy 'mean ± std' over seeds (and the seed count)."""
+    from xlrepro.results import fmt
+    df = transfer[transfer["metric"] == "accuracy"]
+    if experiments is not None:
+        df = df[df["experiment"].isin(experiments)]
+    g = df.groupby(["experiment", "language"], sort=False)["value"]
+    cell = g.agg(lambda s: fmt(s.mean(), s.std() if len(s) > 1 else None, 3))
+    table = cell.unstack("language")
+    table["seeds"] = df.groupby("experiment", sort=False)["seed"].nunique()
+    return table
+
+
+def paper_prose(tables) -> pd.DataFrame:
+    """The paper's figures that survive as sentences (reference.csv rows of kind 'claim'): figure, version, words."""
+    from xlrepro.reference import paper_numbers
+    ref = paper_numbers("liu2020")
+    ref = ref[ref["table"].isin(tables)]
+    return ref.assign(version=ref["version"].map({"S": "short", "L": "long"}))[
+        ["table", "version", "description", "note"]].rename(columns={"table": "figure", "description": "the paper says"}
+                                                           ).set_index(["figure", "version"])

@@ -147,7 +147,11 @@ def evaluate_pos(words_rr, tags, experiment: str | None = None):
 
 def evaluate_language_information(results_dir, model: str = "big-w512"):
     """L §4 frames from the GPU evaluation's files in `results_dir/language/` (see `evaluate.run_language`):
-    {"language_id", "mds_grid", "vocabulary", "samples"}; None where the files are absent."""
+    {"language_id", "mds_grid", "vocabulary", "samples"}; None where the files are absent.
+
+    language_id: experiment bert-<model>, metric language_id_accuracy, per language and layer (0 = embeddings).
+    mds_grid (the claims' shape): experiment = alpha ("-1.0", "0.0", ..., "3.0"), language = direction ("en-de"),
+    layer 1..L, metric convert_rate | bleu1."""
     import json
     from pathlib import Path
 
@@ -160,6 +164,13 @@ def evaluate_language_information(results_dir, model: str = "big-w512"):
     return {"language_id": ident.rename(columns={"mean": "value"}).assign(
                 experiment=f"bert-{model}", seed=-1, metric="language_id_accuracy")[
                     ["experiment", "seed", "metric", "value", "language", "layer"]],
-            "mds_grid": pd.read_csv(folder / f"{model}.csv").assign(experiment=f"bert-{model}", seed=-1),
+            "mds_grid": mds_long(pd.read_csv(folder / f"{model}.csv")),
             "vocabulary": pd.read_csv(folder / f"{model}-vocabulary.csv"),
             "samples": json.loads((folder / f"{model}-samples.json").read_text(encoding="utf-8"))}
+
+
+def mds_long(grid):
+    """`evaluate.run_language`'s grid (direction, layer, alpha, metric, value) in the results contract: experiment =
+    the alpha written as a float ("3.0"), language = the direction, seed -1 (one model, no seed noise)."""
+    return grid.assign(experiment=grid["alpha"].astype(float).map(str), language=grid["direction"], seed=-1)[
+        ["experiment", "seed", "metric", "value", "language", "layer"]]
