@@ -149,3 +149,7 @@ def test_claims_recomputed_from_the_published_csvs_equal_the_published_verdicts(
     assert len(ours) == len(published) == 10
     assert ours["verdict"].tolist() == published["verdict"].tolist()
     pd.testing.assert_frame_equal(ours, published)
+    # re-rendering one chapter alone keeps its rows where they were (no reordering of claims.csv)
+    text = (tmp_path / "claims.csv").read_text()
+    claims_table("wu2019", chapter="q2_layers", results=tmp_path)
+    assert (tmp_path / "claims.csv").read_text() == text
