@@ -599,7 +599,11 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     if folder is not None:
         path = Path(folder) / "claims.csv"
         old = read_claims(path) if path.exists() else pd.DataFrame(columns=[*CLAIM_COLUMNS, "chapter"])
-        keep = old[old["chapter"] != chapter].to_dict("records") if "chapter" in old else []
-        keep = [{**{k: "" for k in ("section", "criterion")}, **r} for r in keep]  # rows from before the columns
-        write_claims(keep + [{**r, "chapter": chapter} for r in rows_], path)
+        records = [{**{k: "" for k in ("section", "criterion")}, **r}  # rows from before the columns
+                   for r in (old.to_dict("records") if "chapter" in old else [])]
+        mine_at = [i for i, r in enumerate(records) if r["chapter"] == chapter]
+        at = mine_at[0] if mine_at else len(records)  # the chapter's rows keep their place in the file
+        keep = [r for r in records if r["chapter"] != chapter]
+        at -= sum(1 for i in mine_at if i < at)
+        write_claims(keep[:at] + [{**r, "chapter": chapter} for r in rows_] + keep[at:], path)
     return table

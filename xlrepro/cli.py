@@ -107,7 +107,8 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
     import papermill
 
     declared = check_parameters(name, parameters)
-    check_training(name, parameters, allow_cpu)
+    # `publish` is a parameter too: a paper may render its published run without training (wu2019's published.py)
+    check_training(name, {**parameters, "publish": publish} if "publish" in declared else parameters, allow_cpu)
     params = dict(parameters)
     if publish:
         if parameters:

@@ -76,10 +76,11 @@ def _version(module: str) -> str:
 
 
 def run_record(paper: str, chapter: str, run_folder: str | os.PathLike | None = None,
-               started: float | None = None) -> dict:
-    """The record of this execution of `chapter`; `run_folder` is the training run whose device fields count."""
+               started: float | None = None, notes: dict | None = None) -> dict:
+    """The record of this execution of `chapter`; `run_folder` is the training run whose device fields count;
+    `notes` add fields or replace them (e.g. "training devices" of a chapter rendered from published results)."""
     now = time.time()
-    return {
+    record = {
         "paper": paper,
         "chapter": chapter,
         "training devices": ", ".join(training_devices(run_folder)) or "none recorded",
@@ -90,6 +91,7 @@ def run_record(paper: str, chapter: str, run_folder: str | os.PathLike | None = 
         "wall time (s)": round(now - (started if started is not None else _STARTED), 1),
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
+    return {**record, **{str(k): str(v) for k, v in (notes or {}).items()}}
 
 
 def save_run_record(record: dict, folder: str | os.PathLike) -> Path:
@@ -105,8 +107,9 @@ def record_table(record: dict) -> pd.DataFrame:
     return pd.DataFrame({"": list(record), "value": [str(v) for v in record.values()]})
 
 
-def show_run_record(paper: str, chapter: str, results: str | os.PathLike, run_folder=None) -> pd.DataFrame:
-    """Build, save (beside the chapter's results) and return the run record as a table."""
-    record = run_record(paper, chapter, run_folder)
+def show_run_record(paper: str, chapter: str, results: str | os.PathLike, run_folder=None,
+                    notes: dict | None = None) -> pd.DataFrame:
+    """Build, save (beside the chapter's results) and return the run record as a table (`run_record`'s `notes`)."""
+    record = run_record(paper, chapter, run_folder, notes=notes)
     save_run_record(record, results)
     return record_table(record)

@@ -32,8 +32,9 @@ class Paper:
         default=(), metadata={"help": "the CLI commands that train the published run, in order"})
     pending_training: Callable[[str, dict], str | None] = field(
         default=lambda chapter, parameters: None,
-        metadata={"help": "(chapter, notebook parameters) -> what full-size training running it would start, "
-                          "or None (smoke size, or trained already)"})
+        metadata={"help": "(chapter, notebook parameters, `publish` among them where the chapter declares it) -> "
+                          "what full-size training running it would start, or None (smoke size, trained already, "
+                          "or rendered from the published results)"})
     prepare: Callable[[str], object] | None = field(
         default=None, metadata={"help": "profile -> prepares the paper's data cache (`xlrepro prepare`)"})
     order: int = field(default=100, metadata={"help": "position in the book"})

@@ -61,18 +61,30 @@ def prepare_train(a: argparse.Namespace):
 
 
 def pending_training(chapter: str, parameters: dict) -> str | None:
-    """Full-size training a chapter would start: the published encoder's pretraining or its fine-tuning runs."""
+    """Full-size training a chapter would start: the published encoder's pretraining or its fine-tuning runs.
+    None where the chapter renders from the published results instead (`published.choose_source`: the published
+    run, `parameters["publish"]`, at its defaults, on a CPU without the fine-tuning cache)."""
     from xlrepro.paths import runs_dir
 
     if parameters.get("model", "lab") != "lab":
         return None
     from .transfer import load_plan, mini_mbert_for
 
+    name = chapter.split("/")[-1]
+    if chapter.startswith(f"{NAME}/"):
+        from .published import choose_source
+
+        known = ("profile", "model", "languages", "max_train_pairs", "max_test_pairs", "epochs", "results", "seeds")
+        probe = {k: parameters[k] for k in ("train_per_language", "test_per_language") if k in parameters}
+        source, _ = choose_source(name, parameters.get("source", "auto"), publish=bool(parameters.get("publish")),
+                                  probe=probe, **{k: parameters[k] for k in known if k in parameters})
+        if source == "published":
+            return None
     config, _ = mini_mbert_for(load_plan(), "lab")
     if not (config.default_dir() / "training.json").exists():
         return f"pretraining mini-mBERT ({config.steps} steps)"
     shrunk = any(parameters.get(k) is not None for k in ("max_train_pairs", "max_test_pairs", "epochs"))
-    finetunes = chapter.split("/")[-1] in ("q1_zero_shot", "q2_layers", "q4_subword_overlap")
+    finetunes = name in ("q1_zero_shot", "q2_layers", "q4_subword_overlap")
     if finetunes and not shrunk and not any((runs_dir() / NAME / "lab" / "finetune").glob("*/*/*.json")):
         return f"the {NAME} fine-tuning runs at the plan's settings"
     return None

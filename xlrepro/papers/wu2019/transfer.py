@@ -127,6 +127,20 @@ class TransferLab:
         self._test_keys = None
         self.pending_runs: list[tuple[str, int]] = []  # (language, seed) of in-language runs awaiting a GPU
 
+    source = "train"  # as opposed to published.PublishedLab, which reads the published results
+
+    def notice(self) -> str:
+        """Nothing to say: this lab trains (or reads its own fine-tuning cache)."""
+        return ""
+
+    def save(self, frame: pd.DataFrame, path) -> Path:
+        """Write a results frame (`xlrepro.results.write_csv`)."""
+        from xlrepro.results import write_csv
+        return write_csv(frame, path)
+
+    def run_notes(self) -> dict:
+        return {"source": "trained in this execution, or read from its fine-tuning cache"}
+
     @property
     def depth(self) -> int:
         return self.encoder.config.num_hidden_layers
@@ -305,16 +319,38 @@ def run_part(part: str, lab: TransferLab, languages=None, shard: tuple[int, int]
 
 
 def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_train_pairs=None, max_test_pairs=None,
-                epochs=None, results=None, device=None, publish: bool = False) -> tuple[TransferLab, Path]:
+                epochs=None, results=None, device=None, publish: bool = False, *, chapter: str | None = None,
+                seeds=None, probe: dict | None = None, source: str = "auto"):
     """The lab and the results folder of a Wu & Dredze chapter: `results` if given, else book/results/wu2019 for
-    the published run (`publish=True`), else a folder beside the run, so that no other run overwrites the book's."""
+    the published run (`publish=True`), else a folder beside the run, so that no other run overwrites the book's.
+
+    source: "train" (fine-tune, or read the fine-tuning cache), "published" (render from the published CSVs, a
+    `published.PublishedLab`; only for the published run at its defaults, else ConfigError) or "auto" (published
+    only where `published.choose_source`'s conditions hold and the chapter would otherwise train on a CPU).
+    `chapter`, `seeds` and `probe` (Q3's probe sizes) are needed to decide it; the choice is printed."""
     from xlrepro.config import check_profile
     from xlrepro.results import results_dir
 
+    from .published import SOURCES, PublishedLab, choose_source
+
     check_profile(profile)
+    choose("source", source, SOURCES)
     if profile == "paper":
         raise ConfigError("the paper profile needs XNLI and the released mBERT (network); its loaders come in a "
                           "later issue. Use profile='lab' (the verse-pair section task and mini-mBERT).")
+    if chapter is None:
+        if source == "published":
+            raise ConfigError("source='published' needs the chapter's name (chapter=...)")
+        chosen, why = "train", "no chapter named"
+    else:
+        chosen, why = choose_source(chapter, source, publish=publish, device=device, profile=profile, model=model,
+                                    languages=languages, max_train_pairs=max_train_pairs,
+                                    max_test_pairs=max_test_pairs, epochs=epochs, results=results, seeds=seeds,
+                                    probe=probe)
+    print(f"source: {chosen} ({why})")
+    if chosen == "published":
+        lab = PublishedLab(chapter, reason=why)
+        return lab, lab.folder
     lab = TransferLab(model=model, device=device, languages=languages, max_train_pairs=max_train_pairs,
                       max_test_pairs=max_test_pairs, epochs=epochs, progress=False)
     folder = Path(results) if results else results_dir("wu2019") if publish else lab.root / "results"

@@ -1,0 +1,155 @@
+"""Rendering the Wu & Dredze chapters from their published results (xlrepro/papers/wu2019/published.py)."""
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import xlrepro.devices
+from xlrepro.config import ConfigError
+from xlrepro.papers.wu2019.published import PublishedLab, choose_source
+from xlrepro.papers.wu2019.transfer import chapter_lab, load_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG = ["experiment", "seed", "language", "metric", "value"]
+
+# A hand-made published folder: two languages, the plan's three seeds, one in-language seed.
+ZERO_SHOT = """experiment,seed,language,metric,value
+zero-shot,0,en,accuracy,0.9
+zero-shot,0,fr,accuracy,0.4
+zero-shot,1,en,accuracy,0.8
+zero-shot,1,fr,accuracy,0.5
+zero-shot,2,en,accuracy,0.85
+zero-shot,2,fr,accuracy,0.45
+in-language,0,en,accuracy,0.875
+in-language,0,fr,accuracy,0.625
+majority,-1,en,accuracy,0.25
+majority,-1,fr,accuracy,0.25
+"""
+FROZEN = "experiment,seed,language,metric,value\n" + "".join(
+    f"{e},{s},{l},accuracy,{v}\n" for e, v in (("all", 0.5), ("freeze-2", 0.75)) for s in (0, 1, 2) for l in ("en", "fr"))
+
+
+@pytest.fixture
+def published(tmp_path, monkeypatch):
+    """book/results/wu2019 of a repository at tmp_path (XLREPRO_ROOT), holding the tiny CSVs; a CPU."""
+    folder = tmp_path / "book" / "results" / "wu2019"
+    folder.mkdir(parents=True)
+    (folder / "zero_shot.csv").write_text(ZERO_SHOT)
+    (folder / "frozen.csv").write_text(FROZEN)
+    monkeypatch.setenv("XLREPRO_ROOT", str(tmp_path))
+    monkeypatch.setattr(xlrepro.devices, "default_device", lambda: "cpu")
+    return folder
+
+
+def test_published_lab_reads_the_csvs_and_lists_the_missing_in_language_runs(published):
+    lab = PublishedLab("q1_zero_shot", folder=published)
+    zero = lab.zero_shot([0, 1, 2])
+    assert list(zero.columns) == LONG and set(zero["experiment"]) == {"zero-shot"}
+    assert zero.loc[(zero.seed == 1) & (zero.language == "fr"), "value"].item() == 0.5
+    assert lab.majority_baseline()["value"].tolist() == [0.25, 0.25]
+    upper = lab.in_language()
+    assert upper["value"].tolist() == [0.875, 0.625]
+    # the plan's in-language seeds are 0, 1, 2: seed 0 exists for en and fr, nothing else does
+    assert ("fr", 1) in lab.pending_runs and ("en", 2) in lab.pending_runs
+    assert ("en", 0) not in lab.pending_runs and ("fr", 0) not in lab.pending_runs
+    assert lab.depth == 4  # the plan's lab encoder, read from its config, not from a model
+    with pytest.raises(ConfigError, match=r"published results hold seeds \[0, 1, 2\]; got seeds=\[0\]"):
+        lab.zero_shot([0])
+
+
+def test_save_checks_the_published_file_and_never_writes_it(published):
+    lab = PublishedLab("q1_zero_shot", folder=published)
+    path = published / "zero_shot.csv"
+    before = path.stat().st_mtime_ns
+    ours = pd.concat([lab.zero_shot(), lab.in_language(), lab.majority_baseline()], ignore_index=True)
+    lab.save(ours, path)  # the same rows: accepted
+    changed = ours.copy()
+    changed.loc[0, "value"] = 0.91
+    with pytest.raises(RuntimeError, match="differs from the published file"):
+        lab.save(changed, path)
+    assert path.read_text() == ZERO_SHOT and path.stat().st_mtime_ns == before
+
+
+def test_chapter_lab_renders_the_published_run_and_says_so(published, capsys):
+    lab, out = chapter_lab(publish=True, chapter="q2_layers", seeds=[0, 1, 2])
+    assert isinstance(lab, PublishedLab) and out == published
+    assert "source: published" in capsys.readouterr().out
+    notice = lab.notice()
+    assert notice.startswith("**Rendered from the published results** of 2026-11-26 (4 x NVIDIA H200")
+    assert "`frozen.csv`" in notice and "`xlrepro run wu2019/q2_layers --publish`" in notice
+    assert lab.frozen([0, 1, 2])["value"].tolist() == [0.5] * 6 + [0.75] * 6
+    assert lab.run_notes()["training devices"] == "4 x NVIDIA H200 (the published run)"
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"seeds": [0]}, "seeds=[0]"),
+    ({"epochs": 1}, "epochs=1"),
+    ({"languages": ["en", "fr"]}, "languages=['en', 'fr']"),
+    ({"model": "smoke"}, "model='smoke'"),
+    ({"results": "elsewhere"}, "results='elsewhere'"),
+])
+def test_a_changed_parameter_never_gets_published_numbers(published, change, named):
+    source, why = choose_source("q2_layers", "auto", publish=True, **change)
+    assert source == "train" and named in why
+    with pytest.raises(ConfigError, match=re.escape(f"parameters differ from the published run's: {named}")):
+        chapter_lab(publish=True, chapter="q2_layers", source="published", **change)
+
+
+def test_changed_probe_sizes_train():
+    plan = load_plan()
+    source, why = choose_source("q3_language_id", publish=True, probe={"train_per_language": 60}, plan=plan,
+                                device="cpu")
+    assert source == "train" and "train_per_language=60" in why
+
+
+def test_published_only_for_the_published_run_on_a_cpu_without_the_cache(published):
+    assert choose_source("q2_layers", publish=True)[0] == "published"
+    assert choose_source("q2_layers", publish=False)[0] == "train"  # an exploratory run
+    assert choose_source("q2_layers", "train", publish=True)[0] == "train"
+    source, why = choose_source("q2_layers", publish=True, device="cuda")
+    assert source == "train" and "cuda" in why
+    source, why = choose_source("q3_language_id", publish=True)  # no language_id.csv in the folder
+    assert source == "train" and "language_id.csv" in why
+    with pytest.raises(ConfigError, match="only for the published run"):
+        choose_source("q2_layers", "published", publish=False)
+    with pytest.raises(ConfigError, match="unknown source 'cached'; valid choices: auto, train, published"):
+        choose_source("q2_layers", "cached", publish=True)
+
+
+def test_the_cli_guard_still_stops_a_changed_parameter_on_a_cpu(published):
+    from xlrepro.cli import check_training
+
+    check_training("wu2019/q2_layers", {"publish": True}, allow_cpu=False)  # renders: nothing to guard
+    with pytest.raises(ConfigError, match="would train on the CPU"):
+        check_training("wu2019/q2_layers", {"publish": True, "seeds": [0]}, allow_cpu=False)
+    with pytest.raises(ConfigError, match="would train on the CPU"):
+        check_training("wu2019/q2_layers", {"publish": False}, allow_cpu=False)
+
+
+def test_claims_recomputed_from_the_published_csvs_equal_the_published_verdicts(tmp_path):
+    """The book's own results: each chapter's claims, computed the way the chapters compute them from the CSVs that
+    a re-render reads, give the published claims.csv back (its verdicts, and every other cell)."""
+    from xlrepro.claims import claims_table
+    from xlrepro.results import read_claims
+
+    source = ROOT / "book" / "results" / "wu2019"
+    for name in ("zero_shot", "frozen", "language_id", "overlap"):
+        shutil.copy(source / f"{name}.csv", tmp_path)
+    published = read_claims(source / "claims.csv")
+    labs = {c: PublishedLab(c, folder=tmp_path) for c in ("q1_zero_shot", "q2_layers", "q3_language_id",
+                                                           "q4_subword_overlap")}
+    for chapter in ("q1_zero_shot", "q2_layers", "q3_language_id"):
+        claims_table("wu2019", chapter=chapter, results=tmp_path)
+    lab = labs["q4_subword_overlap"]
+    claims_table("wu2019", chapter="q4_subword_overlap", results={"overlap": lab.overlap(), "zero_shot": lab.zero_shot()},
+                 out=tmp_path)
+    ours = read_claims(tmp_path / "claims.csv")
+    assert len(ours) == len(published) == 10
+    assert ours["verdict"].tolist() == published["verdict"].tolist()
+    pd.testing.assert_frame_equal(ours, published)
+    # re-rendering one chapter alone keeps its rows where they were (no reordering of claims.csv)
+    text = (tmp_path / "claims.csv").read_text()
+    claims_table("wu2019", chapter="q2_layers", results=tmp_path)
+    assert (tmp_path / "claims.csv").read_text() == text
