@@ -107,7 +107,7 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
     import papermill
 
     declared = check_parameters(name, parameters)
-    # `publish` is a parameter too: a paper may render its published run without training (a paper's own published-results reader)
+    # `publish` is a parameter too: a paper may render its published run without training
     check_training(name, {**parameters, "publish": publish} if "publish" in declared else parameters, allow_cpu)
     params = dict(parameters)
     if publish:
