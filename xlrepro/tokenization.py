@@ -3,7 +3,7 @@
 HF's WordPiece trainer (a BPE trainer underneath) breaks ties between equally frequent merges by the ids of the pair's
 pieces, and it numbers the continuation characters (`##a`, `##b`, ...) in the iteration order of a Rust `HashMap`,
 which is seeded at random in every process and for every map. So two trainings on one corpus give different ids
-(92 to 534 of the 2,048 ids of the Dufter & Schütze lab vocabulary changed between two trainings) and, where a tie
+(92 to 534 of the 2,048 ids of a vocabulary of the English Bible changed between two trainings) and, where a tie
 falls at the cut-off, a few different pieces (up to 5 of 2,048). `train_wordpiece_model` removes both:
 
 1. the alphabet is chosen here (the `limit_alphabet` most frequent characters, ties by code point) and handed to the
