@@ -61,3 +61,19 @@ def test_figure6_marks_the_papers_end_of_training_number():
     fig = figures.figure6(curves, ["0"], {"0": "original"}, paper)
     points = [tuple(o) for c in fig.axes[0].collections for o in np.asarray(c.get_offsets()) if len(o)]
     assert (200.0, 0.70) in points
+
+
+def test_figure4_prints_the_vocabulary_note_under_the_figure(tmp_path):
+    from types import SimpleNamespace
+    shift, hidden = 8, 4
+    emb = torch.nn.Embedding(2 * shift, hidden)
+    model = SimpleNamespace(bert=SimpleNamespace(embeddings=SimpleNamespace(word_embeddings=emb)))
+    tok = SimpleNamespace(id_to_token=lambda i: f"w{i}")
+    specials = np.array([0, 1])
+    plain = figures.figure4(model, shift, specials, [3, 5], tok)
+    assert not plain.texts
+    fig = figures.figure4(model, shift, specials, [3, 5], tok, note="model 0/0: trained before vocabularies were fingerprinted")
+    assert [t.get_text() for t in fig.texts] == ["Note: model 0/0: trained before vocabularies were fingerprinted"]
+    labels = {t.get_text() for t in fig.axes[1].texts}
+    assert labels == {"w3", "w5", "::w3", "::w5"}  # the sample keeps its labels
+    fig.savefig(tmp_path / "f4.png", bbox_inches="tight")

@@ -57,6 +57,43 @@ def test_interrupted_training_resumes(tmp_path):
     assert curve[0]["step"] == 0 and curve[-1]["step"] == result["steps"]
     # a finished grid is not trained again
     assert run_grid("dufter2020", ["0", "3"], [0], **args) is True
+    check_vocabulary_record(tmp_path, ch, member("3"))
+
+
+def check_vocabulary_record(root, ch, m):
+    """The run records its vocabulary (not in its key); load_model checks it against the cache's tokenizer."""
+    import shutil
+
+    from tokenizers import Tokenizer
+
+    from xlrepro.papers.dufter2020.lab import load_lab
+    from xlrepro.papers.dufter2020.report import UNFINGERPRINTED, VocabularyMismatch, load_model
+    from xlrepro.tokenization import vocab_fingerprint
+    lab = load_lab("lab")
+    fp = vocab_fingerprint(lab.fe.tokenizer)
+    folder = member_dir(root, m)
+    saved, result = (json.loads((folder / f).read_text()) for f in ("config.json", "metrics.json"))
+    assert saved["recorded"] == {"vocabulary": fp} and result["vocabulary"] == fp
+    assert "vocabulary" not in json.dumps(saved["config"]) and saved["key"] == m.run_key == folder.name
+    loaded = load_model(root, ch, m, lab.fe.vocab_size, lab.fe.tokenizer)
+    assert loaded.note is None and not loaded.model.training
+    # the same pieces with two ids swapped: another vocabulary, named in the error beside the run's
+    j = json.loads(lab.fe.tokenizer.to_str())
+    v = j["model"]["vocab"]
+    a, b = sorted(v, key=v.get)[10:12]
+    v[a], v[b] = v[b], v[a]
+    other = Tokenizer.from_str(json.dumps(j))
+    with pytest.raises(VocabularyMismatch, match=f"{fp}.*{vocab_fingerprint(other)}"):
+        load_model(root, ch, m, lab.fe.vocab_size, other)
+    # a run from before fingerprints (no record in either file): loads, with the note for the chapter
+    shutil.copytree(root, root.parent / f"{root.name}-old", dirs_exist_ok=True)
+    old = member_dir(root.parent / f"{root.name}-old", m)
+    for f in ("config.json", "metrics.json"):
+        d = json.loads((old / f).read_text())
+        d.pop("recorded", None), d.pop("vocabulary", None)
+        (old / f).write_text(json.dumps(d))
+    loaded = load_model(root.parent / f"{root.name}-old", ch, m, lab.fe.vocab_size, other)
+    assert loaded.note == f"model {m.key}: {UNFINGERPRINTED}"
 
 
 def test_max_stack_option_spreads_the_base_models_evenly():

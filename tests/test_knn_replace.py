@@ -65,3 +65,29 @@ def test_smoke_table_maps_pieces_to_the_other_language_and_model_30_trains(tmp_p
                          progress=False, root=tmp_path)
     metrics = json.loads(next(tmp_path.glob("30/0/*/metrics.json")).read_text())["metrics"]
     assert 0 <= metrics["mu"] <= 1
+
+
+def test_table_is_checked_against_the_caches_vocabulary(lab):
+    """The table records the vocabulary it was built on; a table built on another one is refused, naming both."""
+    from xlrepro.papers.dufter2020.knn import knn_folder, load_neighbours
+    from xlrepro.papers.dufter2020.lab import lab_cache, load_lab, prepare_lab
+    from xlrepro.tokenization import vocab_fingerprint
+
+    fe = load_lab("lab").fe
+    load_neighbours("lab", 1, max_sentences=32)
+    manifest = knn_folder("lab", 1, max_sentences=32) / "knn.json"
+    saved = json.loads(manifest.read_text())
+    assert saved["vocabulary"] == vocab_fingerprint(fe.tokenizer)
+    try:
+        manifest.write_text(json.dumps({**saved, "vocabulary": "0123456789abcdef"}))
+        with pytest.raises(RuntimeError, match=f"0123456789abcdef.*{saved['vocabulary']}"):
+            load_neighbours("lab", 1, max_sentences=32)
+        manifest.write_text(json.dumps({k: v for k, v in saved.items() if k != "vocabulary"}))
+        assert load_neighbours("lab", 1, max_sentences=32).shape == (fe.vocab_size, 1)  # an older table: unchecked
+    finally:
+        manifest.write_text(json.dumps(saved))
+    # preparing again keeps the prepared vocabulary (the one the table and the runs were made with)
+    tokenizer = lab_cache("lab") / "tokenizer.json"
+    before = tokenizer.stat().st_mtime_ns
+    prepare_lab("lab")
+    assert tokenizer.stat().st_mtime_ns == before

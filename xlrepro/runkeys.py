@@ -36,8 +36,12 @@ def run_key(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
 
 
-def write_config(folder: str | Path, config: Mapping[str, Any]) -> Path:
-    """Save the resolved configuration beside a run's results (atomically)."""
+def write_config(folder: str | Path, config: Mapping[str, Any], recorded: Mapping[str, Any] | None = None) -> Path:
+    """Save the resolved configuration beside a run's results (atomically).
+
+    `recorded`: facts about the run that are not part of its key (so that runs made before they were recorded keep
+    their keys), saved under "recorded" to be checked when the run is read back (e.g. its vocabulary's fingerprint)."""
     path = Path(folder) / "config.json"
-    write_json(path, {"key": run_key(config), "config": canonical(config)})
+    write_json(path, {"key": run_key(config), "config": canonical(config),
+                      **({"recorded": canonical(recorded)} if recorded else {})})
     return path

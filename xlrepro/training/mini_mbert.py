@@ -111,8 +111,9 @@ def train_shared_wordpiece(texts_by_lang: dict[str, list[str]], vocab_size: int,
     `sampling_weights` (drawn with replacement where that exceeds what it has), so the vocabulary is balanced
     the way the training batches are. Returns a `tokenizers.Tokenizer` whose `encode` adds [CLS] ... [SEP].
     """
-    from tokenizers import BertWordPieceTokenizer, Tokenizer
     from tokenizers.processors import BertProcessing
+
+    from ..tokenization import bert_wordpiece, train_wordpiece_model
 
     weights = sampling_weights({lang: len(t) for lang, t in texts_by_lang.items()}, alpha)
     total = sum(len(t) for t in texts_by_lang.values())
@@ -121,11 +122,10 @@ def train_shared_wordpiece(texts_by_lang: dict[str, list[str]], vocab_size: int,
     for lang, texts in texts_by_lang.items():
         k = max(1, round(weights[lang] * total))
         sample += [texts[i] for i in rng.choice(len(texts), size=k, replace=k > len(texts))]
-    wp = BertWordPieceTokenizer(lowercase=False, strip_accents=False)
-    # a large alphabet keeps the CJK characters of zh/ja (the default keeps 1,000 characters)
-    wp.train_from_iterator(sample, vocab_size=vocab_size, limit_alphabet=max(vocab_size // 4, 50),
-                           special_tokens=SPECIAL_TOKENS, show_progress=False)
-    tok = Tokenizer.from_str(wp.to_str())
+    # HF's WordPiece trainer as BertWordPieceTokenizer sets it up (clean_text on), made deterministic and numbered
+    # canonically (xlrepro.tokenization); a large alphabet keeps the CJK characters of zh/ja (the default keeps 1,000)
+    tok = train_wordpiece_model(bert_wordpiece(clean_text=True), sample, vocab_size, SPECIAL_TOKENS,
+                                limit_alphabet=max(vocab_size // 4, 50))
     tok.post_processor = BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
     return tok
 

@@ -53,9 +53,13 @@ def figure1(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels: dic
     return fig
 
 
-def figure4(model, shift: int, specials: np.ndarray, sample: list[int], tokenizer):
+def figure4(model, shift: int, specials: np.ndarray, sample: list[int], tokenizer, note: str | None = None):
     """Figure 4: PCA of the layer-0 token embeddings (input embedding matrix) of English and Fake-English; top: all
-    tokens, bottom: a sample with each English token beside its Fake-English copy."""
+    tokens, bottom: a sample with each English token beside its Fake-English copy.
+
+    `note` (from `report.load_model`: the model was trained before vocabularies were fingerprinted) is printed under
+    the figure. Rows i and i + shift are a true English/Fake-English pair whatever the vocabulary, so the points stand;
+    only the labels, read from `tokenizer`, may name another piece than the one the row was trained for."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -81,6 +85,10 @@ def figure4(model, shift: int, specials: np.ndarray, sample: list[int], tokenize
         bottom.set_title("a sample of tokens (English blue, Fake-English orange)")
         bottom.set(xlabel="PC 1", ylabel="PC 2")
         fig.tight_layout()
+        if note:
+            import textwrap
+            fig.text(0.02, 0.0, textwrap.fill(f"Note: {note}", 95), fontsize=7.5, va="top", ha="left",
+                     color="0.25")
     return fig
 
 

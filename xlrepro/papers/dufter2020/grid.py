@@ -3,6 +3,8 @@
 Layout of a run folder (`runs/<chapter>/<profile>/`):
   <exp>/<seed>/<key>/config.json    the model's fully resolved configuration; <key> is its hash (`runkeys.py`)
   <exp>/<seed>/<key>/metrics.json   final Table-1 metrics of one model (its presence means "done")
+                                    config.json and metrics.json record the vocabulary's fingerprint ("vocabulary",
+                                    `xlrepro.tokenization.vocab_fingerprint`; not part of the key)
   <exp>/<seed>/<key>/curve.json     metrics at checkpoints during training (experiments with `curve: true`)
   <exp>/<seed>/<key>/model.safetensors   weights (small models, and the first seed of large ones)
   stacks/<key>/checkpoint.pt  training state of an unfinished stack, for resume
@@ -31,6 +33,7 @@ from xlrepro.masking import mask_tokens
 from xlrepro.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
+from xlrepro.tokenization import vocab_fingerprint
 from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 from xlrepro.progress import progress as progress_bar
@@ -309,11 +312,18 @@ class StackRun:
         return evaluate(model, m.exp, self.lab, layers=self.cfg.eval_layers, max_length=self.cfg.max_length,
                         batch_size=self.eval_batch, device=self.device, sets=self.eval_sets[m.exp.id])
 
+    @property
+    def vocabulary(self) -> str:
+        """The fingerprint of the English vocabulary (pieces with ids) the stack trains with."""
+        return vocab_fingerprint(self.lab.fe.tokenizer)
+
     def _save_member(self, stack, models, i: int, metrics: dict, curve: list, seconds: float, steps: int) -> None:
         m = self.members[i]
         folder = member_dir(self.root, m)
         model = stack.export(i) if stack is not None else models[i]
-        write_config(folder, m.config)
+        # the vocabulary the model was trained with (pieces with ids): recorded, not keyed, and checked on loading
+        # (report.load_model); runs made before it was recorded keep their keys
+        write_config(folder, m.config, recorded={"vocabulary": self.vocabulary})
         if m.exp.size == "small" or m.seed == self.chapter.seeds[0]:
             from safetensors.torch import save_model
             with atomic.atomic_path(folder / "model.safetensors") as tmp:
@@ -324,7 +334,7 @@ class StackRun:
             "experiment": m.exp.id, "seed": m.seed, "metrics": metrics, "steps": steps,
             "stack_size": len(self.members), "stack_seconds": seconds, "device": device_name(self.device),
             "compile": self.compile or "none", "graphs": bool(self.graphs), "torch": torch.__version__,
-            "parameters": count_parameters(model)})
+            "parameters": count_parameters(model), "vocabulary": self.vocabulary})
 
     # ---------------------------------------------------------------- training loop
     def _new_stack(self) -> tuple[ModelStack, StackBatches, int]:

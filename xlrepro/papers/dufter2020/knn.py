@@ -26,6 +26,7 @@ from xlrepro import atomic
 from xlrepro.embeddings.static import FastTextConfig
 from xlrepro.embeddings.vecmap import VecMapConfig
 from xlrepro.runkeys import run_key
+from xlrepro.tokenization import vocab_fingerprint
 
 from .lab import CORPUS, LabData, lab_cache, load_lab
 
@@ -107,10 +108,13 @@ def prepare_knn(profile: str = "lab", k: int = 1, root: Path | None = None, prog
     folder = knn_folder(profile, k, root, max_sentences)
     if (folder / "neighbours.npy").exists() and (folder / "knn.json").exists():
         return folder
-    table, report = build_table(load_lab(profile, root), k, progress, max_sentences)
+    lab = load_lab(profile, root)
+    table, report = build_table(lab, k, progress, max_sentences)
     atomic.write_bytes(folder / "neighbours.npy", _npy_bytes(table))
+    # the table holds token ids: the vocabulary it was built on is recorded (not in its key) and checked on loading
     atomic.write_json(folder / "knn.json", {"spec": spec(k, max_sentences), "report": report,
-                                            "shape": list(table.shape)})
+                                            "shape": list(table.shape),
+                                            "vocabulary": vocab_fingerprint(lab.fe.tokenizer)})
     return folder
 
 
@@ -130,6 +134,14 @@ def load_neighbours(profile: str = "lab", k: int = 1, root: Path | None = None, 
             raise FileNotFoundError(f"no knn-replace neighbour table in the cache for profile {profile!r}, k={k}; "
                                     f"run `xlrepro prepare` (it needs gensim)")
         prepare_knn(profile, k, root, progress=False, max_sentences=max_sentences)
+    recorded = json.loads((folder / "knn.json").read_text()).get("vocabulary") if (folder / "knn.json").exists() \
+        else None
+    if recorded is not None:  # tables made before vocabularies were fingerprinted carry none
+        from tokenizers import Tokenizer
+        current = vocab_fingerprint(Tokenizer.from_file(str(lab_cache(profile, root) / "tokenizer.json")))
+        if current != recorded:
+            raise RuntimeError(f"the knn-replace table {folder.name} was built on vocabulary {recorded}, but the "
+                               f"cache's tokenizer is vocabulary {current}; delete {folder} to rebuild it")
     return np.load(folder / "neighbours.npy")
 
 

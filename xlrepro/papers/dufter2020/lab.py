@@ -53,8 +53,15 @@ def lab_cache(profile: str = "lab", root: Path | None = None) -> Path:
 
 
 def prepare_lab(profile: str = "lab", root: Path | None = None, pbc_dir=None) -> Path:
-    """Read the corpora, train the 2,048-piece WordPiece vocabulary, and write the cache."""
+    """Read the corpora, train the 2,048-piece WordPiece vocabulary, and write the cache.
+
+    A cache already prepared for these corpus settings is kept as it is: its vocabulary is the one its runs and its
+    knn-replace table were made with (caches prepared before vocabularies were trained deterministically have ids a
+    new training would not reproduce). Delete the folder to prepare it afresh."""
     folder = lab_cache(profile, root)
+    if (folder / "tokenizer.json").exists() and (folder / "corpus.json").exists() and \
+            json.loads((folder / "corpus.json").read_text()).get("corpus") == CORPUS:
+        return folder
     corpora = load_english(profile, pbc_dir)
     tok = train_wordpiece(corpora.train, VOCAB_PER_LANGUAGE)
     write_bytes(folder / "tokenizer.json", tok.to_str().encode())

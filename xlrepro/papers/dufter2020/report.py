@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -100,10 +101,14 @@ class ChapterRun:
     def curves_frame(self, ids) -> pd.DataFrame:
         return load_curves(self.root, self.trained(ids))
 
-    def model(self, exp_id: str, seed: int, vocab_size: int):
-        """A trained model of the run (weights saved by the grid)."""
+    def model(self, exp_id: str, seed: int, lab) -> "LoadedModel":
+        """A trained model of the run (weights saved by the grid) and its note (`load_model`); `lab` the chapter's
+        `LabData` (`load_lab`), whose tokenizer is checked against the vocabulary the model was trained with."""
+        if not hasattr(lab, "fe"):
+            raise TypeError(f"pass the chapter's LabData (load_lab(profile)), not {type(lab).__name__}: its tokenizer "
+                            f"is checked against the model's vocabulary")
         return load_model(self.root, self.chapter, self.members([exp_id])[self.seeds_of(exp_id).index(seed)],
-                          vocab_size)
+                          lab.fe.vocab_size, lab.fe.tokenizer)
 
 
 def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds=None, epochs=None,
@@ -187,14 +192,56 @@ def table5_for_readers(timings: pd.DataFrame, paper: pd.DataFrame) -> tuple[pd.D
     return pd.DataFrame(rows).set_index("model"), stacks
 
 
-def load_model(root: Path, chapter: Chapter, member, vocab_size: int):
-    """A trained model of the run (weights saved by the grid); `member` from `grid_members`."""
+# Runs trained before vocabularies were fingerprinted (the published grid) lost their vocabulary's id order: HF's
+# trainer numbered pieces in a hash order that changes with every training (xlrepro.tokenization). Measured on the
+# lab corpus: 92 to 534 of the 2,048 ids (median 494) and up to 5 pieces differed between two of 11 trainings.
+UNFINGERPRINTED = ("trained before vocabularies were fingerprinted: its vocabulary's id order is lost, so token labels "
+                   "may differ for up to a quarter of pieces (between two trainings of the vocabulary on the same "
+                   "corpus, 92 to 534 of 2,048 ids changed)")
+
+
+class VocabularyMismatch(RuntimeError):
+    """A run's recorded vocabulary is not the one of the cache it is read with."""
+
+
+class LoadedModel(NamedTuple):
+    """A trained model and, for runs without a recorded vocabulary, the note a chapter shows beside its figure."""
+    model: object
+    note: str | None
+
+
+def run_vocabulary(folder: Path) -> str | None:
+    """The fingerprint of the vocabulary a run was trained with (config.json, else metrics.json); None for runs made
+    before it was recorded."""
+    for name, get in (("config.json", lambda d: d.get("recorded", {}).get("vocabulary")),
+                      ("metrics.json", lambda d: d.get("vocabulary"))):
+        path = Path(folder) / name
+        if path.exists() and get(json.loads(path.read_text())):
+            return get(json.loads(path.read_text()))
+    return None
+
+
+def load_model(root: Path, chapter: Chapter, member, vocab_size: int, tokenizer) -> LoadedModel:
+    """A trained model of the run (weights saved by the grid); `member` from `grid_members`; `tokenizer` the English
+    tokenizer of the cache the chapter reads (`load_lab(...).fe.tokenizer`).
+
+    The run's recorded vocabulary fingerprint must be the tokenizer's (else VocabularyMismatch, naming both); a run
+    without one loads with the note UNFINGERPRINTED."""
     from safetensors.torch import load_model as load_weights
 
     from xlrepro.models import init_model
+    from xlrepro.tokenization import vocab_fingerprint
+
+    folder = member_dir(root, member)
+    recorded, current = run_vocabulary(folder), vocab_fingerprint(tokenizer)
+    if recorded is not None and recorded != current:
+        raise VocabularyMismatch(
+            f"model {member.key} (run key {member.run_key}) was trained with vocabulary {recorded}, but the cache's "
+            f"tokenizer is vocabulary {current}: its token ids mean other pieces. Read it with the cache it was "
+            f"trained on, or retrain it on this one")
     model = init_model(chapter.size(member.exp), vocab_size, member.seed)
-    load_weights(model, str(member_dir(root, member) / "model.safetensors"))
-    return model.eval()
+    load_weights(model, str(folder / "model.safetensors"))
+    return LoadedModel(model.eval(), None if recorded else f"model {member.key}: {UNFINGERPRINTED}")
 
 
 # ------------------------------------------------------------------------------------------ figures

@@ -174,7 +174,7 @@ def build_tokenizer(kind: str, texts: Iterable[str], size: int, specials: Sequen
     """A `tokenizers.Tokenizer` trained on `texts` (already Fake-English where needed): "wordpiece" (HF WordPiece,
     `size` pieces), "char" (every character: word-initial and ## continuation forms) or "word" (the `size` most
     frequent basic-tokenized words, [UNK] for the rest). All pre-tokenize as BERT does."""
-    from tokenizers import Tokenizer, models, trainers
+    from tokenizers import Tokenizer, models
     choose("tokenization", kind, TOKENIZATIONS)
     from tokenizers import normalizers
     _, pre = _basic()
@@ -183,11 +183,13 @@ def build_tokenizer(kind: str, texts: Iterable[str], size: int, specials: Sequen
                                       lowercase=False)
     texts = list(texts)
     if kind == "wordpiece":
+        from xlrepro.tokenization import train_wordpiece_model
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tok.normalizer, tok.pre_tokenizer = norm, pre
-        tok.train_from_iterator(texts, trainers.WordPieceTrainer(
-            vocab_size=size, special_tokens=list(specials), show_progress=False,
-            limit_alphabet=max(size // 4, 100)))
+        # HF's WordPieceTrainer, made deterministic and numbered canonically (xlrepro.tokenization); min_frequency 0
+        # is the trainer's own default
+        tok = train_wordpiece_model(tok, texts, size, list(specials), min_frequency=0,
+                                    limit_alphabet=max(size // 4, 100))
     else:
         words = Counter(w for t in texts for w, _ in pre.pre_tokenize_str(norm.normalize_str(t)))
         if kind == "char":
