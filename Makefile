@@ -30,8 +30,9 @@ STAMP_DEV := $(VENV)/.xlrepro-dev-$(PYPROJECT_KEY)
 STAMP_BOOK := $(VENV)/.xlrepro-book-$(PYPROJECT_KEY)
 
 TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-# Two workers: CI has 2 cores, and most of the time goes to notebook kernels waiting on one another.
-PYTEST_ARGS ?= -n 2
+# Two workers: CI has 2 cores, and most of the time goes to notebook kernels waiting on one another. Work
+# stealing keeps both busy to the end (3.5 min here against 5.3 min with the default scheduling).
+PYTEST_ARGS ?= -n 2 --dist worksteal
 
 # The CLI. On an offline GPU node set up by scripts/node_setup.sh, use `make reproduce XLREPRO=xlrepro`
 # (the node's own CUDA torch, no venv).

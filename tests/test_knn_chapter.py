@@ -96,7 +96,8 @@ def _fake_table(profile: str = "lab") -> None:
     atomic.write_json(folder / "knn.json", {"spec": knn.spec(1), "report": report, "shape": list(table.shape)})
 
 
-@pytest.mark.parametrize("trained", [("0", "30"), ("0",)], ids=["with-30", "without-30"])
+@pytest.mark.parametrize("trained", [("0", "30"), pytest.param(("0",), marks=pytest.mark.slow)],
+                         ids=["with-30", "without-30"])  # the pending path is also smoke-run in test_notebooks
 def test_chapter_renders_from_a_hand_made_runs_folder(trained, lab, tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     _fake_runs(runs / "dufter2020" / "lab", list(trained), [0, 42], {"0": 0.6, "30": 0.7})
