@@ -65,21 +65,10 @@ def _bars(ax, df: pd.DataFrame, hue_order, languages, palette=None) -> None:
 def mrr_static_vs_bert(static: pd.DataFrame, bert: pd.DataFrame | None):
     """S Fig 1a/1b (L Figs 1 and 3): MRR per language of Word2Vec, GloVe and BERT (window 512, last layer), one
     panel per corpus size; error bars: 95 % bootstrap intervals over the dictionary words."""
-    import matplotlib.pyplot as plt
-
     frames = [static] + ([last_layer(bert[bert["experiment"].str.endswith("-w512")])] if bert is not None else [])
     df = _interval_frame(pd.concat(frames, ignore_index=True))
     df["hue"], df["size"] = df["experiment"].map(model_label), df["experiment"].map(size_of)
-    hue_order = [h for h in ("Word2Vec", "GloVe", "BERT, window 512") if h in set(df["hue"])]
-    languages = sorted(set(df["language"]))
-    with _theme():
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
-        for ax, size in zip(axes, SIZES):
-            _bars(ax, df[df["size"] == size], hue_order, languages)
-            ax.set(title=SIZE_LABELS[size], xlabel="", ylabel="MRR (en → language)")
-            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
-        fig.tight_layout()
-    return fig
+    return _mrr_by_size(df, ("Word2Vec", "GloVe", "BERT, window 512"), "MRR (en → language)")
 
 
 def transfer_bars(transfer: pd.DataFrame, experiments_by_size: dict[str, list[str]], ylabel: str):
@@ -127,20 +116,9 @@ def mrr_per_layer(bert: pd.DataFrame):
 
 def mrr_window(bert: pd.DataFrame):
     """S Fig 3 (L Fig 5): MRR per language of BERT with a 512- and a 20-token window (last layer), per size."""
-    import matplotlib.pyplot as plt
-
     df = _interval_frame(last_layer(bert))
     df["hue"], df["size"] = df["experiment"].map(model_label), df["experiment"].map(size_of)
-    hue_order = [h for h in ("BERT, window 512", "BERT, window 20") if h in set(df["hue"])]
-    languages = sorted(set(df["language"]))
-    with _theme():
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
-        for ax, size in zip(axes, SIZES):
-            _bars(ax, df[df["size"] == size], hue_order, languages)
-            ax.set(title=SIZE_LABELS[size], xlabel="", ylabel="MRR (en → language), last layer")
-            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
-        fig.tight_layout()
-    return fig
+    return _mrr_by_size(df, ("BERT, window 512", "BERT, window 20"), "MRR (en → language), last layer")
 
 
 def transfer_window(transfer: pd.DataFrame):
@@ -262,4 +240,20 @@ def mds_heatmaps(grid: pd.DataFrame, metric: str, stand_ins: dict[str, str] | No
             ax.axis("off")
         fig.colorbar(plt.cm.ScalarMappable(norm=plt.Normalize(vmin, vmax), cmap="viridis"), ax=axes,
                      label={"convert_rate": "convert rate", "bleu1": "BLEU-1"}[metric], shrink=0.8)
+    return fig
+
+
+def _mrr_by_size(df: pd.DataFrame, hues, ylabel: str):
+    """MRR bars per language, one panel per corpus size (shared y axis), the models present among `hues`."""
+    import matplotlib.pyplot as plt
+
+    hue_order = [h for h in hues if h in set(df["hue"])]
+    languages = sorted(set(df["language"]))
+    with _theme():
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+        for ax, size in zip(axes, SIZES):
+            _bars(ax, df[df["size"] == size], hue_order, languages)
+            ax.set(title=SIZE_LABELS[size], xlabel="", ylabel=ylabel)
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
+        fig.tight_layout()
     return fig
