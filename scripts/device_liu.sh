@@ -3,7 +3,7 @@
 # never leave the node). Results are small CSV/JSON files in $XLREPRO_RUNS/liu2020/lab/gpu-results, packed into
 # $OUT/liu.tgz every 30 s and at the end, so a call cut short still returns what finished.
 # Usage (repository root, on the node; two calls that follow each other on the same machine):
-#   bash scripts/device_liu.sh train 540      # 4 BERTs in parallel + GloVe; resumable, stops at 540 s
+#   bash scripts/device_liu.sh train 540      # 4 BERTs in parallel + GloVe + Word2Vec (CPU); resumable, stops at 540 s
 #   bash scripts/device_liu.sh evaluate 540   # finishes any BERT left over, then all evaluations on 4 GPUs
 #   bash scripts/device_liu.sh train 60 --smoke ; bash scripts/device_liu.sh evaluate 120 --smoke   # CPU smoke
 # Back home: mkdir -p runs/liu2020/lab/gpu-results && tar -xzf liu.tgz -C runs/liu2020/lab/gpu-results
@@ -47,6 +47,10 @@ if [ "$phase" = train ]; then
     done
     if [ -z "$smoke" ]; then  # GloVe beside the BERTs (small tensors; its co-occurrence counts run on the CPU)
         $py -m xlrepro.cli train liu2020 --part glove --device cuda:3 --time-limit "$limit" > "$res/train-glove.log" 2>&1 &
+        pids+=($!)
+        # Word2Vec (gensim, CPU cores) for the static zero-shot runs: its vectors are too large to carry here
+        timeout $(( limit + 30 )) $py -m xlrepro.cli train liu2020 --part word2vec --device cpu --time-limit "$limit" \
+            > "$res/train-word2vec.log" 2>&1 &
         pids+=($!)
     fi
 else

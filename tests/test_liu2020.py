@@ -191,3 +191,16 @@ def test_claims_pending_without_artifact():
     from xlrepro.claims import claims_table
     table = claims_table("liu2020", "part_of_speech", {})
     assert set(table["verdict"]) == {"pending"} and table["evidence"].str.contains("'pos'").all()
+
+
+def test_word2vec_part_trains_only_the_zero_shot_runs(monkeypatch):
+    """`--part word2vec` (the GPU node's CPU cores) trains the Word2Vec runs the zero-shot evaluation reads, no other."""
+    from xlrepro.papers.liu2020 import run, static
+    from xlrepro.papers.liu2020.plan import load_plan
+
+    trained = []
+    monkeypatch.setattr(static, "train_static", lambda cfg, **kw: trained.append((cfg.model, cfg.size, cfg.window)))
+    run.train_part("word2vec", device="cpu")
+    plan_w2v = {(r.model, r.size, r.window) for r in load_plan().static if r.model == "word2vec"}
+    assert sorted(trained) == [("word2vec", "big", 5), ("word2vec", "small", 5)]
+    assert {("word2vec", "small", 128), ("word2vec", "small", 256)} <= plan_w2v  # S Fig 4's windows: not here

@@ -21,13 +21,14 @@ import argparse
 from xlrepro.papers import Paper
 
 NAME = "liu2020"
-PARTS = ("static", "glove", "bert", "all")
+PARTS = ("static", "glove", "word2vec", "bert", "all")
 CHAPTERS = ("static_vs_bert", "context_window", "part_of_speech", "language_information")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", required=True, choices=PARTS,
-                   help="static: Word2Vec/GloVe runs of the plan; glove: its GloVe runs only; bert: the four BERTs; "
+                   help="static: Word2Vec/GloVe runs of the plan; glove: its GloVe runs only; word2vec: the Word2Vec "
+                        "runs the zero-shot evaluation reads (default window, both sizes); bert: the four BERTs; "
                         "all: static and bert")
     p.add_argument("--models", nargs="*", help="--part bert only: some of small-w512 small-w20 big-w512 big-w20")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where there is one)")
@@ -43,7 +44,7 @@ def prepare_train(a: argparse.Namespace):
     choose("part", a.part, PARTS)
     names = ("small-w512", "small-w20", "big-w512", "big-w20")
     if a.models is not None:
-        if a.part in ("static", "glove"):
+        if a.part in ("static", "glove", "word2vec"):
             raise ConfigError("--models applies to --part bert (or all) only")
         for m in a.models:
             choose("model", m, names)

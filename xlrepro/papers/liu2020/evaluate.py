@@ -109,9 +109,12 @@ def bert_folder(setup: Setup, name: str) -> Path:
     return bert_config(setup, name).folder(setup.bert_root)
 
 
+ZERO_SHOT_WINDOWS = (5, 10)  # the static runs' default windows (Word2Vec 5, GloVe 10): the zero-shot figures' runs
+
+
 def static_runs(setup: Setup) -> list:
     """The static runs of the zero-shot figures (the plan's default windows, both sizes)."""
-    return [r for r in setup.plan.static if r.window in (5, 10)]
+    return [r for r in setup.plan.static if r.window in ZERO_SHOT_WINDOWS]
 
 
 def tasks(setup: Setup) -> list[Task]:

@@ -26,7 +26,8 @@ def bert_configs(plan=None, **overrides):
 
 def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = None,
                time_limit: float | None = None, smoke: bool = False) -> str:
-    """part: static (Word2Vec and GloVe runs of the plan), glove (GloVe only), bert (the four BERTs), all.
+    """part: static (Word2Vec and GloVe runs of the plan), glove (GloVe only), word2vec (the Word2Vec runs the
+    zero-shot evaluation reads: `evaluate.static_runs`), bert (the four BERTs), all.
     smoke: the tiny BERTs of `evaluate.smoke_setup` (CPU tests; their own runs folder)."""
     from .plan import load_plan, static_config
     from .static import run_dir, train_static
@@ -48,9 +49,12 @@ def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = No
     def left():
         return None if time_limit is None else time_limit - (time.time() - t0)
 
-    if part in ("static", "glove", "all"):
+    if part in ("static", "glove", "word2vec", "all"):
+        from .evaluate import ZERO_SHOT_WINDOWS
         for run in plan.static:
             if part == "glove" and run.model != "glove":
+                continue
+            if part == "word2vec" and (run.model != "word2vec" or run.window not in ZERO_SHOT_WINDOWS):
                 continue
             cfg = static_config(run)
             if left() is not None and left() <= 0:
