@@ -69,3 +69,19 @@ def test_tiny_end_to_end_run_writes_table3(tmp_path):
     assert df.value.between(0, 1).all()
     # the same test keys in every language: the majority baseline is one number
     assert df[df.metric == "majority"].value.nunique() == 1
+
+
+def test_chapter_table3_shows_mean_and_std_over_seeds_beside_the_paper(tmp_path):
+    import pandas as pd
+    from xlrepro.papers.dufter2020.knn_chapter import table3_frame
+    from xlrepro.reference import paper_numbers
+    paper = paper_numbers("dufter2020", "Table 3")
+    assert table3_frame(tmp_path / "absent.csv", paper) is None
+    rows = [("0", s, "accuracy", l, v) for s, v in ((0, 0.5), (42, 0.7)) for l in ("en", "de", "hi")]
+    rows += [("0", s, "majority", l, 0.25) for s in (0, 42) for l in ("en", "de", "hi")]
+    pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"]).to_csv(tmp_path / "t.csv",
+                                                                                             index=False)
+    t = table3_frame(tmp_path / "t.csv", paper)
+    assert t.loc[("0", "ours"), "English"] == "0.60 ± 0.14 (n=2)"
+    assert t.loc[("majority", "ours"), "Hindi (zero-shot)"] == "0.25"
+    assert t.loc[("mBERT", "paper (Hu et al. 2020, not run here)"), "German (zero-shot)"] == "0.70"
