@@ -80,14 +80,19 @@ class PairClassifier(nn.Module):
         self.encoder = encoder
         hidden = encoder.config.hidden_size
         self.feature_based = feature_based
+        # Language-specific positions (Dufter & Schütze's lang-pos): a language's positions start at this offset.
+        self.position_offset = 0
         if feature_based:  # one weight per hidden state (embeddings + every layer), softmax-normalised
             self.mix = nn.Parameter(torch.zeros(encoder.config.num_hidden_layers + 1))
         self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, hidden), nn.Tanh(), nn.Dropout(dropout),
                                   nn.Linear(hidden, n_labels))
 
     def forward(self, input_ids, attention_mask, token_type_ids):
+        position_ids = None
+        if self.position_offset:  # [1, W]
+            position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None] + self.position_offset
         out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                           output_hidden_states=self.feature_based)
+                           position_ids=position_ids, output_hidden_states=self.feature_based)
         if self.feature_based:
             hidden = torch.stack(out.hidden_states)  # [L+1, B, W, H]
             mixed = (torch.softmax(self.mix, 0)[:, None, None, None].to(hidden.dtype) * hidden).sum(0)

@@ -92,6 +92,8 @@ class ChapterFile:
                                                                     "keys": Experiment})
     tables: dict[str, tuple[str, ...]] = field(default_factory=dict,
                                                metadata={"help": "table name -> model IDs, in the paper's order"})
+    table3: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "§5.1, Table 3 on real languages: `real_languages.Table3Config` fields (checked there)"})
 
 
 @dataclass(frozen=True)

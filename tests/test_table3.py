@@ -1,0 +1,87 @@
+"""Dufter & Schütze Table 3 on real languages (`xlrepro.papers.dufter2020.real_languages`)."""
+import numpy as np
+import pytest
+
+from xlrepro.config import ConfigError
+from xlrepro.papers.dufter2020 import real_languages as rl
+
+
+VOCAB = rl.Vocabularies(("en", "de", "hi"), (300, 301, 299))
+
+
+def test_vocabularies_lie_end_to_end_and_pad_to_a_multiple_of_8():
+    assert VOCAB.offsets.tolist() == [0, 300, 601]
+    assert VOCAB.rows == 904  # 900 ids + 4 unused rows
+
+
+def test_german_pieces_shift_and_specials_stay_english_without_shift_special():
+    ids = [2, 10, 11, 3]  # [CLS] a b [SEP] in German's own ids
+    assert VOCAB.to_model(ids, 1, shift_special=False, inv_order=False).tolist() == [2, 310, 311, 3]
+    assert VOCAB.to_model(ids, 1, shift_special=True, inv_order=False).tolist() == [302, 310, 311, 303]
+    assert VOCAB.to_model(ids, 2, shift_special=False, inv_order=False).tolist() == [2, 611, 612, 3]
+
+
+def test_inv_order_reverses_each_segment_of_a_pair_between_specials():
+    ids = [2, 10, 11, 12, 3, 20, 21, 3]  # [CLS] a b c [SEP] d e [SEP]
+    assert VOCAB.to_model(ids, 0, False, inv_order=True).tolist() == [2, 12, 11, 10, 3, 21, 20, 3]
+
+
+def test_inv_order_applies_to_german_only():
+    cfg = rl.load_config(smoke=True)
+    assert cfg.inv_order_language == "de"
+    exp = rl.table3_experiment("3", cfg)
+    assert exp.inv_order
+    # pretrain_set and encoded reverse a language only when it is the inv-order language
+    assert [exp.inv_order and lang == cfg.inv_order_language for lang in cfg.languages] == [False, True, False]
+
+
+def test_model_30_draws_from_the_five_nearest_and_others_keep_k():
+    cfg = rl.load_config()
+    assert rl.table3_experiment("30", cfg).knn_k == 5
+    assert rl.table3_experiment("30", cfg).mask_probs == (0.5, 0.1, 0.1, 0.3)
+    assert not rl.table3_experiment("8", cfg).knn_replace
+
+
+def test_config_rejects_an_english_inv_order_and_bad_shards():
+    with pytest.raises(ConfigError, match="target language"):
+        rl.Table3Config(inv_order_language="en")
+    with pytest.raises(ConfigError, match="between 1 and 12"):
+        rl.shard_stacks(rl.load_config(), 13)
+
+
+def test_shards_cover_every_model_once():
+    stacks = rl.shard_stacks(rl.load_config(), 4)
+    flat = sorted(m for s in stacks for m in s)
+    assert len(flat) == 12 and len(set(flat)) == 12 and [len(s) for s in stacks] == [3, 3, 3, 3]
+
+
+@pytest.mark.slow
+def test_tiny_end_to_end_run_writes_table3(tmp_path):
+    root = tmp_path / "run"
+    assert rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4"]) == 0
+    out = tmp_path / "table3.csv"
+    assert rl.main(["--smoke", "--root", str(root), "--collect", str(out)]) == 0
+    import pandas as pd
+    df = pd.read_csv(out, dtype={"experiment": str})
+    # shard 3 of 4: members 3, 7, 11 of (0,0) (0,42) (0,43) (3,0) ... (30,43)
+    assert sorted(set(zip(df.experiment, df.seed))) == [("3", 0), ("30", 43), ("8", 42)]
+    assert set(df.metric) == {"accuracy", "macro_f1", "majority"} and set(df.language) == {"en", "de", "hi"}
+    assert df.value.between(0, 1).all()
+    # the same test keys in every language: the majority baseline is one number
+    assert df[df.metric == "majority"].value.nunique() == 1
+
+
+def test_chapter_table3_shows_mean_and_std_over_seeds_beside_the_paper(tmp_path):
+    import pandas as pd
+    from xlrepro.papers.dufter2020.knn_chapter import table3_frame
+    from xlrepro.reference import paper_numbers
+    paper = paper_numbers("dufter2020", "Table 3")
+    assert table3_frame(tmp_path / "absent.csv", paper) is None
+    rows = [("0", s, "accuracy", l, v) for s, v in ((0, 0.5), (42, 0.7)) for l in ("en", "de", "hi")]
+    rows += [("0", s, "majority", l, 0.25) for s in (0, 42) for l in ("en", "de", "hi")]
+    pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"]).to_csv(tmp_path / "t.csv",
+                                                                                             index=False)
+    t = table3_frame(tmp_path / "t.csv", paper)
+    assert t.loc[("0", "ours"), "English"] == "0.60 ± 0.14 (n=2)"
+    assert t.loc[("majority", "ours"), "Hindi (zero-shot)"] == "0.25"
+    assert t.loc[("mBERT", "paper (Hu et al. 2020, not run here)"), "German (zero-shot)"] == "0.70"

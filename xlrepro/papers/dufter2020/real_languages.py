@@ -1,0 +1,474 @@
+"""Dufter & Schütze §5.1, Table 3: the modifications on real languages (English, German, Hindi).
+
+A BERT-base-shaped model (12 layers; the width is scaled down to fit the GPU budget: `experiments.yaml`, section
+`table3`) is pretrained on the Bible in English, German and Hindi with a WordPiece vocabulary per language, as in
+§5.1 (20k each there; sized to the Bible here). The vocabularies are laid end to end: language L's piece i is row
+``offset[L] + i`` of one embedding table, rounded up to a multiple of 8 (unused rows, as BERT's [unused] pieces).
+Every model of Table 3 uses the same table, so models 0, 3, 8 and 30 share a stack without further padding.
+
+The modifications carry over from the English/Fake-English lab:
+  * shift-special: each language keeps its own [CLS]/[SEP]/[MASK]/[PAD]/[UNK] (its own block's rows 0-4); without
+    it every language uses English's.
+  * lang-pos: language L's positions start at ``L * max_length`` (token types stay 0: fine-tuning uses them for the
+    pair's segments).
+  * inv-order: German only (model 3 "inv-order[DEU]"); the German pieces between specials are reversed, in
+    pretraining and in the zero-shot evaluation (the model has only ever seen German reversed).
+  * no-random: as in the lab.
+  * knn-replace (model 30): p = (0.5, 0.1, 0.1, 0.3); a German or Hindi piece becomes one of its 5 nearest English
+    pieces, an English piece one of its 5 nearest German or 5 nearest Hindi pieces (drawn uniformly from the 10).
+    fastText per language on its training pieces, mapped into English by unsupervised VecMap per pair
+    (`xlrepro.embeddings`), CSLS retrieval.
+
+Fine-tuning follows the paper's recipe (3 epochs, batch 32, lr 2e-5) on the lab's verse-pair section task
+(`xlrepro.tasks.sections`, the offline stand-in for XNLI): train on English, zero-shot on German and Hindi test pairs
+(the same verse keys in every language). Weights stay on the training machine; only metrics come back.
+
+CLI: ``python -m xlrepro.papers.dufter2020.real_languages [--prepare] [--shard I/N] [--device D] [--time-limit S]
+[--smoke]``; ``scripts/device_dufter_table3.sh`` runs one shard per GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from xlrepro import atomic
+from xlrepro.config import ConfigError, ModelSize, from_dict, load_yaml
+from xlrepro.paths import runs_dir
+from xlrepro.runkeys import run_key, write_config
+from xlrepro.tokenization import SPECIAL_TOKENS, train_wordpiece, vocab_fingerprint
+
+from .config import ChapterFile, Experiment, load_chapter
+
+N_SPECIAL = len(SPECIAL_TOKENS)  # [PAD] [UNK] [CLS] [SEP] [MASK] take ids 0..4 of every trained vocabulary
+PAD, UNK, CLS, SEP, MASK = range(N_SPECIAL)
+ENGINE = "table3-v1"
+
+
+@dataclass(frozen=True)
+class FinetuneRecipe:
+    lr: float = field(default=2e-5, metadata={"help": "the paper's fine-tuning learning rate"})
+    batch_size: int = field(default=32, metadata={"help": "pairs per batch"})
+    epochs: int = field(default=3, metadata={"help": "epochs over the English training pairs"})
+    max_pairs: int | None = field(default=None, metadata={"help": "English training pairs (None: all)"})
+    test_pairs: int | None = field(default=None, metadata={"help": "test pairs per language (None: all)"})
+
+
+@dataclass(frozen=True)
+class Table3Config:
+    languages: tuple[str, ...] = field(default=("en", "de", "hi"), metadata={"help": "first is the source language"})
+    vocab_size: int = field(default=6000, metadata={"help": "WordPiece vocabulary per language"})
+    size: dict = field(default_factory=dict, metadata={"help": "ModelSize fields but name",
+                                                       "keys": ["hidden", "layers", "heads", "ffn", "lr"]})
+    epochs: int = field(default=40, metadata={"help": "pretraining epochs over the three Bibles"})
+    batch_size: int = field(default=256, metadata={"help": "pretraining sentences per batch"})
+    models: tuple[str, ...] = field(default=("0", "3", "8", "30"), metadata={"help": "Table 3's model IDs"})
+    seeds: tuple[int, ...] = field(default=(0, 42, 43), metadata={"help": "seeds per model"})
+    inv_order_language: str = field(default="de", metadata={"help": "the language inv-order reverses"})
+    knn_k: int = field(default=5, metadata={"help": "knn-replace draws one of the k nearest neighbours"})
+    finetune: FinetuneRecipe = field(default_factory=FinetuneRecipe, metadata={"help": "fine-tuning recipe"})
+
+    def __post_init__(self):
+        if self.inv_order_language not in self.languages[1:]:
+            raise ConfigError(f"inv_order_language must be a target language {list(self.languages[1:])}; "
+                              f"got {self.inv_order_language!r}")
+        if self.vocab_size <= N_SPECIAL:
+            raise ConfigError(f"vocab_size must exceed the {N_SPECIAL} special tokens; got {self.vocab_size}")
+
+    def model_size(self) -> ModelSize:
+        return ModelSize(name="table3", **self.size)
+
+
+# Smoke runs: a handful of sentences, a tiny model, one epoch; keyed apart from the real run.
+SMOKE = dict(vocab_size=300, size=dict(hidden=32, layers=2, heads=2, ffn=64, lr=1e-3), epochs=1, batch_size=16,
+             finetune=dict(lr=2e-5, batch_size=32, epochs=1, max_pairs=64, test_pairs=48))
+SMOKE_SENTENCES = 256
+
+
+def load_config(smoke: bool = False) -> Table3Config:
+    raw = load_yaml("xlrepro.papers.dufter2020", ChapterFile).table3
+    if smoke:
+        raw = {**raw, **SMOKE}
+    return from_dict(Table3Config, raw, "dufter2020/experiments.yaml.table3")
+
+
+def table3_experiment(exp_id: str, cfg: Table3Config) -> Experiment:
+    """The lab's experiment with Table 3's knn k (one of the 5 nearest on real languages)."""
+    exp = load_chapter().experiment(exp_id)
+    return replace(exp, knn_k=cfg.knn_k) if exp.knn_replace else exp
+
+
+# ------------------------------------------------------------------ vocabulary laid end to end
+@dataclass
+class Vocabularies:
+    languages: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+
+    @property
+    def rows(self) -> int:
+        """Embedding rows: the vocabularies end to end, padded to a multiple of 8 (unused rows)."""
+        return int(math.ceil(sum(self.sizes) / 8) * 8)
+
+    def to_model(self, ids: np.ndarray, lang: int, shift_special: bool, inv_order: bool) -> np.ndarray:
+        """A language's own ids [W] ([CLS] a [SEP] (b [SEP])) -> rows of the joint table, reversed between specials
+        under inv-order; specials become English's unless shift-special."""
+        ids = np.asarray(ids, np.int64).copy()
+        special = ids < N_SPECIAL
+        if inv_order:
+            bounds = np.flatnonzero(special)
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                ids[a + 1:b] = ids[a + 1:b][::-1]
+        shift = ~special | shift_special
+        return np.where(shift, ids + self.offsets[lang], ids)
+
+
+def _with_specials(tok):
+    from tokenizers.processors import BertProcessing
+    tok.post_processor = BertProcessing(("[SEP]", SEP), ("[CLS]", CLS))
+    return tok
+
+
+# ------------------------------------------------------------------ prepared data (tokenizers, corpora, knn)
+def prepared_dir(cfg: Table3Config, smoke: bool, root: Path | None = None) -> Path:
+    spec = {"languages": cfg.languages, "vocab_size": cfg.vocab_size, "smoke": smoke}
+    return Path(root or runs_dir() / "dufter2020-table3") / "prepared" / run_key(spec)
+
+
+def _train_texts(lang: str, smoke: bool) -> list[str]:
+    from xlrepro.data.multilingual import load_verses
+    texts = load_verses(lang, "train")["text"].tolist()
+    return texts[:SMOKE_SENTENCES] if smoke else texts
+
+
+def prepare(cfg: Table3Config, smoke: bool = False, root: Path | None = None, progress: bool = True) -> Path:
+    """Tokenizers per language and the knn table (needs gensim); cached, so every shard reads the same files."""
+    from tokenizers import Tokenizer
+    folder = prepared_dir(cfg, smoke, root)
+    if (folder / "knn.json").exists():
+        return folder
+    toks = {}
+    for lang in cfg.languages:
+        path = folder / f"tokenizer-{lang}.json"
+        if not path.exists():
+            tok = train_wordpiece(_train_texts(lang, smoke), cfg.vocab_size)
+            atomic.write_bytes(path, tok.to_str().encode())
+        toks[lang] = Tokenizer.from_file(str(path))
+    table, report = build_knn(cfg, toks, smoke)
+    buf = __import__("io").BytesIO()
+    np.save(buf, table)
+    atomic.write_bytes(folder / "neighbours.npy", buf.getvalue())
+    atomic.write_json(folder / "knn.json", {**report, "vocabularies": {l: vocab_fingerprint(t) for l, t in toks.items()}})
+    return folder
+
+
+def load_prepared(cfg: Table3Config, smoke: bool = False, root: Path | None = None):
+    from tokenizers import Tokenizer
+    folder = prepare(cfg, smoke, root, progress=False)
+    toks = {l: _with_specials(Tokenizer.from_file(str(folder / f"tokenizer-{l}.json"))) for l in cfg.languages}
+    vocab = Vocabularies(cfg.languages, tuple(t.get_vocab_size() for t in toks.values()))
+    return toks, vocab, np.load(folder / "neighbours.npy")
+
+
+def build_knn(cfg: Table3Config, toks: dict, smoke: bool) -> tuple[np.ndarray, dict]:
+    """[rows, 2k] neighbour table over the joint vocabulary (rows of other languages; specials stay themselves)."""
+    from xlrepro.embeddings.vecmap import nearest_neighbours, vecmap_unsupervised
+    from xlrepro.embeddings.static import train_fasttext
+    from .knn import CSLS_K, FASTTEXT, SMOKE_FASTTEXT, SMOKE_VECMAP, VECMAP, VECMAP_SEED
+    fasttext, vecmap = (SMOKE_FASTTEXT, SMOKE_VECMAP) if smoke else (FASTTEXT, VECMAP)
+    vocab = Vocabularies(cfg.languages, tuple(t.get_vocab_size() for t in toks.values()))
+    k = cfg.knn_k
+    table = np.repeat(np.arange(vocab.rows, dtype=np.int64)[:, None], 2 * k, axis=1)
+    spaces = {}
+    for li, lang in enumerate(cfg.languages):
+        tok = toks[lang]
+        sentences = [e.tokens for e in tok.encode_batch(_train_texts(lang, smoke), add_special_tokens=False)]
+        words, vec = train_fasttext(sentences, fasttext, seed=li + 1)
+        rows = np.array([tok.token_to_id(w) for w in words]) + vocab.offsets[li]  # fastText row -> joint row
+        keep = rows >= vocab.offsets[li] + N_SPECIAL
+        spaces[lang] = (rows[keep], vec[keep])
+    src = cfg.languages[0]
+    report = {"k": k, "pairs": {}}
+    for_src = []
+    for lang in cfg.languages[1:]:
+        res = vecmap_unsupervised(spaces[lang][1], spaces[src][1], vecmap, seed=VECMAP_SEED)  # lang -> English
+        to_en = nearest_neighbours(res.xw, res.zw, k=k, csls_k=CSLS_K)    # [n_lang, k] English rows
+        from_en = nearest_neighbours(res.zw, res.xw, k=k, csls_k=CSLS_K)  # [n_en, k] rows of lang
+        table[spaces[lang][0]] = np.tile(spaces[src][0][to_en], 2)  # uniform over the k English neighbours
+        for_src.append(spaces[lang][0][from_en])
+        report["pairs"][lang] = {"pieces": len(spaces[lang][0]), "vecmap_iterations": res.iterations,
+                                 "vecmap_objective": res.objective}
+    # English: k German and k Hindi neighbours, one of the 2k drawn uniformly
+    table[spaces[src][0]] = np.concatenate(for_src, axis=1)[:, :2 * k] if len(for_src) == 2 else np.tile(for_src[0], 2)
+    return table, report
+
+
+# ------------------------------------------------------------------ pretraining sets
+@dataclass
+class PretrainSet:
+    ids: np.ndarray      # [N, W] joint rows, padded
+    lengths: np.ndarray  # [N] with [CLS] and [SEP]
+    lang: np.ndarray     # [N] language index
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+def pretrain_set(cfg: Table3Config, exp: Experiment, toks: dict, vocab: Vocabularies, smoke: bool,
+                 max_length: int) -> PretrainSet:
+    from xlrepro.data.collate import pad_batch
+    rows, langs = [], []
+    for li, lang in enumerate(cfg.languages):
+        tok = toks[lang]
+        tok.enable_truncation(max_length)
+        inv = exp.inv_order and lang == cfg.inv_order_language
+        for e in tok.encode_batch(_train_texts(lang, smoke)):
+            rows.append(vocab.to_model(e.ids, li, exp.shift_special, inv))
+            langs.append(li)
+        tok.no_truncation()
+    ids, lengths = pad_batch(rows, PAD)
+    return PretrainSet(ids, lengths, np.array(langs))
+
+
+def member_config(cfg: Table3Config, exp: Experiment, seed: int, smoke: bool) -> dict:
+    training = asdict(load_chapter().training)
+    return {"chapter": "dufter2020-table3", "engine": ENGINE, "smoke": smoke, "experiment": exp.key_fields(),
+            "table3": asdict(cfg), "training": training, "seed": seed}
+
+
+# ------------------------------------------------------------------ one stack: pretrain, fine-tune, evaluate
+class Table3Stack:
+    def __init__(self, cfg: Table3Config, members: list[tuple[str, int]], root: Path, device: str = "cpu",
+                 smoke: bool = False):
+        self.cfg, self.root, self.smoke = cfg, Path(root), smoke
+        self.device = torch.device(device)
+        self.train_cfg = load_chapter().training
+        self.max_length = self.train_cfg.max_length
+        self.members = [(table3_experiment(e, cfg), s) for e, s in members]
+        self.configs = [member_config(cfg, e, s, smoke) for e, s in self.members]
+        self.toks, self.vocab, self.neighbours = load_prepared(cfg, smoke, self.root)
+        self.sets = {e.id: pretrain_set(cfg, e, self.toks, self.vocab, smoke, self.max_length) for e, _ in self.members}
+        self.folder = self.root / "stacks" / run_key({"members": [run_key(c) for c in self.configs]})
+
+    def member_dir(self, i: int) -> Path:
+        e, s = self.members[i]
+        return self.root / e.id / str(s) / run_key(self.configs[i])
+
+    def done(self, i: int) -> bool:
+        return (self.member_dir(i) / "metrics.json").exists()
+
+    # pretraining ------------------------------------------------------------
+    def _device_data(self):
+        exps = list(self.sets)
+        width = max(s.ids.shape[1] for s in self.sets.values())
+        n = len(next(iter(self.sets.values())))
+        ids = torch.zeros((len(exps), n, width), dtype=torch.int64)
+        for k, e in enumerate(exps):
+            ids[k, :, :self.sets[e].ids.shape[1]] = torch.as_tensor(self.sets[e].ids)
+        dev = self.device
+        n_probs = 4 if any(e.knn_replace for e, _ in self.members) else 3
+        return dict(
+            ids=ids.to(dev), exp_of=torch.tensor([exps.index(e.id) for e, _ in self.members], device=dev),
+            lengths=torch.stack([torch.as_tensor(self.sets[e].lengths) for e in exps]).to(dev),
+            lang=torch.stack([torch.as_tensor(self.sets[e].lang) for e in exps]).to(dev),
+            lang_pos=torch.tensor([e.lang_pos for e, _ in self.members], device=dev),
+            shift_special=torch.tensor([e.shift_special for e, _ in self.members], device=dev),
+            probs=torch.tensor([e.mask_probs[:n_probs] for e, _ in self.members], device=dev).view(-1, 1, 1, n_probs),
+            neighbours=torch.as_tensor(self.neighbours, device=dev) if n_probs == 4 else None,
+            offsets=torch.as_tensor(self.vocab.offsets, device=dev))
+
+    def _batch(self, d, rows: torch.Tensor, width: int):
+        from xlrepro.masking import mask_tokens
+        from xlrepro.training.stacked import masked_capacity, select_masked
+        e = d["exp_of"][:, None]
+        ids = d["ids"][e, rows, :width]  # [M, B, W]
+        lengths = d["lengths"][e, rows]  # [M, B]
+        lang = d["lang"][e, rows]        # [M, B]
+        pos = torch.arange(width, device=self.device)
+        content = (pos >= 1) & (pos[None, None, :] < (lengths - 1)[..., None])
+        position_ids = pos + (lang * d["lang_pos"][:, None])[..., None] * self.max_length  # [M, B, W]
+        mask_id = (MASK + d["offsets"][lang] * d["shift_special"][:, None])[..., None].expand_as(ids)
+        inputs, labels = mask_tokens(ids, content, mask_id, d["probs"], self.vocab.rows, self.train_cfg.mlm_probability,
+                                     noise=self.noise, neighbours=d["neighbours"])
+        sel_index, sel_labels = select_masked(labels, masked_capacity(rows.shape[1] * (width - 2),
+                                                                      self.train_cfg.mlm_probability))
+        attend = (pos[None, None, :] < lengths[..., None])[:, :, None, None, :]
+        return inputs, torch.where(attend, 0.0, -1e9), position_ids, torch.zeros_like(ids), sel_index, sel_labels
+
+    def pretrain(self, time_limit: float | None, progress: bool = True):
+        """Returns the trained ModelStack, or None when stopped by the time limit (checkpointed)."""
+        from xlrepro.models import init_model
+        from xlrepro.progress import progress as progress_bar
+        from xlrepro.training.stacked import ModelStack, OptimConfig
+        t0 = time.time()
+        size, tc = self.cfg.model_size(), self.train_cfg
+        positions = len(self.cfg.languages) * self.max_length
+        models = [init_model(size, self.vocab.rows, s, attn="eager", positions=positions) for _, s in self.members]
+        n = len(next(iter(self.sets.values())))
+        steps_per_epoch = n // self.cfg.batch_size
+        total = steps_per_epoch * self.cfg.epochs
+        optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=tc.warmup_steps,
+                            total_steps=total, max_grad_norm=tc.max_grad_norm)
+        stack = ModelStack(models, optim, self.device, bf16=tc.precision == "bf16" and self.device.type == "cuda",
+                           seeds=[s for _, s in self.members], graphs=True)
+        self.noise = stack.noise
+        stack.noise.rows = torch.arange(self.cfg.batch_size, device=self.device)
+        ckpt = self.folder / "checkpoint.pt"
+        if ckpt.exists():
+            stack.load_state_dict(torch.load(ckpt, map_location=self.device, weights_only=False)["stack"])
+        d = self._device_data()
+        lengths = [self.sets[e.id].lengths for e, _ in self.members]
+        bar = progress_bar(total=total, initial=stack.step_count, disable=not progress, desc="table3 pretrain")
+        last = time.time()
+        while stack.step_count < total:
+            epoch, within = divmod(stack.step_count, steps_per_epoch)
+            # each model its own data order (its seed, the epoch); the batch is a slice of it
+            rows = np.stack([np.random.default_rng([s, epoch]).permutation(n)[within * self.cfg.batch_size:
+                                                                                 (within + 1) * self.cfg.batch_size]
+                             for _, s in self.members])  # [M, B]
+            width = min(int(math.ceil(max(l[r].max() for l, r in zip(lengths, rows)) / 8) * 8), d["ids"].shape[2])
+            r = torch.as_tensor(rows, device=self.device)
+            stack.step(lambda: self._batch(d, r, width), graph_key=None)
+            bar.update(1)
+            over = time_limit is not None and time.time() - t0 > time_limit
+            if over or time.time() - last > 120:
+                with atomic.atomic_path(ckpt) as tmp:
+                    torch.save({"stack": stack.state_dict()}, tmp)
+                last = time.time()
+            if over:
+                bar.close()
+                return None
+        bar.close()
+        self.steps = total
+        return stack
+
+    # fine-tuning -------------------------------------------------------------
+    def encoded(self, exp: Experiment, lang: str, split: str, max_pairs: int | None, keys=None):
+        from xlrepro.tasks.sections import verse_pairs
+        from xlrepro.training.finetune import EncodedPairs, encode_pairs
+        li = self.cfg.languages.index(lang)
+        pairs = verse_pairs(lang, split, max_pairs=max_pairs, keys=keys)
+        enc = encode_pairs(self.toks[lang], pairs, self.max_length)
+        inv = exp.inv_order and lang == self.cfg.inv_order_language
+        return EncodedPairs([self.vocab.to_model(x, li, exp.shift_special, inv) for x in enc.ids], enc.types,
+                            enc.labels)
+
+    def finetune_member(self, i: int, model, progress: bool = True) -> dict:
+        from xlrepro.tasks.sections import SECTIONS, majority_baseline, parallel_keys
+        from xlrepro.training.finetune import FinetuneConfig, evaluate, finetune
+        exp, seed = self.members[i]
+        ft = self.cfg.finetune
+        train = self.encoded(exp, self.cfg.languages[0], "train", ft.max_pairs)
+        config = FinetuneConfig(lr=ft.lr, batch_size=ft.batch_size, epochs=ft.epochs, seed=seed,
+                                max_length=self.max_length)
+        clf, history = finetune(config, model, train, len(SECTIONS), device=self.device, progress=progress)
+        keys = parallel_keys(list(self.cfg.languages), "test")
+        out = {"finetune": config.to_json(), "finetune_seconds": history["seconds"], "accuracy": {}, "macro_f1": {},
+               "majority": {}}
+        for li, lang in enumerate(self.cfg.languages):
+            test = self.encoded(exp, lang, "test", ft.test_pairs, keys=keys)
+            clf.position_offset = li * self.max_length if exp.lang_pos else 0
+            acc, f1 = evaluate(clf, test, self.device, len(SECTIONS))
+            out["accuracy"][lang], out["macro_f1"][lang] = acc, f1
+            out["majority"][lang] = majority_baseline(train.labels, test.labels)
+        return out
+
+    def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
+        t0 = time.time()
+        todo = [i for i in range(len(self.members)) if not self.done(i)]
+        if not todo:
+            return True
+        from safetensors.torch import load_model, save_model
+        from xlrepro.models import init_model
+        saved = all((self.member_dir(i) / "model.safetensors").exists() for i in todo)
+        if not saved:
+            stack = self.pretrain(time_limit, progress)
+            if stack is None:
+                return False
+            for i in range(len(self.members)):
+                write_config(self.member_dir(i), self.configs[i])
+                with atomic.atomic_path(self.member_dir(i) / "model.safetensors") as tmp:
+                    save_model(stack.export(i).float().cpu(), str(tmp))
+            (self.folder / "checkpoint.pt").unlink(missing_ok=True)
+        positions = len(self.cfg.languages) * self.max_length
+        for i in todo:
+            if time_limit is not None and time.time() - t0 > time_limit:
+                return False
+            model = init_model(self.cfg.model_size(), self.vocab.rows, 0, positions=positions)
+            load_model(model, str(self.member_dir(i) / "model.safetensors"))
+            metrics = self.finetune_member(i, model, progress)
+            e, s = self.members[i]
+            atomic.write_json(self.member_dir(i) / "metrics.json", {
+                "experiment": e.id, "seed": s, **metrics, "device": str(self.device),
+                "vocabularies": {l: vocab_fingerprint(t) for l, t in self.toks.items()}})
+        return True
+
+
+def members_of(cfg: Table3Config) -> list[tuple[str, int]]:
+    return [(e, s) for e in cfg.models for s in cfg.seeds]
+
+
+def shard_stacks(cfg: Table3Config, shards: int) -> list[list[tuple[str, int]]]:
+    """The models cut into `shards` stacks of about equal size (every Table 3 model has one shape)."""
+    members = members_of(cfg)
+    if not 1 <= shards <= len(members):
+        raise ConfigError(f"shards must be between 1 and {len(members)}; got {shards}")
+    return [members[k::shards] for k in range(shards)]
+
+
+def run_root(smoke: bool) -> Path:
+    return runs_dir() / "dufter2020-table3" / ("smoke" if smoke else "lab")
+
+
+def collect(root: Path) -> pd.DataFrame:
+    """table3.csv in the results format: experiment, seed, metric (accuracy | macro_f1 | majority), language, value."""
+    rows = []
+    for f in sorted(Path(root).glob("*/*/*/metrics.json")):
+        m = json.loads(f.read_text())
+        for metric in ("accuracy", "macro_f1", "majority"):
+            for lang, v in m[metric].items():
+                rows.append({"experiment": m["experiment"], "seed": m["seed"], "metric": metric, "language": lang,
+                             "value": v})
+    return pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--prepare", action="store_true", help="prepare tokenizers and the knn table only")
+    p.add_argument("--shard", default="0/1", help="I/N: train the I-th of N stacks")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--time-limit", type=float, default=None, help="seconds; checkpoints and stops after them")
+    p.add_argument("--smoke", action="store_true", help="tiny corpus and model (CPU tests)")
+    p.add_argument("--root", default=None, help="run folder (default runs/dufter2020-table3/<lab|smoke>)")
+    p.add_argument("--collect", default=None, help="write table3.csv from the run folder to this path and exit")
+    a = p.parse_args(argv)
+    cfg = load_config(a.smoke)
+    root = Path(a.root) if a.root else run_root(a.smoke)
+    if a.collect:
+        from xlrepro.results import write_csv
+        write_csv(collect(root), a.collect)
+        return 0
+    prepare(cfg, a.smoke, root)
+    if a.prepare:
+        return 0
+    k, _, n = a.shard.partition("/")
+    if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
+        raise ConfigError(f"--shard takes I/N with 0 <= I < N; got {a.shard!r}")
+    stack = shard_stacks(cfg, int(n))[int(k)]
+    done = Table3Stack(cfg, stack, root, a.device, a.smoke).run(a.time_limit)
+    print(json.dumps({"shard": a.shard, "done": done}))
+    return 0 if done else 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
