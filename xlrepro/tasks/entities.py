@@ -169,26 +169,34 @@ def tag_verses(texts: Sequence[str], nlp=None, progress: bool = False) -> list[t
 
 
 # ----------------------------------------------------------------------------------------------- the cache
-def cache_file(split: str, cache_dir: str | os.PathLike | None = None) -> Path:
+def cache_file(split: str, cache_dir: str | os.PathLike | None = None, max_verses: int | None = None) -> Path:
+    """<cache>/entities/en.<split>.jsonl, or en.<split>.first<n>.jsonl for the first n verses only (small runs)."""
     from .. import paths
     check_split(split)
     root = Path(cache_dir if cache_dir is not None else paths.cache_dir())
-    return root / CACHE_SUBDIR / f"en.{split}.jsonl"
+    part = "" if max_verses is None else f".first{max_verses}"
+    return root / CACHE_SUBDIR / f"en.{split}{part}.jsonl"
 
 
 def prepare_entities(cache_dir: str | os.PathLike | None = None, splits: Sequence[str] = SPLITS, *, nlp=None,
                      max_verses: int | None = None, force: bool = False, progress: bool = True) -> dict:
-    """Tag the English verses of `splits` once and cache them (one JSON line per verse, written atomically);
-    returns {split: path}. `max_verses` tags only the first verses (tests); such a cache is marked and rebuilt."""
+    """Tag the English one-verse spans of `splits` once and cache them (one JSON line per verse, written
+    atomically); returns {split: path}. `max_verses` tags only the first verses, into a file of its own (small
+    runs and tests); where the whole split is cached already, that file is used."""
     from .. import atomic
     splits = [check_split(s) for s in splits]
     if max_verses is not None and max_verses < 1:
         raise ValueError(f"max_verses must be >= 1 or None; got {max_verses!r}")
     out = {}
     for split in splits:
-        path = cache_file(split, cache_dir)
+        full = cache_file(split, cache_dir)
+        path = cache_file(split, cache_dir, max_verses)
         meta = path.with_suffix(".json")
         want = {"tagger": SPACY_VERSION, "max_verses": max_verses, "types": TYPE_MAP}
+        if not force and full.exists() and full.with_suffix(".json").exists() and \
+                json.loads(full.with_suffix(".json").read_text())["types"] == TYPE_MAP:
+            out[split] = full
+            continue
         if not force and path.exists() and meta.exists() and json.loads(meta.read_text()) == want:
             out[split] = path
             continue
@@ -202,19 +210,16 @@ def prepare_entities(cache_dir: str | os.PathLike | None = None, splits: Sequenc
                             ensure_ascii=False)
                  for (b, c, v), (w, t) in zip(df[["book", "chapter", "verse"]].itertuples(index=False), tagged)]
         atomic.write_bytes(path, ("\n".join(lines) + "\n").encode())
-        atomic.write_json(meta, want)
+        atomic.write_json(meta, want)  # written last: a cache without it is rebuilt
         out[split] = path
     return out
 
 
 def silver_entities(split: str, cache_dir: str | os.PathLike | None = None, max_verses: int | None = None):
-    """The cached silver labels of one split: DataFrame book, chapter, verse, words (list), tags (list of BIO),
-    canonical order; tags the whole split on first use if nothing is cached (a cache of `prepare_entities(...,
-    max_verses=n)` is read as it is)."""
+    """The silver labels of one split: DataFrame book, chapter, verse, words (list), tags (list of BIO), canonical
+    order; its first `max_verses` verses if given. Tags (and caches) what is missing on first use."""
     import pandas as pd
-    path = cache_file(split, cache_dir)
-    if not path.exists():
-        path = prepare_entities(cache_dir, [split], progress=False)[split]
+    path = prepare_entities(cache_dir, [split], max_verses=max_verses, progress=False)[split]
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     return df.iloc[:max_verses].reset_index(drop=True) if max_verses is not None else df

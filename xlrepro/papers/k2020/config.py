@@ -11,12 +11,14 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Optional
 
 from xlrepro.config import ConfigError, ModelSize, check_seeds, choose, load_yaml
 
 from .data import FAKE, TOKENIZATIONS, check_corpus_language
 
 FAKE_WAYS = ("unicode", "id")
+TASKS = ("sections", "ner")  # the XNLI stand-in (xlrepro.tasks.sections) and the NER stand-in (xlrepro.tasks.entities)
 PROFILES = ("lab", "smoke")
 
 
@@ -37,8 +39,17 @@ class Experiment:
     hidden: int | None = field(default=None, metadata={"help": "hidden width (None: the base's or solved)"})
     parameters: float | None = field(default=None, metadata={
         "help": "share of the base's parameter count; the hidden width (a multiple of heads) is solved for it"})
+    tasks: tuple[str, ...] = field(default=("sections",), metadata={
+        "help": "fine-tuning tasks: sections (XNLI stand-in) and/or ner (NER stand-in: English and Fake-English only)"})
 
     def __post_init__(self):
+        for task in self.tasks:
+            choose("task", task, TASKS)
+        if "sections" not in self.tasks:
+            raise ConfigError(f"tasks must include sections (the cell's own results); got {list(self.tasks)}")
+        if "ner" in self.tasks:
+            from xlrepro.tasks.entities import LABELLED_LANGUAGES
+            choose("fine-tuning language of the ner task", self.finetune, LABELLED_LANGUAGES)
         if not self.pretrain:
             raise ConfigError("pretrain needs at least one language")
         for lang in self.pretrain:
@@ -99,6 +110,9 @@ class Profile:
     size: ModelSize = field(metadata={"help": "the base B-BERT"})
     pretrain: Pretrain = field(metadata={"help": "pre-training recipe"})
     finetune: Finetune = field(metadata={"help": "fine-tuning recipe (the section task)"})
+    # Optional[...], not "Finetune | None": from_dict converts typing.Union members, not types.UnionType ones
+    ner: Optional[Finetune] = field(default=None, metadata={
+        "help": "fine-tuning recipe of the NER stand-in (max_*_pairs count verses); None: the section task's"})
 
 
 @dataclass(frozen=True)
