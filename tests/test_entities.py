@@ -81,7 +81,7 @@ def test_splits_are_chapter_disjoint():
 
 def test_spacy_on_a_few_verses(tmp_path):
     paths = E.prepare_entities(tmp_path, ["dev"], max_verses=6, progress=False)
-    df = E.silver_entities("dev", tmp_path)
+    df = E.silver_entities("dev", tmp_path, max_verses=6)
     assert len(df) == 6 and list(df.columns) == list(E.COLUMNS)
     assert all(len(w) == len(t) for w, t in zip(df["words"], df["tags"]))
     assert all(t in E.LABELS for tags in df["tags"] for t in tags)
@@ -91,3 +91,48 @@ def test_spacy_on_a_few_verses(tmp_path):
     assert tags[words.index("Aaron")] == "B-PER" and tags[words.index("Jerusalem")] == "B-LOC"
     assert tags[words.index("went")] == "O"
     assert paths["dev"].exists()
+
+
+# ----------------------------------------------------------------------------------------------- K et al.'s cells
+def test_k2020_task_declaration_is_checked():
+    from xlrepro.config import ConfigError
+    from xlrepro.papers.k2020.config import Experiment, load_plan
+    with pytest.raises(ConfigError, match="sections, ner"):
+        Experiment(pretrain=("enfake", "es"), finetune="enfake", test=("enfake", "es"), tasks=("sections", "pos"))
+    with pytest.raises(ConfigError, match="include sections"):
+        Experiment(pretrain=("enfake", "es"), finetune="enfake", test=("enfake", "es"), tasks=("ner",))
+    with pytest.raises(ConfigError, match="en, enfake"):
+        Experiment(pretrain=("es", "enfake"), finetune="es", test=("enfake", "es"), tasks=("sections", "ner"))
+    plan = load_plan()
+    ner = {n for n, e in plan.experiments.items() if "ner" in e.tasks}
+    assert "en-enfake" in ner and "enfake-es/nsp" in ner and "enfake-ru/L1H12" not in ner  # Table 4 is XNLI only
+
+
+def test_token_data_rejects_mismatched_lengths():
+    import numpy as np
+
+    from xlrepro.training.token_finetune import EncodedTokens
+    with pytest.raises(ValueError, match="3 ids but 2 labels"):
+        EncodedTokens([np.arange(3)], [np.zeros(2, np.int64)])
+
+
+def test_cell_labels_carry_over_to_fake_english(tmp_path):
+    import numpy as np
+
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.training.token_finetune import IGNORE
+    cell = Cell(None, "smoke", "en-enfake", seeds=[0], root=tmp_path / "runs", cache_dir=tmp_path)
+    E.prepare_entities(tmp_path, ["dev"], max_verses=8, progress=False)
+    en, gold_en, skipped_en = cell.ner_data("en", "dev", max_verses=8)
+    fake, gold_fake, skipped_fake = cell.ner_data("enfake", "dev", max_verses=8)
+    assert skipped_en == skipped_fake == 0 and gold_en == gold_fake
+    words = E.silver_entities("dev", tmp_path, max_verses=8)["words"]
+    for x, y, g, w in zip(en.ids, en.labels, gold_en, words):
+        assert x[0] == cell.ids["[CLS]"] and y[0] == y[-1] == IGNORE and len(g) == len(w)
+        labelled = [E.LABELS[i] for i in y[y != IGNORE]]  # one label per word that fits max_length (48 here)
+        assert labelled == g[:len(labelled)] and (len(labelled) == len(g) or len(x) == 48)
+    for a, b in zip(en.labels, fake.labels):  # the same labels, as far as both fit
+        a, b = a[a != IGNORE], b[b != IGNORE]
+        n = min(len(a), len(b))
+        assert n > 0 and np.array_equal(a[:n], b[:n])
+    assert not set(np.concatenate(en.ids)[1:-1]) & set(np.concatenate(fake.ids)) - set(cell.special)

@@ -340,7 +340,8 @@ class Cell:
 
     def ner_data(self, lang: str, split: str, max_verses: int | None = None):
         """Silver-labelled verses of `split` in `lang` (en or enfake), encoded for this cell: per verse [CLS] pieces
-        [SEP], the label id at each word's first piece (cut to max_length); and the gold tags of the kept words.
+        [SEP], the label id at each word's first piece (cut to max_length); and the gold tags of every word (the same
+        in every language: words cut off by max_length count as predicted O, see `evaluate_ner_seed`).
         A verse whose word count differs from its labels' under this cell's tokenizer is skipped (counted)."""
         from xlrepro.tasks.entities import LABEL_ID, check_labelled, silver_entities
         from xlrepro.training.token_finetune import IGNORE, EncodedTokens
@@ -364,7 +365,7 @@ class Cell:
             y[first] = [LABEL_ID[t] for t in tags[:len(first)]]
             ids.append(np.array([self.ids["[CLS]"], *x, self.sep(lang)], np.int64))
             labels.append(np.array([IGNORE, *y, IGNORE], np.int64))
-            gold.append(list(tags[:len(first)]))
+            gold.append(list(tags))
         return EncodedTokens(ids, labels), gold, skipped
 
     def evaluate_ner_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
@@ -386,7 +387,8 @@ class Cell:
         tests = [("dev", src)] + [("test", lang) for lang in self.exp.test if lang in LABELLED_LANGUAGES]
         for split, lang in tests:
             data, gold, skipped = self.ner_data(lang, split, f.max_test_pairs)
-            pred = [[LABELS[i] for i in p] for p in predict_tokens(model, data, device, self.ids["[PAD]"])]
+            pred = [[LABELS[i] for i in p] + ["O"] * (len(g) - len(p))  # words cut off by max_length: O
+                    for p, g in zip(predict_tokens(model, data, device, self.ids["[PAD]"]), gold)]
             prf = entity_prf(gold, pred)
             prefix = "" if split == "test" else "dev_"
             for metric, v in zip(("precision", "recall", "f1"), prf):
