@@ -9,7 +9,11 @@ and every other OntoNotes type is dropped (`DROPPED_TYPES`: NORP -- nationalitie
 groups such as "Israelites", which WikiANN does not tag -- DATE, TIME, CARDINAL, ORDINAL, QUANTITY, MONEY, PERCENT,
 EVENT, WORK_OF_ART, LAW, LANGUAGE, PRODUCT). The labels are silver (a small statistical tagger, trained on news,
 run on 17th-century-style scripture) and repetitive (the same few hundred names recur): a stand-in for the
-task's form (token-level, zero-shot), not for WikiANN's difficulty.
+task's form (token-level, zero-shot), not for WikiANN's difficulty. Measured on the English (WEB) train split
+(`label_statistics`): 25,205 verses, 13,235 with an entity; PER 12,025, LOC 10,763, ORG 4,894 entities; 3,501
+distinct (type, string) entities, the 50 most frequent 55% of all. The noise is visible: "Yahweh" is tagged LOC
+2,414 times, ORG 1,468 and PER 1,022 (and "Moses" is often missed), so even the source-language F1 is capped by the
+tagger's inconsistency.
 
 Words. A verse's words are BERT's basic tokens (HF `tokenizers`' BertNormalizer, cased, and BertPreTokenizer:
 whitespace split, punctuation on its own), the very words that Fake-English shifts one-to-one (K et al.'s
