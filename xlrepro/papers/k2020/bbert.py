@@ -40,6 +40,8 @@ from .config import PROFILES, Plan, load_plan, model_size
 
 NAME = "k2020"
 TASK = "sections"
+NER_TASK = "ner"
+NER_LABELS_VERSION = "spacy-en_core_web_sm-3.8.0/per-loc-org-v1"  # bump when the silver labels change
 CHECKPOINT_SECONDS = 180
 # Bump when the training code changes numbers for the same configuration (a new key for every cell).
 ENGINE = "k2020-stack/length-bins/padded-vocab-v1"
@@ -314,7 +316,93 @@ class Cell:
         langs = sorted({"en", "es", "hi", "ru"} | {D.base_language(l) for l in self.exp.test})
         return parallel_keys(langs, "test", self.cache_dir)
 
+    def evaluated(self, seed: int) -> bool:
+        """Whether every task the experiment declares has its results for `seed`."""
+        return (self.dir / f"results_{seed}.csv").exists() and (
+            "ner" not in self.exp.tasks or self.ner_results_path(seed).exists())
+
     def evaluate_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
+        """The section task's results of `seed` and, where the experiment declares it, the NER task's."""
+        frames = [self.evaluate_sections_seed(seed, device, progress)]
+        if "ner" in self.exp.tasks:
+            frames.append(self.evaluate_ner_seed(seed, device, progress))
+        return pd.concat(frames, ignore_index=True)
+
+    # ------------------------------------------------------------------------------------------- the NER task
+    @property
+    def ner_recipe(self):
+        return self.profile.ner or self.profile.finetune
+
+    def ner_results_path(self, seed: int) -> Path:
+        """results_ner-<key of the NER recipe>_<seed>.csv: a changed recipe gets new files, the cell keeps its key."""
+        key = run_key({"task": NER_TASK, "recipe": self.ner_recipe, "labels": NER_LABELS_VERSION})[:8]
+        return self.dir / f"results_ner-{key}_{seed}.csv"
+
+    def ner_data(self, lang: str, split: str, max_verses: int | None = None):
+        """Silver-labelled verses of `split` in `lang` (en or enfake), encoded for this cell: per verse [CLS] pieces
+        [SEP], the label id at each word's first piece (cut to max_length); and the gold tags of every word (the same
+        in every language: words cut off by max_length count as predicted O, see `evaluate_ner_seed`).
+        A verse whose word count differs from its labels' under this cell's tokenizer is skipped (counted)."""
+        from xlrepro.tasks.entities import LABEL_ID, check_labelled, silver_entities
+        from xlrepro.training.token_finetune import IGNORE, EncodedTokens
+        check_labelled(lang)
+        self._load()
+        df = silver_entities(split, self.cache_dir, max_verses=max_verses)
+        # the words joined by spaces: the basic tokenizer splits them back into the same words (and Fake-English
+        # shifts each of them one-to-one)
+        texts = self.surface(lang, [" ".join(w) for w in df["words"]])
+        enc = self.encode(lang, texts)
+        width = self.profile.pretrain.max_length - 2
+        ids, labels, gold, skipped = [], [], [], 0
+        for x, start, tags in zip(enc.ids, enc.word_start, df["tags"]):
+            first = np.flatnonzero(start == np.arange(len(start)))  # positions of each word's first piece
+            if len(first) != len(tags):
+                skipped += 1
+                continue
+            x, start = x[:width], start[:width]
+            first = first[first < width]
+            y = np.full(len(x), IGNORE, np.int64)
+            y[first] = [LABEL_ID[t] for t in tags[:len(first)]]
+            ids.append(np.array([self.ids["[CLS]"], *x, self.sep(lang)], np.int64))
+            labels.append(np.array([IGNORE, *y, IGNORE], np.int64))
+            gold.append(list(tags))
+        return EncodedTokens(ids, labels), gold, skipped
+
+    def evaluate_ner_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
+        """Fine-tune seed `seed`'s encoder on the source's silver train verses (token classification); entity-level
+        precision, recall and F1 on the source dev and on the test verses of every labelled test language."""
+        from xlrepro.tasks.entities import LABELLED_LANGUAGES, LABELS, entity_prf
+        from xlrepro.training.token_finetune import finetune_tokens, predict_tokens
+        path = self.ner_results_path(seed)
+        if path.exists():
+            return pd.read_csv(path, dtype={"experiment": str, "language": str})
+        f = self.ner_recipe
+        src = self.exp.finetune
+        train, _, _ = self.ner_data(src, "train", f.max_train_pairs)
+        cfg = FinetuneConfig(lr=f.lr, batch_size=f.batch_size, epochs=f.epochs,
+                             max_length=self.profile.pretrain.max_length, seed=seed)
+        model, history = finetune_tokens(cfg, self.encoder(seed), train, len(LABELS), pad_id=self.ids["[PAD]"],
+                                         device=device, progress=progress)
+        rows = []
+        tests = [("dev", src)] + [("test", lang) for lang in self.exp.test if lang in LABELLED_LANGUAGES]
+        for split, lang in tests:
+            data, gold, skipped = self.ner_data(lang, split, f.max_test_pairs)
+            pred = [[LABELS[i] for i in p] + ["O"] * (len(g) - len(p))  # words cut off by max_length: O
+                    for p, g in zip(predict_tokens(model, data, device, self.ids["[PAD]"]), gold)]
+            prf = entity_prf(gold, pred)
+            prefix = "" if split == "test" else "dev_"
+            for metric, v in zip(("precision", "recall", "f1"), prf):
+                rows.append({"experiment": self.name, "seed": seed, "language": lang, "task": NER_TASK,
+                             "metric": prefix + metric, "value": v})
+            rows.append({"experiment": self.name, "seed": seed, "language": lang, "task": NER_TASK,
+                         "metric": prefix + "skipped_verses", "value": skipped})
+        rows.append({"experiment": self.name, "seed": seed, "language": src, "task": NER_TASK,
+                     "metric": "finetune_seconds", "value": history["seconds"]})
+        df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+        atomic.write_bytes(path, df.to_csv(index=False).encode())
+        return df
+
+    def evaluate_sections_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
         """Fine-tune seed `seed`'s encoder on the source train pairs; accuracy and macro-F1 on the source dev and
         on every test language (parallel test pairs); Table 11's mixed pairs for enfake-X cells."""
         path = self.dir / f"results_{seed}.csv"
@@ -375,7 +463,7 @@ class Cell:
             return None
         frames = []
         for seed in self.seeds:
-            if time_limit is not None and time.time() - t0 > time_limit and not (self.dir / f"results_{seed}.csv").exists():
+            if time_limit is not None and time.time() - t0 > time_limit and not self.evaluated(seed):
                 return None
             frames.append(self.evaluate_seed(seed, device, progress))
         return pd.concat(frames, ignore_index=True)

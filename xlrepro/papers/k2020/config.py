@@ -11,12 +11,14 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Optional
 
 from xlrepro.config import ConfigError, ModelSize, check_seeds, choose, load_yaml
 
 from .data import FAKE, TOKENIZATIONS, check_corpus_language
 
 FAKE_WAYS = ("unicode", "id")
+TASKS = ("sections", "ner")  # the XNLI stand-in (xlrepro.tasks.sections) and the NER stand-in (xlrepro.tasks.entities)
 PROFILES = ("lab", "smoke")
 
 
@@ -37,8 +39,17 @@ class Experiment:
     hidden: int | None = field(default=None, metadata={"help": "hidden width (None: the base's or solved)"})
     parameters: float | None = field(default=None, metadata={
         "help": "share of the base's parameter count; the hidden width (a multiple of heads) is solved for it"})
+    tasks: tuple[str, ...] = field(default=("sections",), metadata={
+        "help": "fine-tuning tasks: sections (XNLI stand-in) and/or ner (NER stand-in: English and Fake-English only)"})
 
     def __post_init__(self):
+        for task in self.tasks:
+            choose("task", task, TASKS)
+        if "sections" not in self.tasks:
+            raise ConfigError(f"tasks must include sections (the cell's own results); got {list(self.tasks)}")
+        if "ner" in self.tasks:
+            from xlrepro.tasks.entities import LABELLED_LANGUAGES
+            choose("fine-tuning language of the ner task", self.finetune, LABELLED_LANGUAGES)
         if not self.pretrain:
             raise ConfigError("pretrain needs at least one language")
         for lang in self.pretrain:
@@ -99,6 +110,9 @@ class Profile:
     size: ModelSize = field(metadata={"help": "the base B-BERT"})
     pretrain: Pretrain = field(metadata={"help": "pre-training recipe"})
     finetune: Finetune = field(metadata={"help": "fine-tuning recipe (the section task)"})
+    # Optional[...], not "Finetune | None": from_dict converts typing.Union members, not types.UnionType ones
+    ner: Optional[Finetune] = field(default=None, metadata={
+        "help": "fine-tuning recipe of the NER stand-in (max_*_pairs count verses); None: the section task's"})
 
 
 @dataclass(frozen=True)
@@ -223,6 +237,9 @@ PADDED_WIDTH = {"wordpiece": 76, "word": 72, "char": 128}
 H100_SLOWDOWN = 1.3  # memory-bound steps: H100 has 3.35 TB/s against the H200's 4.8 (an assumption, to measure)
 NSP_STEP_MS = 15.0  # NSP cells: HF's eager BertForPreTraining, one model at a time (an assumption, to measure)
 FINETUNE_SECONDS = 25.0  # one fine-tuning + evaluation of the section task (measured 14-34 s on an H200)
+# one fine-tuning + evaluation of the NER stand-in (an assumption, to measure): ~25k verses of ~45 pieces for 2 epochs,
+# about as many steps as the section task's 24k pairs but half as long, plus dev and test
+NER_FINETUNE_SECONDS = 20.0
 STACK_OVERHEAD_SECONDS = 45.0  # per stack: compile (15-30 s), a graph capture per width, tables onto the GPU
 
 
@@ -245,7 +262,8 @@ def step_ms(hidden: int, layers: int, width: int, rows: int, batch: int = 128, g
 def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gpus: int = 4,
              workers_per_gpu: int = 2) -> "pd.DataFrame":
     """GPU minutes per part, in the given order, each cell counted in the first part that needs it: pre-training
-    (stacked cells at `step_ms`, NSP cells at NSP_STEP_MS, a fixed cost per stack) and fine-tuning (every seed),
+    (stacked cells at `step_ms`, NSP cells at NSP_STEP_MS, a fixed cost per stack) and fine-tuning (every seed; the
+    NER stand-in's too where declared),
     with the wall minutes on `gpus` GPUs. Estimates, to be replaced by the timings the first GPU call records."""
     import pandas as pd
     prof = plan.profiles[profile]
@@ -269,10 +287,12 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
             shapes[size.name] = shapes.get(size.name, 0) + len(plan.seeds)
         stacks = sum(max(math.ceil(m / 16), min(m, gpus * workers_per_gpu)) for m in shapes.values())  # plan_stacks
         pre_min = (pre + nsp + stacks * STACK_OVERHEAD_SECONDS) / 60
-        ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60
+        ner_min = sum("ner" in plan.experiments[n].tasks for n in names) * len(plan.seeds) * NER_FINETUNE_SECONDS / 60
+        ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60 + ner_min
         total += pre_min + ft_min
         out.append({"part": part, "new experiments": len(names), "models": len(names) * len(plan.seeds),
                     "stacks": stacks, "pretrain GPU-min": round(pre_min, 1), "finetune GPU-min": round(ft_min, 1),
+                    "of which NER": round(ner_min, 1),
                     "GPU-min": round(pre_min + ft_min, 1), "cumulative GPU-min": round(total, 1),
                     f"wall min on {gpus} GPUs": round((pre_min + ft_min) / gpus, 1)})
     return pd.DataFrame(out)

@@ -76,7 +76,7 @@ def collect(experiments, profile: str = "lab", train: bool = False, seeds=None, 
         cell = Cell(plan, profile, name, seeds)
         if train:
             cell.run(device, progress=False)
-        done = [s for s in cell.seeds if (cell.dir / f"results_{s}.csv").exists()]
+        done = [s for s in cell.seeds if cell.evaluated(s)]
         if done:
             frames += [pd.concat([cell.evaluate_seed(s) for s in done]),
                        cell.majority().assign(experiment=f"majority/{name}")]

@@ -307,7 +307,7 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[d
     jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members
              if c.exp.nsp and not (c.dir / f"model_{s}.safetensors").exists()]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
-             if not (c.dir / f"results_{s}.csv").exists()]
+             if not c.evaluated(s)]
     return jobs
 
 
@@ -383,10 +383,20 @@ def _prepare_one(args) -> str:
 
 def prepare(cells: list[Cell], part, profile, seeds, cache_dir, root, progress: bool = True) -> None:
     """Each cell's tokenizer and pair table (CPU, ~10 s a cell on one core; kept in the cell's folder, so a later call
-    reuses them), in parallel processes: one per cell, at most one per CPU core."""
+    reuses them), in parallel processes: one per cell, at most one per CPU core; and the NER stand-in's silver labels
+    when a cell declares that task (spaCy on every English verse once, ~2 min; cached)."""
     from concurrent.futures import ProcessPoolExecutor
 
     from tqdm.auto import tqdm
+    ner = [c for c in cells if "ner" in c.exp.tasks]
+    if ner:
+        from xlrepro.tasks.entities import prepare_entities
+        f = ner[0].ner_recipe
+        if f.max_train_pairs is None and f.max_test_pairs is None:
+            prepare_entities(cache_dir, progress=progress)
+        else:  # a small profile: only the verses it reads
+            prepare_entities(cache_dir, ["train"], max_verses=f.max_train_pairs, progress=progress)
+            prepare_entities(cache_dir, ["dev", "test"], max_verses=f.max_test_pairs, progress=progress)
     todo = [c.name for c in cells if not (c.dir / "pairs.npz").exists()]
     processes = min(len(todo), os.cpu_count() or 1)
     if processes <= 1:
@@ -402,7 +412,7 @@ def prepare(cells: list[Cell], part, profile, seeds, cache_dir, root, progress: 
 def collect(cells: list[Cell]) -> pd.DataFrame:
     frames = []
     for c in cells:
-        done = [s for s in c.seeds if (c.dir / f"results_{s}.csv").exists()]
+        done = [s for s in c.seeds if c.evaluated(s)]
         if done:
             frames += [pd.concat([c.evaluate_seed(s) for s in done]), c.majority().assign(experiment=f"majority/{c.name}")]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
