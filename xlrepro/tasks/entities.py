@@ -16,16 +16,16 @@ distinct (type, string) entities, the 50 most frequent 55% of all. The noise is 
 tagger's inconsistency.
 
 Words. A verse's words are BERT's basic tokens (HF `tokenizers`' BertNormalizer, cased, and BertPreTokenizer:
-whitespace split, punctuation on its own), the very words that Fake-English shifts one-to-one (K et al.'s
-`to_fake_unicode` joins them by one space and shifts each character), so a verse's BIO tags carry over to its
-Fake-English version unchanged (`tests/test_entities.py` checks it). A word is inside an entity when its
+whitespace split, punctuation on its own): a copy of English whose characters are shifted one-to-one (a paper's
+synthetic language joins these words by one space and shifts each character) keeps every word boundary, so a
+verse's BIO tags carry over to the shifted copy unchanged (`tests/test_entities.py` checks it). A word is inside an entity when its
 characters overlap the entity's span; the first such word is B-, the others I-.
 
 Splits. The chapter splits of the multilingual Bible, the same ones the section task uses (`load_verses(lang,
 split)` and `sections.check_split`): train chapters for fine-tuning, dev for selection, test for the numbers.
 
 Real targets (es, hi, ru) have no labels here: projecting English spans onto another edition needs word alignments
-whose precision we have not measured, so only English and Fake-English carry labels (`LABELLED_LANGUAGES`).
+whose precision we have not measured, so only English and its shifted copy carry labels (`LABELLED_LANGUAGES`).
 
     prepare_entities()                         # tags every split once (minutes on a CPU), cached atomically
     df = silver_entities("train")              # book, chapter, verse, words, tags
@@ -78,7 +78,7 @@ def check_labelled(lang: str) -> str:
 # ----------------------------------------------------------------------------------------------- words and BIO
 def _basic():
     from tokenizers import normalizers, pre_tokenizers
-    # BERT's BasicTokenizer, cased, as K et al.'s Fake-English applies it (xlrepro.papers.k2020.data._basic)
+    # BERT's BasicTokenizer, cased: the words a character-shifted copy of English keeps one-to-one
     return (normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False,
                                        lowercase=False), pre_tokenizers.BertPreTokenizer())
 

@@ -4,7 +4,7 @@ pieces and the specials carry the label -100 and are not scored. The optimiser a
 (`finetune.FinetuneConfig`: AdamW, no decay on biases and LayerNorm, linear warm-up and decay).
 
 K et al. put a BiLSTM-CRF on frozen BERT features for NER; we fine-tune the whole encoder with a linear head
-instead (the same head as the pair task's fine-tuning, one recipe for both tasks), and the chapter says so.
+instead (the same head as the pair task's fine-tuning, one recipe for both tasks).
 
     data = EncodedTokens(ids, labels)            # per verse: [CLS] pieces [SEP] ids, label ids (-100 off words)
     model, history = finetune_tokens(cfg, encoder, data, n_labels=7, device="cuda")
