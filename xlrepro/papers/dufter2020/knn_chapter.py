@@ -191,3 +191,12 @@ def table3_frame(path, paper: pd.DataFrame) -> pd.DataFrame | None:
     out.index = pd.MultiIndex.from_tuples(out.index, names=["model", "source"])
     return out.sort_index(level=0, key=lambda i: i.map(lambda x: ["0", "3", "8", "30", "mBERT", "majority"].index(x)
                                                        if x in ["0", "3", "8", "30", "mBERT", "majority"] else 99))
+
+
+def table3_results(results) -> pd.DataFrame:
+    """`table3.csv` of a results folder as the claims read it (empty when the Table 3 run has not been made)."""
+    from pathlib import Path
+    path = Path(results) / "table3.csv"
+    if not path.exists():
+        return pd.DataFrame(columns=["experiment", "seed", "metric", "language", "value"])
+    return pd.read_csv(path, dtype={"experiment": str})
