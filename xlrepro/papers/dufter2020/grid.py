@@ -124,8 +124,8 @@ def parse_max_stack(items: list[str] | None) -> dict[str, int]:
 
 
 def stack_compile(compile, device, models: int) -> str | None:
-    """The compile mode of a stack of `models` models. A compiled stack of one model made no progress on an H200
-    (three runs, 450-540 s each, while stacks of two finished in about 200 s; the cause is not found yet), so a
+    """The compile mode of a stack of `models` models. A compiled stack of one model did not finish on an H200
+    (three runs, none within 450-540 s, while stacks of two finished in about 200 s; the cause is not found yet), so a
     stack of one trains eagerly, with CUDA graphs (45-56 steps/s measured). Numbers change only by rounding."""
     mode = compile_mode(compile, device)
     return None if models == 1 else mode
