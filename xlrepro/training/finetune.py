@@ -193,22 +193,31 @@ def build_model(config: FinetuneConfig, encoder: nn.Module, n_labels: int) -> Pa
     return model
 
 
+def optimizer_and_schedule(config: FinetuneConfig, model: nn.Module, n_train: int, device: torch.device):
+    """The fine-tuning recipe's optimiser: AdamW over the trainable parameters (no decay on biases and LayerNorm),
+    fused on CUDA, with linear warm-up and decay over config.epochs passes of `n_train` examples.
+    Returns (optimizer, schedule, steps per epoch, total steps)."""
+    from transformers import get_linear_schedule_with_warmup
+
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for n, p in params if not n.endswith(NO_DECAY)], "weight_decay": config.weight_decay},
+              {"params": [p for n, p in params if n.endswith(NO_DECAY)], "weight_decay": 0.0}]
+    optim = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, config.beta2), fused=device.type == "cuda")
+    steps_per_epoch = math.ceil(n_train / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    schedule = get_linear_schedule_with_warmup(optim, math.ceil(config.warmup * total), total)
+    return optim, schedule, steps_per_epoch, total
+
+
 def finetune(config: FinetuneConfig, encoder: nn.Module, train: EncodedPairs, n_labels: int, *,
              dev: EncodedPairs | None = None, device="cpu", progress: bool = True) -> tuple[PairClassifier, dict]:
     """Fine-tune a copy of `encoder` on `train`; returns the model and a history (loss per epoch, dev accuracy per
     epoch when `dev` is given, seconds, steps). Batches are drawn by a generator seeded with config.seed."""
     from ..progress import progress as progress_bar
-    from transformers import get_linear_schedule_with_warmup
 
     device = torch.device(device)
     model = build_model(config, encoder, n_labels).to(device)
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    groups = [{"params": [p for n, p in params if not n.endswith(NO_DECAY)], "weight_decay": config.weight_decay},
-              {"params": [p for n, p in params if n.endswith(NO_DECAY)], "weight_decay": 0.0}]
-    optim = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, config.beta2), fused=device.type == "cuda")
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    total = steps_per_epoch * config.epochs
-    schedule = get_linear_schedule_with_warmup(optim, math.ceil(config.warmup * total), total)
+    optim, schedule, steps_per_epoch, total = optimizer_and_schedule(config, model, len(train), device)
     gen = torch.Generator().manual_seed(config.seed)
     history = {"loss": [], "dev_accuracy": [], "steps": total}
     t0 = time.time()

@@ -13,7 +13,6 @@ instead (the same head as the pair task's fine-tuning, one recipe for both tasks
 from __future__ import annotations
 
 import copy
-import math
 import time
 from dataclasses import dataclass
 
@@ -22,8 +21,7 @@ import torch
 from torch import nn
 
 from ..data.collate import pad_batch
-from .finetune import FinetuneConfig, _autocast
-from .stacked import NO_DECAY
+from .finetune import FinetuneConfig, _autocast, optimizer_and_schedule
 
 IGNORE = -100
 
@@ -68,8 +66,6 @@ def _batch(data: EncodedTokens, rows, device, pad_id: int):
 def finetune_tokens(config: FinetuneConfig, encoder: nn.Module, train: EncodedTokens, n_labels: int, *,
                     pad_id: int = 0, device="cpu", progress: bool = True) -> tuple[TokenClassifier, dict]:
     """Fine-tune a copy of `encoder` (all of it: `config.freeze`/`feature_based` must be off) on `train`."""
-    from transformers import get_linear_schedule_with_warmup
-
     from ..config import ConfigError
     from ..progress import progress as progress_bar
     if config.freeze is not None or config.feature_based:
@@ -79,13 +75,7 @@ def finetune_tokens(config: FinetuneConfig, encoder: nn.Module, train: EncodedTo
     device = torch.device(device)
     torch.manual_seed(config.seed)
     model = TokenClassifier(copy.deepcopy(getattr(encoder, "bert", encoder)), n_labels, config.dropout).to(device)
-    params = list(model.named_parameters())
-    groups = [{"params": [p for n, p in params if not n.endswith(NO_DECAY)], "weight_decay": config.weight_decay},
-              {"params": [p for n, p in params if n.endswith(NO_DECAY)], "weight_decay": 0.0}]
-    optim = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, config.beta2), fused=device.type == "cuda")
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    total = steps_per_epoch * config.epochs
-    schedule = get_linear_schedule_with_warmup(optim, math.ceil(config.warmup * total), total)
+    optim, schedule, steps_per_epoch, total = optimizer_and_schedule(config, model, len(train), device)
     gen = torch.Generator().manual_seed(config.seed)
     history = {"loss": [], "steps": total}
     t0 = time.time()
