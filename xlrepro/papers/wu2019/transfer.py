@@ -7,6 +7,11 @@ runs/wu2019/<model>/..., so a chapter, the CLI (`xlrepro train wu2019`) and an i
 
 Test sets are the pairs present in every language (`parallel_keys`), so they are translations of each other,
 as XNLI's are.
+
+`task` picks the pair task (`xlrepro.tasks.pairs`): "sections" (the default, the chapters' published numbers) or
+"paraphrase" (same verse in two editions of one language or not; en, fr, es, de, it, tl only). A paraphrase lab
+keeps its runs in a folder of its own (runs/wu2019/<model>-paraphrase) and records the task in every run's
+configuration; the section task's folders and run keys are those it had before the paraphrase task existed.
 """
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ import torch
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, check_seeds, choose
-from xlrepro.data.multilingual import LANGUAGES, check_language
+from xlrepro.data.multilingual import check_language
 from xlrepro.models import device_name
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key
-from xlrepro.tasks.sections import SECTIONS, majority_class, parallel_keys, verse_pairs
+from xlrepro.tasks.pairs import DEFAULT_PAIR_TASK, check_pair_task, pair_task, run_config_task
+from xlrepro.tasks.sections import majority_class
 from xlrepro.training.finetune import FinetuneConfig, encode_pairs, evaluate, finetune
 
 from . import PARTS  # defined once, in the package
@@ -102,17 +108,25 @@ class TransferLab:
     """One encoder, the section task in every language, and the cache of fine-tuning results.
 
     `max_train_pairs` / `max_test_pairs` shrink the data (smoke runs; they go into the cache folder's name),
-    `languages` restricts the test languages (the training language is always included).
+    `languages` restricts the test languages (the training language is always included; default: every language
+    the task has), `task` is the pair task ("sections" or "paraphrase", see the module's docstring).
     """
 
     def __init__(self, plan: TransferPlan | None = None, model: str = "lab", *, device=None,
                  languages=None, max_train_pairs: int | None = None, max_test_pairs: int | None = None,
-                 epochs: int | None = None, root: Path | None = None, progress: bool = True):
+                 epochs: int | None = None, root: Path | None = None, progress: bool = True,
+                 task: str = DEFAULT_PAIR_TASK):
         from xlrepro.training.mini_mbert import load_mini_mbert
 
-        self.plan = plan or load_plan()
+        try:
+            self.task = pair_task(task)
+            self.plan = plan or load_plan()
+            self.languages = [self.task.check_language(check_language(lang))
+                              for lang in (languages or self.task.languages)]
+            self.task.check_language(self.plan.train_language)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.model = model
-        self.languages = [check_language(lang) for lang in (languages or LANGUAGES)]
         if self.plan.train_language not in self.languages:
             self.languages.insert(0, self.plan.train_language)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -121,6 +135,8 @@ class TransferLab:
         self.max_train_pairs, self.max_test_pairs, self.epochs = max_train_pairs, max_test_pairs, epochs
         shrunk = (max_train_pairs, max_test_pairs, epochs) != (None, None, None)
         name = f"{model}-tr{max_train_pairs}-te{max_test_pairs}-e{epochs}" if shrunk else model
+        if self.task.name != DEFAULT_PAIR_TASK:
+            name = f"{name}-{self.task.name}"
         self.root = Path(root or runs_dir() / "wu2019" / name)
         self.progress = progress
         self._data: dict = {}
@@ -146,13 +162,17 @@ class TransferLab:
         return self.encoder.config.num_hidden_layers
 
     # --- data ---------------------------------------------------------------------------------------------------
+    @property
+    def n_labels(self) -> int:
+        return len(self.task.labels)
+
     def pairs(self, lang: str, split: str) -> pd.DataFrame:
         if split == "test":  # translations of each other: the keys present in every test language
             if self._test_keys is None:
-                self._test_keys = parallel_keys(self.languages, "test")
-            return verse_pairs(lang, "test", keys=self._test_keys, max_pairs=self.max_test_pairs)
+                self._test_keys = self.task.parallel_keys(self.languages, "test")
+            return self.task.pairs(lang, "test", keys=self._test_keys, max_pairs=self.max_test_pairs)
         limit = self.max_train_pairs if split == "train" else self.max_test_pairs
-        return verse_pairs(lang, split, max_pairs=limit)
+        return self.task.pairs(lang, split, max_pairs=limit)
 
     def data(self, lang: str, split: str):
         key = (lang, split)
@@ -161,7 +181,7 @@ class TransferLab:
         return self._data[key]
 
     def majority_baseline(self) -> pd.DataFrame:
-        """Accuracy of always predicting the majority section of the English train pairs, per test language."""
+        """Accuracy of always predicting the majority label of the English train pairs, per test language."""
         majority = majority_class(self.pairs(self.plan.train_language, "train")["label"])
         rows = [{"experiment": "majority", "seed": -1, "language": lang, "metric": "accuracy",
                  "value": float((self.pairs(lang, "test")["label"] == majority).mean())} for lang in self.languages]
@@ -182,7 +202,7 @@ class TransferLab:
             else None
         return {"finetune": config.to_json(), "train_language": train_lang, "encoder": self.model_dir.name,
                 "encoder_config": encoder, "max_train_pairs": self.max_train_pairs,
-                "max_test_pairs": self.max_test_pairs}
+                "max_test_pairs": self.max_test_pairs, **run_config_task(self.task.name)}
 
     def _path(self, config: FinetuneConfig, train_lang: str) -> Path:
         key = run_key(self.run_config(config, train_lang))
@@ -203,11 +223,11 @@ class TransferLab:
             result = json.loads(path.read_text())
             if set(test_langs) <= set(result["test"]):
                 return result
-        model, history = finetune(config, self.encoder, self.data(train_lang, "train"), len(SECTIONS),
+        model, history = finetune(config, self.encoder, self.data(train_lang, "train"), self.n_labels,
                                   dev=self.data(train_lang, "dev"), device=self.device, progress=self.progress)
         test = {}
         for lang in test_langs:
-            acc, f1 = evaluate(model, self.data(lang, "test"), self.device, len(SECTIONS))
+            acc, f1 = evaluate(model, self.data(lang, "test"), self.device, self.n_labels)
             test[lang] = {"accuracy": acc, "macro_f1": f1}
         result = {"config": config.to_json(), "train_language": train_lang, "dev_accuracy": history["dev_accuracy"][-1],
                   "test": test, "history": history, "device": device_name(self.device)}
@@ -320,14 +340,16 @@ def run_part(part: str, lab: TransferLab, languages=None, shard: tuple[int, int]
 
 def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_train_pairs=None, max_test_pairs=None,
                 epochs=None, results=None, device=None, publish: bool = False, *, chapter: str | None = None,
-                seeds=None, probe: dict | None = None, source: str = "auto"):
+                seeds=None, probe: dict | None = None, source: str = "auto", task: str = DEFAULT_PAIR_TASK):
     """The lab and the results folder of a Wu & Dredze chapter: `results` if given, else book/results/wu2019 for
     the published run (`publish=True`), else a folder beside the run, so that no other run overwrites the book's.
 
     source: "train" (fine-tune, or read the fine-tuning cache), "published" (render from the published CSVs, a
     `published.PublishedLab`; only for the published run at its defaults, else ConfigError) or "auto" (published
     only where `published.choose_source`'s conditions hold and the chapter would otherwise train on a CPU).
-    `chapter`, `seeds` and `probe` (Q3's probe sizes) are needed to decide it; the choice is printed."""
+    `chapter`, `seeds` and `probe` (Q3's probe sizes) are needed to decide it; the choice is printed.
+    task: the pair task (`xlrepro.tasks.pairs.PAIR_TASKS`); only the default has published results, so another task
+    always trains (or reads its own fine-tuning cache)."""
     from xlrepro.config import check_profile
     from xlrepro.results import results_dir
 
@@ -335,6 +357,15 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
 
     check_profile(profile)
     choose("source", source, SOURCES)
+    try:
+        check_pair_task(task)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if task != DEFAULT_PAIR_TASK:
+        if source == "published":
+            raise ConfigError(f"source='published' has the {DEFAULT_PAIR_TASK} task's results only; "
+                              f"task={task!r} needs source='train' or 'auto'")
+        source = "train"
     if profile == "paper":
         raise ConfigError("the paper profile needs XNLI and the released mBERT (network); its loaders come in a "
                           "later issue. Use profile='lab' (the verse-pair section task and mini-mBERT).")
@@ -352,7 +383,7 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
         lab = PublishedLab(chapter, reason=why)
         return lab, lab.folder
     lab = TransferLab(model=model, device=device, languages=languages, max_train_pairs=max_train_pairs,
-                      max_test_pairs=max_test_pairs, epochs=epochs, progress=False)
+                      max_test_pairs=max_test_pairs, epochs=epochs, progress=False, task=task)
     folder = Path(results) if results else results_dir("wu2019") if publish else lab.root / "results"
     folder.mkdir(parents=True, exist_ok=True)
     return lab, folder
