@@ -144,6 +144,7 @@ class TransferLab:
         self.pending_runs: list[tuple[str, int]] = []  # (language, seed) of in-language runs awaiting a GPU
 
     source = "train"  # as opposed to published.PublishedLab, which reads the published results
+    task = pair_task(DEFAULT_PAIR_TASK)  # the instance's own, set in __init__
 
     def notice(self) -> str:
         """Nothing to say: this lab trains (or reads its own fine-tuning cache)."""
