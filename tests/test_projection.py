@@ -106,3 +106,22 @@ def test_the_check_refuses_the_lab_edition_itself():
         projection_check("val")
     with pytest.raises(ValueError, match="en editions: k, 2, 3, 4"):
         projection_check(edition="v")
+
+
+def _check_frame(f1):
+    import pandas as pd
+    rows = [(m, k, met, v) for m in ("projection (intersection)", "string copy") for k in ("all", "PER", "LOC", "ORG")
+            for met, v in (("precision", 0.5), ("recall", 0.5), ("f1", f1))]
+    rows += [("projection (intersection)", "all", "source_entities_unaligned", 3)]
+    rows += [("setup", "all", m, 10) for m in ("verses", "source_entities", "target_entities_direct",
+                                               "aligner_training_cpu_seconds", "alignment_cpu_seconds",
+                                               "aligner_training_verses", "ibm2_iterations")]
+    rows += [("criterion", "all", "usable", float(f1 >= 0.8))]
+    return pd.DataFrame(rows, columns=["experiment", "type", "metric", "value"])
+
+
+def test_the_chapter_text_follows_the_verdict():
+    from xlrepro.papers.k2020.projection_check import summary, verdict_text
+    assert "F1 **0.790**" in verdict_text(_check_frame(0.79)) and "**not met**" in verdict_text(_check_frame(0.79))
+    assert "is met" in verdict_text(_check_frame(0.81)) and "not met" not in verdict_text(_check_frame(0.81))
+    assert summary(_check_frame(0.79)).loc["string copy", "f1"] == 0.79

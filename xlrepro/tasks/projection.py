@@ -315,8 +315,9 @@ def projection_check(split: str = "test", *, edition: str = CHECK_EDITION, train
 
 
 def usable(check) -> bool:
-    """The criterion's verdict read from a check's DataFrame."""
-    row = check[(check["method"] == "criterion") & (check["metric"] == "usable")]
+    """The criterion's verdict read from a check's DataFrame (its method column named method or experiment)."""
+    method = check["method"] if "method" in check else check["experiment"]
+    row = check[(method == "criterion") & (check["metric"] == "usable")]
     if len(row) != 1:
         raise ValueError("not a projection check's table: it has no criterion/usable row")
     return bool(row["value"].iloc[0])
