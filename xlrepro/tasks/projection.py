@@ -40,6 +40,11 @@ THE CHECK, its criterion fixed before it was run (`CRITERION`):
   The reference side is silver too (spaCy on the KJV), so the check is conservative: a correct projection of a
   name that the tagger misses on the KJV counts against it.
 
+Measured (2,977 test verses, 3,089 silver entities on the lab edition; 5,000 sampled train pairs + those verses,
+3 IBM 2 iterations, 5.8 CPU minutes to train both directions): projection (intersection) precision 0.727, recall
+0.727, F1 0.727; grow-diag-final-and F1 0.701; string copy F1 0.802 (precision 0.911). The criterion is not met:
+real targets get no projected labels (`entities.LABELLED_LANGUAGES` stays English and its shifted copy).
+
     aligner = WordAligner.fit(src_sentences, tgt_sentences)      # lists of word lists
     links = aligner.align(src_words, tgt_words)                   # {(source word, target word)}
     target_chunks, counts = project_chunks(entity_chunks(src_tags), links)
