@@ -82,8 +82,8 @@ def verdict_text(check: pd.DataFrame) -> str:
                    "serve as test labels. Part of the disagreement is the tagger's own (the two editions word some "
                    "names differently, and spaCy tags them inconsistently), but not all of it: copying exact strings, "
                    f"which needs no aligner, keeps precision {value('string copy', 'precision'):.3f} where the "
-                   f"projection has {value(method, 'precision'):.3f}, so the aligner's own errors (wrong words, "
-                   "wrong boundaries) cost more than the tagger's. String copying is no way out: es spells names "
+                   f"projection has {value(method, 'precision'):.3f}, so most of the precision lost is the "
+                   "aligner's (wrong words, wrong boundaries), not the tagger's. String copying is no way out: es spells names "
                    "otherwise, hi and ru write them in other scripts, and the aligner would face Russian's cases and "
                    "Hindi's word order, so es, hi and ru can only do worse. The real targets therefore get no NER "
                    "labels, and the NER columns hold the English and Fake-English rows only.")
