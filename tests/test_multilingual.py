@@ -290,3 +290,15 @@ def test_parallel_preparations_lose_no_manifest_entry(tmp_path, monkeypatch, in_
     folder = tmp_path / "cache" / ml.CACHE_SUBDIR
     assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
     assert ml.load_verses("de", cache_dir=tmp_path / "cache")["text"].tolist() == ["de verse 1", "de verse 2"]
+
+
+def test_load_edition_reads_another_edition_with_the_same_splits(multilingual_cache):
+    from xlrepro.data.multilingual import load_edition_verses, load_verses
+    kjv = load_edition_verses("en", "k", cache_dir=multilingual_cache)
+    gen = kjv[(kjv.book == 1) & (kjv.chapter == 1) & (kjv.verse == 1)].iloc[0]
+    assert gen.text == "In the beginning God created the heaven and the earth."
+    web = load_verses("en", cache_dir=multilingual_cache).set_index(["book", "chapter", "verse"])["split"]
+    both = kjv.set_index(["book", "chapter", "verse"])["split"].to_frame().join(web.rename("web"), how="inner")
+    assert len(both) > 30_000 and (both["split"].astype(str) == both["web"].astype(str)).all()
+    with pytest.raises(ValueError, match="edition 'v' is es, not en; en editions: k, 2, 3, 4"):
+        load_edition_verses("en", "v", cache_dir=multilingual_cache)
