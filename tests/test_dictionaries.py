@@ -119,3 +119,28 @@ def test_build_test_dictionary_hand_made():
     assert dic.build_test_dictionary("fr", en, x, n=2, min_count=5, dictionary=dictionary) == pairs[:3]
     assert dic.build_test_dictionary("fr", en, x, n=10, min_count=5, skip_top=1,
                                      dictionary=dictionary)[0] == ("god", "dieu")
+
+
+def test_parsed_pairs_are_cached_on_disk_and_reparsed_when_a_source_changes(tmp_path, monkeypatch):
+    import shutil
+    monkeypatch.setenv("XLREPRO_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "dictd"
+    shutil.copytree(FIX, src)
+    dic._pairs.cache_clear()
+    first = dic.load_dictionary("fr", dictd_dir=src)
+    assert first["light"] == {"allumer", "clair", "enflammer", "lumière"}
+    assert len(list((tmp_path / "cache" / "dictionaries").glob("fr-*.tsv.gz"))) == 1
+
+    calls = []
+    real = dic.read_freedict
+    monkeypatch.setattr(dic, "read_freedict", lambda *a: calls.append(a) or real(*a))
+    dic._pairs.cache_clear()  # as a new process: the pairs come from the disk cache, nothing is parsed
+    assert dic.load_dictionary("fr", dictd_dir=src) == first and calls == []
+
+    index = src / "freedict-eng-fra.index"
+    index.write_text(index.read_text(encoding="utf-8").replace("water\t", "waters\t"), encoding="utf-8")
+    dic._pairs.cache_clear()  # a changed source file is parsed again, under a new key
+    again = dic.load_dictionary("fr", dictd_dir=src)
+    assert calls and again == first  # the headwords come from the entries, which did not change
+    assert len(list((tmp_path / "cache" / "dictionaries").glob("fr-*.tsv.gz"))) == 2
+    dic._pairs.cache_clear()

@@ -43,17 +43,67 @@ pytestmark = pytest.mark.usefixtures("multilingual_cache", "lab")
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_runs(notebook, tmp_path):
     out = tmp_path / notebook.name
-    parameters = tiny_parameters(notebook)
+    results = tmp_path / "results"
+    parameters = {**tiny_parameters(notebook), "results": str(results)}
     if notebook.parent.name == "liu2020":  # a hand-made GPU run (tests/liu_gpu_fixture.py): every cell shows results
         # de, not es: Table 4's claim leaves out en, es and fr
-        parameters = {**parameters, "languages": ["en", "fr", "de"], "results": str(tmp_path / "results"),
+        parameters = {**parameters, "languages": ["en", "fr", "de"],
                       "gpu_results": str(make_liu_gpu_results(tmp_path / "gpu", ("en", "fr", "de")))}
     papermill.execute_notebook(str(notebook), str(out), parameters=parameters, kernel_name="python3",
                                cwd=str(notebook.parent), progress_bar=False)
     text = out.read_text()
     assert '"output_type": "error"' not in text
+    check_result_files(f"{notebook.parent.name}/{notebook.stem}", results)
     if notebook.parent.name == "liu2020":
         check_liu_chapter(notebook.stem, tmp_path / "results", text)
+
+
+# The files each chapter's smoke run writes into its results folder, besides claims.csv (where it has claims) and
+# its run record. A chapter that stops writing one of them, or writes it empty, fails here.
+RESULT_CSVS = {
+    "dufter2020/architecture": ["table1"], "dufter2020/comparability": ["table2"], "dufter2020/engineering": [],
+    "dufter2020/knn_replace": ["fig7", "knn_table", "table10"], "dufter2020/setup": ["runtime"],
+    "dufter2020/training_dynamics": ["fig6"],
+    "k2020/architecture": ["architecture"], "k2020/input_objective": ["input_objective", "tokenization"],
+    "k2020/linguistic": ["linguistic", "overlap"], "k2020/mixed_pairs": ["mixed_pairs"],
+    "liu2020/context_window": ["retrieval_bert", "transfer", "word2vec_windows"],
+    "liu2020/language_information": ["language_id", "mds_grid", "table4"],
+    "liu2020/part_of_speech": ["pos"],
+    "liu2020/static_vs_bert": ["corpus", "dictionaries", "retrieval", "retrieval_bert", "transfer"],
+    "multilingual/lab": ["corpus", "dictionaries", "retrieval", "task"],
+    "wu2019/q1_zero_shot": ["zero_shot"], "wu2019/q2_layers": ["frozen"], "wu2019/q3_language_id": ["language_id"],
+    "wu2019/q4_subword_overlap": ["overlap"],
+}
+WITHOUT_CLAIMS = {"dufter2020/engineering", "dufter2020/setup", "multilingual/lab"}
+LONG_COLUMNS = {"experiment", "metric", "value"}
+
+
+def check_result_files(name: str, results: Path) -> None:
+    """The smoke run wrote its result files: every CSV named in RESULT_CSVS with rows (the long-format ones with
+    experiment / metric / value and finite values), its run record, and claims.csv with this chapter's claims, each
+    with a section, a criterion and one of the verdicts."""
+    import json
+    import math
+
+    import pandas as pd
+    from xlrepro.results import VERDICTS, read_claims
+    assert name in RESULT_CSVS, f"{name}: add the files its smoke run writes to RESULT_CSVS"
+    chapter = name.split("/")[1]
+    for csv in RESULT_CSVS[name]:
+        df = pd.read_csv(results / f"{csv}.csv")
+        assert len(df), f"{name}: {csv}.csv has no rows"
+        if LONG_COLUMNS <= set(df.columns):
+            assert df["value"].map(lambda v: isinstance(v, (int, float)) and not math.isnan(v)).any(), (name, csv)
+    record = json.loads((results / f"run_record_{chapter}.json").read_text())
+    assert record, f"{name}: empty run record"
+    if name in WITHOUT_CLAIMS:
+        return
+    claims = read_claims(results / "claims.csv")
+    mine = claims[claims["chapter"] == chapter]
+    assert len(mine), f"{name}: no claims of this chapter in claims.csv"
+    assert {"section", "criterion", "verdict"} <= set(mine.columns)
+    assert (mine["section"] != "").all() and (mine["criterion"] != "").all(), name
+    assert set(mine["verdict"]) <= set(VERDICTS), (name, set(mine["verdict"]))
 
 
 def check_liu_chapter(chapter: str, results: Path, text: str) -> None:

@@ -208,6 +208,8 @@ def parse_dictd_entry(entry: str, *, wikdict: bool = False) -> tuple[list[str], 
 
 def is_single_word(word: str) -> bool:
     """One token with at least one letter and no digit (hyphens and apostrophes allowed)."""
+    if word.isalpha():  # the common case, decided at once: letters only
+        return True
     return (bool(word) and not any(ch.isspace() for ch in word) and any(ch.isalpha() for ch in word)
             and not any(ch.isdigit() for ch in word))
 
@@ -327,12 +329,39 @@ def install_hint(lang: str) -> str:
     return "apt-get install " + " ".join(f"dict-freedict-{n}" for n in FREEDICT_NAMES[lang])
 
 
+#: Bump when the parsing rules change: the on-disk cache of parsed pairs (`_cached_pairs`) is keyed on it.
+PARSER_VERSION = 1
+
+
+def _cached_pairs(lang: str, sources: Iterable[Path], parse) -> tuple:
+    """`parse()`'s (en, lang) pairs, kept on disk in the cache (<cache>/dictionaries/<lang>-<key>.tsv.gz) so that
+    another process reads them in a second: parsing the German FreeDict files takes about 20 s on one core. The key
+    hashes the source files' paths, sizes and modification times and `PARSER_VERSION`; written atomically, under a
+    lock, so parallel processes parse once."""
+    import hashlib
+
+    from xlrepro.atomic import atomic_path, locked
+    from xlrepro.paths import cache_dir
+    stamp = [PARSER_VERSION, lang] + [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in sources]
+    key = hashlib.sha256(repr(stamp).encode()).hexdigest()[:16]
+    path = cache_dir() / "dictionaries" / f"{lang}-{key}.tsv.gz"
+    with locked(path):
+        if not path.exists():
+            pairs = tuple(parse())
+            with atomic_path(path) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as f:
+                f.writelines(f"{en}\t{x}\n" for en, x in pairs)
+            return pairs
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return tuple(tuple(line.rstrip("\n").split("\t")) for line in f)
+
+
 @lru_cache(maxsize=32)
 def _pairs(lang: str, dictd_dir: str | None, cedict: str | None, muse: str | None) -> tuple:
     if muse is not None:
         return tuple((normalize_word(s, "en"), normalize_word(t, lang)) for s, t in read_muse(muse))
     if lang in CEDICT_LANGUAGES:
-        return tuple(read_cedict(cedict))
+        source = Path(cedict) if cedict is not None else cedict_path()
+        return _cached_pairs(lang, [source], lambda: read_cedict(source))
     if lang in NO_DICTIONARY:
         without = ", ".join(sorted(NO_DICTIONARY))
         raise DictionaryNotFound(f"no dictionary for {lang}: {NO_DICTIONARY[lang]}. Languages without "
@@ -342,13 +371,16 @@ def _pairs(lang: str, dictd_dir: str | None, cedict: str | None, muse: str | Non
         where = dictd_dir if dictd_dir is not None else DICTD_DIR
         raise DictionaryNotFound(f"no FreeDict dictionary for {lang} in {where}: {install_hint(lang)}")
     code = FREEDICT_CODES[lang]
-    pairs = set()
-    for name, path in paths.items():
-        if name.startswith("eng-"):
-            pairs.update(read_freedict(path, "en", lang))
-        elif name.endswith(f"{code}-eng") or name.endswith("-eng"):
-            pairs.update((en, x) for x, en in read_freedict(path, lang, "en"))
-    return tuple(sorted(pairs))
+
+    def parse():
+        pairs = set()
+        for name, path in paths.items():
+            if name.startswith("eng-"):
+                pairs.update(read_freedict(path, "en", lang))
+            elif name.endswith(f"{code}-eng") or name.endswith("-eng"):
+                pairs.update((en, x) for x, en in read_freedict(path, lang, "en"))
+        return sorted(pairs)
+    return _cached_pairs(lang, [q for p in paths.values() for q in (Path(p), _dict_path(Path(p)))], parse)
 
 
 def load_dictionary(lang: str, *, dictd_dir: str | os.PathLike | None = None,
