@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from ..data.collate import pad_batch
 from .metrics import mean_pool, retrieval_precision
 
-__all__ = ["layer_features", "language_id_probe", "probe_layers", "retrieval_by_language"]
+__all__ = ["layer_features", "word_features", "language_id_probe", "probe_layers", "retrieval_by_language"]
 
 
 def _special_id(tokenizer, token: str) -> int:
@@ -83,6 +83,72 @@ def layer_features(model, tokenizer, texts: list[str], *, device: str | torch.de
     feats = torch.empty_like(sorted_feats)
     feats[:, order] = sorted_feats
     return feats
+
+
+@torch.no_grad()
+def word_features(model, tokenizer, sentences: list[list[str]], *, layer: int, device: str | torch.device = "cpu",
+                  batch_size: int = 64, max_length: int = 128, progress: bool = False) -> list[Tensor]:
+    """Per sentence, the vector of each of its given words at one layer: a list of [n_words, hidden] float32 tensors
+    on the CPU, row i the mean of word i's word-piece states.
+
+    ``sentences`` are already split into words (e.g. the lab's tokenisation), and those words are the units: each
+    sentence is encoded pre-split (``tokenizer.encode_batch(..., is_pretokenized=True)``), so the tokenizer's own
+    pre-tokenizer may cut a word further but every piece keeps the index of the word it came from
+    (``Encoding.word_ids``), and no piece joins two words. The model reads ``[CLS] pieces[:max_length - 2] [SEP]``,
+    as in `layer_features`. ``layer``: 0 is the embedding output, k the output of transformer layer k. A word with
+    no piece (all of it removed by the normaliser) or whose pieces fall beyond ``max_length`` gets a row of NaN, so
+    a caller can tell "no vector" from a vector. ``model`` must already live on ``device``; it runs in eval mode.
+    """
+    sentences = [list(s) for s in sentences]
+    if not sentences:
+        raise ValueError("word_features needs at least one sentence")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if max_length < 3:
+        raise ValueError(f"max_length must be >= 3 ([CLS], a piece, [SEP]), got {max_length}")
+    bert = model.bert if hasattr(model, "bert") else model
+    depth = bert.config.num_hidden_layers
+    if not 0 <= layer <= depth:
+        raise ValueError(f"layer must be in 0..{depth} (0: embeddings, k: transformer layer k); got {layer}")
+    positions = getattr(bert.config, "max_position_embeddings", None)
+    if positions is not None and max_length > positions:
+        raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
+    cls, sep, pad = (_special_id(tokenizer, t) for t in ("[CLS]", "[SEP]", "[PAD]"))
+
+    rows, owners = [], []  # per sentence: [CLS] pieces [SEP], and the word index of each piece (-1: none)
+    for words, enc in zip(sentences, tokenizer.encode_batch(sentences, is_pretokenized=True,
+                                                             add_special_tokens=False)):
+        kept = [(i, w) for i, w, m in zip(enc.ids, enc.word_ids, enc.attention_mask) if m][:max_length - 2]
+        rows.append([cls, *(i for i, _ in kept), sep])
+        owners.append([-1, *(-1 if w is None else w for _, w in kept), -1])
+    lengths = torch.tensor([len(r) for r in rows])
+    order = torch.argsort(lengths, descending=True, stable=True)
+    out: list[Tensor | None] = [None] * len(sentences)
+    from tqdm.auto import tqdm
+
+    was_training = bert.training
+    bert.eval()
+    try:
+        for start in tqdm(range(0, len(rows), batch_size), disable=not progress, desc="encoding", leave=False):
+            idx = order[start:start + batch_size].tolist()
+            ids = torch.from_numpy(pad_batch([rows[i] for i in idx], pad)[0])
+            width = ids.shape[1]
+            keep = torch.arange(width)[None, :] < lengths[idx][:, None]
+            states = bert(input_ids=ids.to(device), attention_mask=keep.long().to(device),
+                          token_type_ids=torch.zeros_like(ids).to(device),
+                          output_hidden_states=True).hidden_states[layer].float()  # [b, W, hidden]
+            owner = torch.full((len(idx), width), -1, dtype=torch.long)             # [b, W] word of each piece
+            for b, i in enumerate(idx):
+                owner[b, :len(owners[i])] = torch.tensor(owners[i])
+            for b, i in enumerate(idx):
+                n = len(sentences[i])
+                one_hot = (owner[b][None, :] == torch.arange(n)[:, None]).float().to(states.device)  # [n, W]
+                count = one_hot.sum(dim=1, keepdim=True)                                            # [n, 1]
+                vec = (one_hot @ states[b]) / count.clamp_min(1)                                    # [n, hidden]
+                out[i] = vec.masked_fill(count == 0, float("nan")).cpu()
+    finally:
+        bert.train(was_training)
+    return out
 
 
 def _check_languages(train: dict[str, Tensor], test: dict[str, Tensor]) -> list[str]:

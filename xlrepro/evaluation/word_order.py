@@ -6,7 +6,9 @@ source order, form a permutation; its Kendall's tau distance (Birch & Osborne 20
 all pairs): 1 for the same order, 0 for the reversed one. Kendall's tau itself comes from scipy.stats.
 
 The similarity matrix can come from any source; `DiceSimilarity` is one that needs no neural model (Dice association
-of word co-occurrence over parallel sentences), and `corpus_word_order` averages the distance over a corpus.
+of word co-occurrence over parallel sentences), `VectorSimilarity` the cosine of contextual word vectors (SimAlign's
+similarity, e.g. from `xlrepro.evaluation.probe.word_features`), and `corpus_word_order` averages the distance over a
+corpus.
 """
 from __future__ import annotations
 
@@ -109,6 +111,39 @@ class DiceSimilarity:
         return out
 
 
+# ------------------------------------------------------------------------------------------ similarity from an encoder
+class VectorSimilarity:
+    """Cosine similarities of contextual word vectors, as SimAlign computes them: one [n_words, hidden] tensor (or
+    array) per sentence on each side, parallel to the corpus that `corpus_word_order` is given. A word without a
+    vector (a NaN row, see `word_features`) has similarity 0 to every word: no evidence, as an unseen word under Dice.
+    """
+
+    def __init__(self, source_vectors: Sequence, target_vectors: Sequence):
+        if len(source_vectors) != len(target_vectors):
+            raise ValueError(f"source and target must be parallel; got {len(source_vectors)} and "
+                             f"{len(target_vectors)} sentences")
+        self.source = [self._unit(v) for v in source_vectors]
+        self.target = [self._unit(v) for v in target_vectors]
+
+    @staticmethod
+    def _unit(vectors) -> np.ndarray:
+        v = np.asarray(vectors, dtype=np.float64)
+        if v.ndim != 2:
+            raise ValueError(f"each sentence needs a [n_words, hidden] matrix; got shape {v.shape}")
+        v = np.nan_to_num(v, nan=0.0)
+        norm = np.linalg.norm(v, axis=1, keepdims=True)
+        return np.divide(v, norm, out=np.zeros_like(v), where=norm > 0)  # a zero row stays zero: cosine 0
+
+    def pair_matrix(self, index: int, source_words: Sequence[str], target_words: Sequence[str]) -> np.ndarray:
+        """Cosine matrix [len(source_words), len(target_words)] of sentence pair `index`; the word lists must have
+        as many words as that sentence has vectors."""
+        s, t = self.source[index], self.target[index]
+        if (len(source_words), len(target_words)) != (len(s), len(t)):
+            raise ValueError(f"sentence {index}: {len(source_words)} x {len(target_words)} words but "
+                             f"{len(s)} x {len(t)} vectors")
+        return s @ t.T
+
+
 # ------------------------------------------------------------------------------------------ one sentence, a corpus
 TIE_BREAKS = ("ordered", "none")
 
@@ -173,9 +208,11 @@ def aligned_word_order(similarity: np.ndarray, tie_break: str = "ordered") -> tu
 
 
 def corpus_word_order(source: Sequence[Sequence[str]], target: Sequence[Sequence[str]],
-                      similarity: DiceSimilarity, tie_break: str = "ordered", progress: bool = False) -> dict:
+                      similarity: DiceSimilarity | VectorSimilarity, tie_break: str = "ordered",
+                      progress: bool = False) -> dict:
     """Mean Kendall's tau distance over parallel sentences (lists of words), each aligned by Match over
-    `similarity.matrix`. Sentences with fewer than 2 aligned pairs are skipped and counted. Returns
+    `similarity.matrix(words, words)` (word similarities: Dice) or `similarity.pair_matrix(i, words, words)`
+    (contextual: the i-th sentence pair's own vectors). Sentences with fewer than 2 aligned pairs are skipped and counted. Returns
     {"kendall_tau": mean, "sentences": used, "skipped": skipped, "aligned_pairs": mean pairs per sentence used}."""
     if len(source) != len(target):
         raise ValueError(f"source and target must be parallel; got {len(source)} and {len(target)} sentences")
@@ -183,11 +220,13 @@ def corpus_word_order(source: Sequence[Sequence[str]], target: Sequence[Sequence
         raise ValueError(f"tie_break must be one of {', '.join(TIE_BREAKS)}; got {tie_break!r}")
     from tqdm.auto import tqdm
     taus, pairs, skipped = [], [], 0
-    for s, t in tqdm(list(zip(source, target)), disable=not progress, desc="verses", leave=False):
+    contextual = hasattr(similarity, "pair_matrix")
+    for i, (s, t) in enumerate(tqdm(list(zip(source, target)), disable=not progress, desc="verses", leave=False)):
         if len(s) < 2 or len(t) < 2:
             skipped += 1
             continue
-        tau, n = aligned_word_order(similarity.matrix(s, t), tie_break)
+        tau, n = aligned_word_order(similarity.pair_matrix(i, s, t) if contextual else similarity.matrix(s, t),
+                                    tie_break)
         if math.isnan(tau):
             skipped += 1
             continue

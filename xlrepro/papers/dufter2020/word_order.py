@@ -14,11 +14,24 @@ deterministic), one row per language and metric ``kendall_tau`` (English 1.0 by 
 ``verses`` (verse pairs with at least 2 aligned words), ``skipped`` (the others), ``aligned_pairs`` (mean per verse)
 and ``cpu_seconds`` (the CPU time of that language's pass); the same rows under ``dice-unordered-ties`` (the
 tie-break "none" of `aligned_word_order`: repeated words paired as scipy happens to pair them), which shows how much
-that convention moves the distances; and the zero-shot accuracies. A later similarity source (e.g.
-``mini-mbert``, mini-mBERT's middle layer) adds its own rows beside these; the claim ``word_order_correlates`` reads
-the ``dice`` rows only (its selectors name the experiment).
+that convention moves the distances; and the zero-shot accuracies.
 
-    python -m xlrepro.papers.dufter2020.word_order            # writes book/results/dufter2020/table4.csv
+The similarity source ``mini-mbert`` (closer to the paper, which uses mBERT) adds the same rows under the experiment
+``mini-mbert``, plus ``layer``: word similarities are cosines of mini-mBERT's hidden states at its middle layer
+(``depth // 2``: the output of transformer layer 2 of 4 for the published model), each word's pieces mean-pooled
+(`xlrepro.evaluation.probe.word_features`). The words are exactly those the Dice variant aligns (`words`: the lab's
+tokenisation, lower-cased), encoded pre-split, so each piece belongs to one word (mini-mBERT's vocabulary is cased:
+capitalised words, sentence-initial ones and names, are read lower-cased as the Dice variant counts them). Same 2,500
+dev verses, same Match, τ distance, tie-break ("ordered": contextual vectors seldom tie) and skip rules; a matched pair
+of cosine <= 0 is dropped as a Dice-0 pair is. mini-mBERT's weights exist only where it was pretrained (a GPU node),
+so this pass runs there (``scripts/device_mini_mbert.sh``) and its rows come back as a small CSV, merged with
+``--merge``. Writing to a table4.csv keeps the rows of the experiments the run does not make, so each source's rows
+stay beside the others; the claim ``word_order_correlates`` reads the ``dice`` rows only (its selectors name the
+experiment).
+
+    python -m xlrepro.papers.dufter2020.word_order            # Dice: writes book/results/dufter2020/table4.csv
+    python -m xlrepro.papers.dufter2020.word_order --similarity mini-mbert --out runs/table4_mini_mbert.csv  # GPU node
+    python -m xlrepro.papers.dufter2020.word_order --merge runs/table4_mini_mbert.csv   # its rows into table4.csv
 """
 from __future__ import annotations
 
@@ -35,6 +48,9 @@ from xlrepro.evaluation.word_order import TIE_BREAKS, DiceSimilarity, corpus_wor
 from xlrepro.paths import repo_root
 
 EXPERIMENT = "dice"
+MINI_MBERT = "mini-mbert"
+SIMILARITIES = (EXPERIMENT, MINI_MBERT)  # --similarity: the source of the word similarities, one experiment each
+PRETRAIN_COMMAND = "xlrepro pretrain mini-mbert"
 ACCURACY_EXPERIMENT = "zero-shot"
 MAX_VERSES = 2500  # the paper's number of XNLI dev sentences per language
 SAMPLE_SEED = 0
@@ -67,10 +83,11 @@ def check_options(languages: Sequence[str], split: str, max_verses: int | None, 
 
 
 def evaluation_verses(split: str = "dev", max_verses: int | None = MAX_VERSES, seed: int = SAMPLE_SEED,
-                      cache_dir=None) -> pd.DataFrame:
-    """The verses every language of the lab holds in `split` (one text column per language), at most `max_verses`
-    of them drawn with `seed`, in canonical order: the same verses for every language."""
-    verses = load_parallel(list(LANGUAGES), split, cache_dir)
+                      cache_dir=None, common: Sequence[str] = LANGUAGES) -> pd.DataFrame:
+    """The verses every language of `common` (default: all of the lab's, the published table's) holds in `split` (one
+    text column per language), at most `max_verses` of them drawn with `seed`, in canonical order: the same verses
+    for every language. A smaller `common` is for smoke runs on a cache that lacks some languages."""
+    verses = load_parallel(list(common), split, cache_dir)
     if max_verses is not None and len(verses) > max_verses:
         verses = verses.sample(n=max_verses, random_state=seed).sort_index()
     return verses
@@ -104,6 +121,79 @@ def english_train_words(cache_dir=None) -> pd.Series:
     """The English train verses' words, indexed by (book, chapter, verse)."""
     en = load_parallel(["en"], "train", cache_dir)["en"]
     return pd.Series([words(t, "en") for t in en], index=en.index)
+
+
+def check_encoder(encoder_dir: str | Path | None = None) -> Path:
+    """The folder of a finished mini-mBERT (default: the published one's, `MiniMBertConfig().default_dir()`);
+    FileNotFoundError naming the command that trains it where it is not there."""
+    from xlrepro.training.mini_mbert import MiniMBertConfig
+    path = Path(encoder_dir) if encoder_dir is not None else MiniMBertConfig().default_dir()
+    if not (path / "training.json").exists():
+        raise FileNotFoundError(f"no finished mini-mBERT in {path}: train it first with `{PRETRAIN_COMMAND}` (GPU, "
+                                "about 3.5 minutes on an H200), or pass --encoder DIR")
+    return path
+
+
+def middle_layer(depth: int) -> int:
+    """The hidden-state index of the middle layer: depth // 2 (0 is the embedding output, k layer k's output)."""
+    return depth // 2
+
+
+def mini_mbert_table(languages: Sequence[str] = TARGETS, split: str = "dev", max_verses: int | None = MAX_VERSES,
+                     encoder_dir: str | Path | None = None, device: str | None = None, layer: int | None = None,
+                     common: Sequence[str] = LANGUAGES, batch_size: int = 64, cache_dir=None,
+                     progress: bool = True) -> pd.DataFrame:
+    """Table 4's ``mini-mbert`` rows: for each target language, Match over the cosines of mini-mBERT's word vectors
+    at `layer` (default: `middle_layer`), on the same verses and words as the Dice pass (see the module's docstring).
+    Rows: English's kendall_tau 1.0, and per target kendall_tau, verses, skipped, aligned_pairs, cpu_seconds,
+    seconds (wall: the encoding runs on `device`) and layer."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from xlrepro.evaluation.probe import word_features
+    from xlrepro.evaluation.word_order import VectorSimilarity
+    from xlrepro.training.mini_mbert import load_mini_mbert
+
+    targets = check_options(languages, split, max_verses, "ordered")
+    for lang in ["en", *targets]:
+        if lang not in common:
+            raise ValueError(f"{lang} is not among the common languages {', '.join(common)}")
+    path = check_encoder(encoder_dir)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model, tokenizer = load_mini_mbert(path)
+    depth = model.config.num_hidden_layers
+    layer = middle_layer(depth) if layer is None else layer
+    if not 0 <= layer <= depth:
+        raise ValueError(f"layer must be in 0..{depth}; got {layer}")
+    model = model.to(device)
+    verses = evaluation_verses(split, max_verses, cache_dir=cache_dir, common=common)
+    en_words = [words(t, "en") for t in verses["en"]]
+    encode = lambda ws: word_features(model, tokenizer, ws, layer=layer, device=device, batch_size=batch_size)
+    en_vectors = encode(en_words)
+    rows = [{"experiment": MINI_MBERT, "seed": -1, "language": "en", "metric": "kendall_tau", "value": 1.0}]
+    bar = tqdm(targets, desc="Table 4 languages (mini-mBERT)", disable=not progress)
+    for lang in bar:
+        bar.set_postfix_str(lang)
+        start, cpu = time.time(), time.process_time()
+        tg_words = [words(t, lang) for t in verses[lang]]
+        res = corpus_word_order(en_words, tg_words, VectorSimilarity(en_vectors, encode(tg_words)), "ordered")
+        metrics = {"kendall_tau": res["kendall_tau"], "verses": res["sentences"], "skipped": res["skipped"],
+                   "aligned_pairs": res["aligned_pairs"], "cpu_seconds": time.process_time() - cpu,
+                   "seconds": time.time() - start, "layer": layer}
+        rows += [{"experiment": MINI_MBERT, "seed": -1, "language": lang, "metric": m, "value": float(v)}
+                 for m, v in metrics.items()]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def merge_into(table: pd.DataFrame, path: str | Path) -> Path:
+    """Write `table` to `path`, keeping the rows of `path` whose experiment `table` does not hold (so the Dice rows
+    and the mini-mBERT rows stay side by side, each rewritten only by its own pass); checked with `claim_frame`."""
+    from xlrepro.results import read_csv, write_csv
+    path = Path(path)
+    if path.exists():
+        old = read_csv(path)
+        table = pd.concat([old[~old["experiment"].isin(set(table["experiment"]))], table], ignore_index=True)
+    return write_csv(claim_frame(table[COLUMNS]), path)
 
 
 def accuracy_rows(path: str | Path | None = None) -> pd.DataFrame:
@@ -169,27 +259,53 @@ def read_table4(results) -> pd.DataFrame | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m xlrepro.papers.dufter2020.word_order`: Table 4 with Dice similarities, written to --out."""
-    from xlrepro.results import write_csv
+    """`python -m xlrepro.papers.dufter2020.word_order`: Table 4's rows of one similarity source, written into --out
+    beside the rows of the other sources (or, with --merge, another run's rows merged into --out)."""
+    from xlrepro.results import read_csv
     p = argparse.ArgumentParser(prog="python -m xlrepro.papers.dufter2020.word_order", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--similarity", default=EXPERIMENT,
+                   help=f"the word similarities: {', '.join(SIMILARITIES)} (default: %(default)s)")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="CSV to write (default: %(default)s)")
     p.add_argument("--languages", nargs="+", default=list(TARGETS), choices=LANGUAGES)
     p.add_argument("--split", default="dev", choices=[s for s in SPLITS if s != "train"])
     p.add_argument("--max-verses", type=int, default=MAX_VERSES, help="verses per language (default: %(default)s)")
     p.add_argument("--tie-breaks", nargs="+", default=list(TIE_BREAKS), choices=TIE_BREAKS,
-                   help="equal-weight matchings of repeated words, one experiment each (see aligned_word_order)")
-    p.add_argument("--train-verses", type=int, help="the first N train verse pairs only (smoke runs)")
+                   help="dice only: equal-weight matchings of repeated words, one experiment each")
+    p.add_argument("--train-verses", type=int, help="dice only: the first N train verse pairs (smoke runs)")
+    p.add_argument("--encoder", help="mini-mbert only: a finished mini-mBERT's folder (default: the published one "
+                   f"in the cache, trained by `{PRETRAIN_COMMAND}`)")
+    p.add_argument("--device", help="mini-mbert only: default cuda if available, else cpu")
+    p.add_argument("--common-languages", nargs="+", default=list(LANGUAGES), choices=LANGUAGES,
+                   help="mini-mbert only: the languages whose common verses are sampled (default: all 22, as the "
+                        "published table; fewer for a smoke run on a partial cache)")
+    p.add_argument("--merge", metavar="CSV", help="no pass: merge this CSV's rows (e.g. a GPU node's mini-mbert "
+                   "rows) into --out, replacing --out's rows of the experiments it holds")
     a = p.parse_args(argv)
+    if a.similarity not in SIMILARITIES:
+        p.error(f"--similarity must be one of {', '.join(SIMILARITIES)}; got {a.similarity!r}")
+    if a.max_verses < 1:
+        p.error(f"--max-verses must be a positive integer; got {a.max_verses}")
+    if a.merge is not None:
+        if not Path(a.merge).exists():
+            p.error(f"--merge: {a.merge} not found")
+        print("wrote", merge_into(claim_frame(read_csv(a.merge)), a.out))
+        return
     start, cpu = time.time(), time.process_time()
-    table = table4(a.languages, a.split, a.max_verses, a.tie_breaks, a.train_verses)
+    if a.similarity == MINI_MBERT:
+        try:
+            check_encoder(a.encoder)  # before any data is read
+        except FileNotFoundError as exc:
+            p.error(str(exc))
+        table = mini_mbert_table(a.languages, a.split, a.max_verses, a.encoder, a.device, common=a.common_languages)
+    else:
+        table = table4(a.languages, a.split, a.max_verses, a.tie_breaks, a.train_verses)
     tau = table[table["metric"] == "kendall_tau"].pivot(index="language", columns="experiment", values="value")
     acc = table[table["metric"] == "zero_shot_accuracy"].groupby("language")["value"].mean()
     with pd.option_context("display.width", 200, "display.max_rows", 100):
-        print(tau.assign(zero_shot_accuracy=acc).round(3))
+        print(tau.assign(zero_shot_accuracy=acc).round(3) if len(acc) else tau.round(3))
     print(f"wall {time.time() - start:.1f} s, CPU {time.process_time() - cpu:.1f} s")
-    print("wrote", write_csv(table, a.out))
-
+    print("wrote", merge_into(table, a.out))
 
 if __name__ == "__main__":
     main()
