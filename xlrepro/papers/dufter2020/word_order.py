@@ -168,7 +168,9 @@ def mini_mbert_table(languages: Sequence[str] = TARGETS, split: str = "dev", max
     model = model.to(device)
     verses = evaluation_verses(split, max_verses, cache_dir=cache_dir, common=common)
     en_words = [words(t, "en") for t in verses["en"]]
-    encode = lambda ws: word_features(model, tokenizer, ws, layer=layer, device=device, batch_size=batch_size)
+    # verses up to the length mini-mBERT was pretrained on (its position table: 128 pieces for the published model)
+    encode = lambda ws: word_features(model, tokenizer, ws, layer=layer, device=device, batch_size=batch_size,
+                                      max_length=model.config.max_position_embeddings)
     en_vectors = encode(en_words)
     rows = [{"experiment": MINI_MBERT, "seed": -1, "language": "en", "metric": "kendall_tau", "value": 1.0}]
     bar = tqdm(targets, desc="Table 4 languages (mini-mBERT)", disable=not progress)
