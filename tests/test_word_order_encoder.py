@@ -128,3 +128,10 @@ def test_smoke_pass_with_a_tiny_mini_mbert(multilingual_cache, tmp_path):
     for lang in ("fr", "de"):
         assert v[lang, "layer"] == 1 and v[lang, "verses"] + v[lang, "skipped"] == 12
         assert 0.0 <= v[lang, "kendall_tau"] <= 1.0 and v[lang, "aligned_pairs"] >= 2
+
+
+def test_device_script_rejects_bad_arguments():
+    for args, message in (([], "usage: device_mini_mbert.sh SECONDS [--smoke]"), (["30"], "whole number >= 60"),
+                          (["9m"], "whole number >= 60"), (["120", "--fast"], "valid: --smoke")):
+        r = subprocess.run(["bash", "scripts/device_mini_mbert.sh", *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
