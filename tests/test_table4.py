@@ -95,3 +95,21 @@ class TestDufter2020Table4:
         assert dice.set_index("language").at["en", "value"] == 1.0 and dice["value"].between(0, 1).all()
         acc = t[t.metric == "zero_shot_accuracy"]
         assert set(acc.experiment) == {"zero-shot"} and set(acc.language) == set(dice.language)
+
+
+def test_mini_mbert_column_and_pending_box_follow_its_rows():
+    dice = _ours({"en": 1.0, "fr": 0.6, "ko": 0.4, "de": 0.5}, {"en": 0.9, "fr": 0.4, "ko": 0.2, "de": 0.3})
+    paper = _paper({"en": 1.0, "fr": 0.8}, {"en": 0.814, "fr": 0.738})
+    t = knn_chapter.table4_side_by_side(dice, paper)
+    assert "τ distance, ours (mini-mBERT middle layer)" not in t.columns
+    assert "pending the GPU run" in knn_chapter.table4_pending(dice)
+    assert "bash scripts/device_mini_mbert.sh 540" in knn_chapter.table4_pending(dice)
+    enc = _ours({"en": 1.0, "fr": 0.7, "ko": 0.3}, {}, experiment="mini-mbert")  # no de: a blank cell
+    both = pd.concat([dice, enc], ignore_index=True)
+    t = knn_chapter.table4_side_by_side(both, paper)
+    col = t["τ distance, ours (mini-mBERT middle layer)"]
+    assert col["fr"] == "0.700" and col["ko"] == "0.300" and col["de"] == ""
+    assert t.loc["fr", "τ distance, ours (Dice)"] == "0.600"              # the Dice column is unchanged
+    assert knn_chapter.table4_pending(both) == ""
+    c = knn_chapter.table4_correlations(both, paper).set_index(["source", "languages"])
+    assert c.loc[(knn_chapter.TABLE4_OURS["mini-mbert"], "without English"), "n"] == 2  # fr, ko (accuracy for both)
