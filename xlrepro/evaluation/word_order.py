@@ -212,7 +212,8 @@ def corpus_word_order(source: Sequence[Sequence[str]], target: Sequence[Sequence
                       progress: bool = False) -> dict:
     """Mean Kendall's tau distance over parallel sentences (lists of words), each aligned by Match over
     `similarity.matrix(words, words)` (word similarities: Dice) or `similarity.pair_matrix(i, words, words)`
-    (contextual: the i-th sentence pair's own vectors). Sentences with fewer than 2 aligned pairs are skipped and counted. Returns
+    (contextual: the i-th sentence pair's own vectors). Sentences with fewer than 2 aligned pairs are skipped and
+    counted. Returns
     {"kendall_tau": mean, "sentences": used, "skipped": skipped, "aligned_pairs": mean pairs per sentence used}."""
     if len(source) != len(target):
         raise ValueError(f"source and target must be parallel; got {len(source)} and {len(target)} sentences")
