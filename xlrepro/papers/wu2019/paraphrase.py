@@ -120,6 +120,30 @@ def chapter_results(lab, seeds=None) -> pd.DataFrame | None:
     return None if plab is None else results_from_runs(plab, seeds)
 
 
+def forget_stale(lab, folder: str | Path) -> Path | None:
+    """While this execution has no paraphrase results (`chapter_results` None), remove a paraphrase.csv left in its
+    results folder by an earlier run, so that the claims never read numbers this run did not make; the published
+    re-render (which reads the file) removes nothing. Returns the removed path, if any."""
+    path = Path(folder) / f"{ARTIFACT}.csv"
+    if getattr(lab, "source", "train") == "published" or not path.exists():
+        return None
+    path.unlink()
+    print(f"removed {path.name} of an earlier run: this execution has no paraphrase runs")
+    return path
+
+
+def summary_text(frame: pd.DataFrame, source: str = "en") -> str:
+    """One sentence from the numbers: in how many targets the zero-shot mean beats the word-overlap baseline, and the
+    range of the gains (points)."""
+    check_frame(frame)
+    zero = _accuracy(frame, "zero-shot")["mean"].drop(source, errors="ignore")
+    gain = 100 * (zero - _accuracy(frame, "lexical")["mean"].reindex(zero.index))
+    above = int((gain > 0).sum())
+    return (f"Zero-shot accuracy (mean over seeds) is above the word-overlap baseline in {above} of {len(gain)} target "
+            f"languages, by {gain.min():+.1f} ({gain.idxmin()}) to {gain.max():+.1f} ({gain.idxmax()}) points; the "
+            f"claims below ask for 2 points beyond 2 standard errors in each.")
+
+
 def pending_text(chapter: str) -> str:
     """What a chapter says while the runs do not exist."""
     return (f"**Pending the GPU run.** The paraphrase task's fine-tuning runs do not exist yet; they are made by "
