@@ -314,3 +314,18 @@ def test_q4_cell_says_pending_without_results(published):
     ns = run_cell("q4_subword_overlap", "paraphrase-overlap", lab=lab)
     assert ns["para_results"] is None
     assert [s.data for s in ns["_shown"]] == [para.pending_text("q4_subword_overlap")]
+
+
+def test_run_notes_say_where_the_paraphrase_numbers_come_from(tmp_path, monkeypatch):
+    monkeypatch.setenv("XLREPRO_ROOT", str(tmp_path))
+    root = tmp_path / "runs" / "wu2019" / "lab"
+    runs = root.with_name("lab-paraphrase") / "finetune" / "en" / "all"
+    runs.mkdir(parents=True)
+    (runs / "lr1-seed0-abc.json").write_text(json.dumps({"device": "NVIDIA H100"}))
+    df = frame(gains({"en": 0.05, "fr": 0.05}))
+    assert para.run_notes(SimpleNamespace(source="train", root=root), None) == \
+        {"paraphrase task": f"pending the GPU run ({para.COMMAND})"}
+    assert para.run_notes(SimpleNamespace(source="train", root=root), df) == \
+        {"paraphrase task": "fine-tuning runs in runs/wu2019/lab-paraphrase, trained on NVIDIA H100"}
+    assert para.run_notes(SimpleNamespace(source="published"), df) == \
+        {"paraphrase task": "paraphrase.csv of the published run, re-rendered"}

@@ -144,6 +144,20 @@ def summary_text(frame: pd.DataFrame, source: str = "en") -> str:
             f"claims below ask for 2 points beyond 2 standard errors in each.")
 
 
+def run_notes(lab, frame: pd.DataFrame | None) -> dict:
+    """The run record's line on the paraphrase task: pending, read from the published file, or the run folder of its
+    fine-tuning runs (beside the section task's, ``<name>-paraphrase``) with the devices they record."""
+    if frame is None:
+        return {"paraphrase task": f"pending the GPU run ({COMMAND})"}
+    if getattr(lab, "source", "train") == "published":
+        return {"paraphrase task": f"{ARTIFACT}.csv of the published run, re-rendered"}
+    from xlrepro.runrecord import shown, training_devices
+
+    root = Path(lab.root).with_name(f"{Path(lab.root).name}-paraphrase")
+    devices = ", ".join(training_devices(root)) or "not recorded"
+    return {"paraphrase task": f"fine-tuning runs in {shown(root)}, trained on {devices}"}
+
+
 def pending_text(chapter: str) -> str:
     """What a chapter says while the runs do not exist."""
     return (f"**Pending the GPU run.** The paraphrase task's fine-tuning runs do not exist yet; they are made by "
