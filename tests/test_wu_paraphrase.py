@@ -329,3 +329,21 @@ def test_run_notes_say_where_the_paraphrase_numbers_come_from(tmp_path, monkeypa
         {"paraphrase task": "fine-tuning runs in runs/wu2019/lab-paraphrase, trained on NVIDIA H100"}
     assert para.run_notes(SimpleNamespace(source="published"), df) == \
         {"paraphrase task": "paraphrase.csv of the published run, re-rendered"}
+
+
+def test_the_lexical_baseline_is_checked_against_the_task_card():
+    card = pd.DataFrame([{"experiment": "paraphrase/similar", "split": sp, "language": l, "metric": "lexical_acc",
+                          "value": v} for l, v in (("en", 0.8727), ("fr", 0.9024)) for sp in ("dev", "test")])
+    card.loc[(card.split == "dev"), "value"] = 0.5  # another split: never compared
+    ours = pd.DataFrame({"language": ["en", "fr"], "value": [0.8727, 0.9024]})
+    assert para.card_mismatches(ours, card) == []
+    ours.loc[1, "value"] = 0.9
+    assert para.card_mismatches(ours, card) == ["fr: 0.9000 vs card 0.9024"]
+    assert para.card_mismatches(pd.DataFrame({"language": ["de"], "value": [0.9]}), card) == \
+        ["de: 0.9000 vs card nan"]
+    # the real card holds the baseline for every language of the task
+    from xlrepro.tasks.paraphrase import LANGUAGES
+    real = pd.read_csv(ROOT / "book" / "results" / "tasks" / "paraphrase_card.csv")
+    test = real[(real.split == "test") & (real.metric == "lexical_acc") & (real.experiment == "paraphrase/similar")]
+    assert sorted(test["language"]) == sorted(LANGUAGES)
+    assert para.card_mismatches(test[["language", "value"]], real) == []

@@ -103,9 +103,34 @@ def overlap_rows(plab) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def results_from_runs(plab, seeds=None) -> pd.DataFrame:
-    """The contract's frame from a paraphrase lab whose runs are cached (`paraphrase_lab`)."""
-    frame = pd.concat([plab.zero_shot(seeds), plab.majority_baseline(), lexical_baseline(plab), overlap_rows(plab)],
+def card_mismatches(lexical: pd.DataFrame, card: pd.DataFrame, tolerance: float = 1e-9) -> list[str]:
+    """Languages where the lexical baseline computed on the tested pairs differs from the task card's (test split,
+    ``paraphrase/<default negatives>``, metric lexical_acc), as 'lang: ours vs card'; a language the card lacks too."""
+    from xlrepro.tasks.paraphrase import DEFAULT_NEGATIVES
+
+    rows = card[(card["experiment"] == f"paraphrase/{DEFAULT_NEGATIVES}") & (card["split"] == "test")
+                & (card["metric"] == "lexical_acc")].set_index("language")["value"]
+    out = []
+    for r in lexical.itertuples():
+        if r.language not in rows.index or abs(float(rows[r.language]) - r.value) > tolerance:
+            out.append(f"{r.language}: {r.value:.4f} vs card {rows.get(r.language, float('nan')):.4f}")
+    return out
+
+
+def results_from_runs(plab, seeds=None, card: str | Path | None = None) -> pd.DataFrame:
+    """The contract's frame from a paraphrase lab whose runs are cached (`paraphrase_lab`). At the full size the
+    lexical baseline must equal the task card's (`card`, default book/results/tasks/paraphrase_card.csv), else
+    RuntimeError: the tested pairs are not the card's."""
+    from xlrepro.paths import repo_root
+
+    lexical = lexical_baseline(plab)
+    card = Path(card) if card is not None else repo_root() / "book" / "results" / "tasks" / "paraphrase_card.csv"
+    if getattr(plab, "full_size", False) and card.exists():
+        bad = card_mismatches(lexical, pd.read_csv(card))
+        if bad:
+            raise RuntimeError(f"the word-overlap baseline on the tested pairs differs from the task card's: "
+                               f"{'; '.join(bad)}; regenerate the card (python -m xlrepro.tasks.paraphrase)")
+    frame = pd.concat([plab.zero_shot(seeds), plab.majority_baseline(), lexical, overlap_rows(plab)],
                       ignore_index=True)
     return check_frame(frame[LONG])
 
