@@ -135,7 +135,9 @@ def test_claims_recomputed_from_the_published_csvs_equal_the_published_verdicts(
     from xlrepro.results import read_claims
 
     source = ROOT / "book" / "results" / "wu2019"
-    for name in ("zero_shot", "frozen", "language_id", "overlap"):
+    for name in ("zero_shot", "frozen", "language_id", "overlap", "paraphrase"):
+        if name == "paraphrase" and not (source / f"{name}.csv").exists():
+            continue  # the paraphrase task's runs are not published yet: its claims are pending
         shutil.copy(source / f"{name}.csv", tmp_path)
     published = read_claims(source / "claims.csv")
     labs = {c: PublishedLab(c, folder=tmp_path) for c in ("q1_zero_shot", "q2_layers", "q3_language_id",
@@ -143,12 +145,18 @@ def test_claims_recomputed_from_the_published_csvs_equal_the_published_verdicts(
     for chapter in ("q1_zero_shot", "q2_layers", "q3_language_id"):
         claims_table("wu2019", chapter=chapter, results=tmp_path)
     lab = labs["q4_subword_overlap"]
-    claims_table("wu2019", chapter="q4_subword_overlap", results={"overlap": lab.overlap(), "zero_shot": lab.zero_shot()},
-                 out=tmp_path)
+    paraphrase = {"paraphrase": lab.paraphrase()} if lab.paraphrase() is not None else {}
+    claims_table("wu2019", chapter="q4_subword_overlap", results={"overlap": lab.overlap(), "zero_shot": lab.zero_shot(),
+                                                                  **paraphrase}, out=tmp_path)
     ours = read_claims(tmp_path / "claims.csv")
-    assert len(ours) == len(published) == 10
-    assert ours["verdict"].tolist() == published["verdict"].tolist()
-    pd.testing.assert_frame_equal(ours, published)
+    # claims added to claims.yaml after the published run (the paraphrase task's, written before its runs) are
+    # pending, as they would be in a re-render; every claim the published run decided comes back unchanged
+    added = ~ours["claim"].isin(published["claim"])
+    assert set(ours.loc[added, "verdict"]) <= {"pending"}
+    kept = ours[~added].reset_index(drop=True)
+    assert len(kept) == len(published) >= 10
+    assert kept["verdict"].tolist() == published["verdict"].tolist()
+    pd.testing.assert_frame_equal(kept, published)
     # re-rendering one chapter alone keeps its rows where they were (no reordering of claims.csv)
     text = (tmp_path / "claims.csv").read_text()
     claims_table("wu2019", chapter="q2_layers", results=tmp_path)

@@ -19,8 +19,9 @@ A selector picks rows of a results frame: ``artifact`` (else the claim's), ``exp
 number, ``last`` or ``"K of N"``, resolved against the depth of the rows: :func:`resolve_layers`), ``step``, ``language`` (a value or a list), ``exclude_language`` (list); or ``reference: <table>`` for the paper's
 numbers (:func:`xlrepro.reference.paper_numbers`). Curves (rows with ``step``) reduce per seed with ``at:
 final|half`` (the value there) or ``event: half_final|drop_90_log|argmin`` (the step of the event); ``fraction:
-true`` divides that step by the last one. ``minus: <selector>`` subtracts another selection seed by seed. Rows left
-after that are averaged per seed: a selection is one number per seed.
+true`` divides that step by the last one. ``minus: <selector>`` subtracts another selection seed by seed (a
+selection without seeds, seed -1, from every seed). Rows left after that are averaged per seed: a selection is one
+number per seed.
 
 Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not reproduced"):
 
@@ -283,6 +284,8 @@ def sample(sel: Mapping, data: Data, df: pd.DataFrame | None = None) -> pd.Serie
     out = df.groupby("seed")["value"].mean()
     if "minus" in sel:
         other = sample({"artifact": sel.get("artifact"), **sel["minus"]} if "artifact" in sel else sel["minus"], data)
+        if _deterministic(other) and not _deterministic(out):  # a number without seed: taken from every seed
+            other = pd.Series(float(other.mean()), index=out.index)
         shared = out.index.intersection(other.index)
         if len(shared) == 0:
             raise ValueError(f"selector {dict(sel)}: 'minus' shares no seed with it")

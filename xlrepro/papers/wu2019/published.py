@@ -9,7 +9,8 @@ train. Any other configuration trains (or stops at the CPU guard of `xlrepro run
 shown for another configuration.
 
 `PublishedLab` has the methods of `transfer.TransferLab` that the chapters call (`zero_shot`, `in_language`,
-`majority_baseline`, `frozen`) and reads them from the CSVs; `save` checks that a frame the chapter would write is
+`majority_baseline`, `frozen`) and reads them from the CSVs, and the paraphrase task's results where the published run
+has them (`paraphrase`, None otherwise: `OPTIONAL_FILES`); `save` checks that a frame the chapter would write is
 byte-identical to the published file instead of writing it. `notice` is the Markdown the chapter shows at its top.
 """
 from __future__ import annotations
@@ -25,6 +26,10 @@ CHAPTERS = ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")
 # the published CSVs each chapter reads (book/results/wu2019/<name>.csv)
 FILES = {"q1_zero_shot": ("zero_shot",), "q2_layers": ("frozen",), "q3_language_id": ("language_id",),
          "q4_subword_overlap": ("overlap", "zero_shot")}
+# published CSVs a chapter shows where they exist and reports pending where not (the paraphrase task's results,
+# `paraphrase.ARTIFACT`): never a condition of rendering from the published results
+OPTIONAL_FILES = {"q1_zero_shot": ("paraphrase",), "q2_layers": (), "q3_language_id": (),
+                  "q4_subword_overlap": ("paraphrase",)}
 # The run whose results book/results/wu2019/*.csv hold: the commit that added them (its message names the machine)
 # and the papermill start times of the executed chapters.
 PUBLISHED_RUN = {"date": "2026-11-26", "device": "4 x NVIDIA H200", "commit": "62c8244"}
@@ -156,7 +161,7 @@ class PublishedLab:
         """book/results/wu2019/<name>.csv (one of this chapter's files), read once."""
         from xlrepro.results import read_csv
 
-        choose("published file", name, FILES[self.chapter])
+        choose("published file", name, FILES[self.chapter] + OPTIONAL_FILES[self.chapter])
         if name not in self._frames:
             self._frames[name] = read_csv(self.folder / f"{name}.csv")
         return self._frames[name].copy()
@@ -199,6 +204,13 @@ class PublishedLab:
     def overlap(self) -> pd.DataFrame:
         return self.read("overlap")
 
+    def paraphrase(self) -> pd.DataFrame | None:
+        """The paraphrase task's published results (`paraphrase.py`'s contract), or None where the published run
+        has none yet (its runs are pending)."""
+        from .paraphrase import ARTIFACT
+
+        return self.read(ARTIFACT) if (self.folder / f"{ARTIFACT}.csv").exists() else None
+
     def save(self, frame: pd.DataFrame, path: str | Path) -> Path:
         """Nothing is written: `frame` must be what the published file holds, byte for byte as `write_csv` would
         write it (else RuntimeError: the chapter would show numbers other than the published ones)."""
@@ -213,7 +225,8 @@ class PublishedLab:
     # --- what the chapter says ---------------------------------------------------------------------------------
     def notice(self) -> str:
         run = self.run_info
-        files = ", ".join(f"`{n}.csv`" for n in FILES[self.chapter])
+        present = [n for n in OPTIONAL_FILES[self.chapter] if (self.folder / f"{n}.csv").exists()]
+        files = ", ".join(f"`{n}.csv`" for n in FILES[self.chapter] + tuple(present))
         return (f"**Rendered from the published results** of {run['date']} ({run['device']}, commit "
                 f"{run['commit']}): this execution read {files} of `book/results/wu2019` and trained nothing, "
                 f"because {self.reason or 'source=published was asked for'}. Sections that need the model itself are "
