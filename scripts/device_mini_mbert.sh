@@ -5,9 +5,10 @@
 #   (b) Dufter & Schütze Table 4 with mini-mBERT's middle-layer similarities
 #       (`python -m xlrepro.papers.dufter2020.word_order --similarity mini-mbert`) -> table4_mini_mbert.csv;
 #   (c) the multilingual lab chapter, published (`xlrepro run multilingual/lab --publish`): its executed notebook and
-#       book/results/multilingual/*.csv. Only where the node holds the FreeDict dictionaries the chapter lists (the
-#       committed dictionaries.csv must come out unchanged); otherwise it runs unpublished into the results folder and
-#       MULTILINGUAL-NOT-PUBLISHED.txt says why;
+#       book/results/multilingual/*.csv. Only where the node reads the same dictionaries the chapter lists (status and
+#       pair counts of the committed dictionaries.csv unchanged): from its own FreeDict files, or from the packs that
+#       `xlrepro prepare --multilingual` writes into the carried cache; otherwise it runs unpublished into the
+#       results folder and MULTILINGUAL-NOT-PUBLISHED.txt says why;
 #   (d) Wu & Dredze through their CLI: `xlrepro train wu2019 --part zero-shot --task paraphrase` and
 #       `xlrepro train wu2019 --part in-language` (the in-language upper bound's plan seeds 0, 1, 2), two processes each.
 # (b)-(d) start together once (a) is done (the GPU is far from full with this 11M-parameter model); every job is cut at
@@ -124,13 +125,13 @@ if [ ! -f "$res/done-multilingual-published" ] && [ ! -f "$res/done-multilingual
         elif $py -c "
 import sys, pandas as pd
 from xlrepro.data.dictionaries import dictionary_sizes
-want = pd.read_csv('book/results/multilingual/dictionaries.csv').set_index('lang')['status']
-got = dictionary_sizes(list(want.index))['status']
-sys.exit(0 if got.equals(want) else 1)"; then
+want = pd.read_csv('book/results/multilingual/dictionaries.csv').set_index('lang')[['status', 'pairs']]
+got = dictionary_sizes(list(want.index))[['status', 'pairs']]
+sys.exit(0 if got.astype(str).equals(want.astype(str)) else 1)"; then
             timeout "$(left)" $py -m xlrepro.cli run multilingual/lab --publish && touch "$res/done-multilingual-published"
         else
-            echo "this node lacks the FreeDict dictionaries of book/results/multilingual/dictionaries.csv: the chapter ran" \
-                 "unpublished (its retrieval.csv and notebook are here); publish it where the dictionaries are installed" \
+            echo "this node lacks the dictionaries of book/results/multilingual/dictionaries.csv (no FreeDict files and no" \
+                 "prepared packs: xlrepro prepare --multilingual): the chapter ran unpublished (its retrieval.csv and notebook are here); publish it where the dictionaries are installed" \
                  > "$res/MULTILINGUAL-NOT-PUBLISHED.txt"
             timeout "$(left)" $py -m xlrepro.cli run multilingual/lab -p results "$res/multilingual" \
                 --output "$res/multilingual/lab.ipynb" && touch "$res/done-multilingual-unpublished"

