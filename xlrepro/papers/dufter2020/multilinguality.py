@@ -29,8 +29,12 @@ from .transforms import BilingualSet, build_bilingual, fake_sentence, english_se
 
 EVAL_MASK_SEED = 12345  # the same masked positions for every model, so perplexities are comparable
 EVALUATIONS = ("stacked", "per-model")  # how a stack's models are evaluated (the same numbers; see the docstring)
-# A stacked forward holds up to STACK_BATCHES reference batches' rows (batch_size x STACK_BATCHES / M per model).
+# Rows of each model per stacked forward (a speed setting: numbers change only by rounding). On a GPU a forward holds
+# up to STACK_BATCHES reference batches' rows (batch_size x STACK_BATCHES / M per model); on the CPU, where tensors
+# that stay in cache win, CPU_ROWS (a stack of 3 small models, 200 sentences, one thread: 16 rows 2.8 s, 64 rows
+# 2.5 s, 256 rows 6.2 s, against 6.2-7.7 s model by model).
 STACK_BATCHES = 8
+CPU_ROWS = 64
 
 
 def _inputs(data: BilingualSet, rows: np.ndarray, device) -> dict[str, torch.Tensor]:
@@ -230,9 +234,17 @@ class _Stacked:
         return torch.as_tensor(np.stack([d.lengths[rows] for d in self.distinct]), device=self.device)[self.of]
 
 
-def _chunks(n: int, size: int):
-    for start in range(0, n, size):
-        yield np.arange(start, min(n, start + size))
+def _chunks(lengths: np.ndarray, size: int):
+    """Row indices in chunks of `size`, longest rows first (less padding than the file order; every metric is
+    per row, and the callers put rows back in their order)."""
+    order = np.argsort(-lengths, kind="stable")
+    for start in range(0, len(order), size):
+        yield order[start:start + size]
+
+
+def _restore(chunks: list[np.ndarray]) -> torch.Tensor:
+    """Indices that put rows gathered chunk by chunk back in their order (0..n-1)."""
+    return torch.as_tensor(np.argsort(np.concatenate(chunks)))
 
 
 def _stacked_pairs(params, config, datas: list[BilingualSet], layers, rows_per_model: int, device):
@@ -240,7 +252,7 @@ def _stacked_pairs(params, config, datas: list[BilingualSet], layers, rows_per_m
     yields (rows, keep [M, b, W], [(English [M, b, W, H], Fake [M, b, W, H]) per layer])."""
     st = _Stacked(datas, device)
     n = len(datas[0]) // 2
-    for rows in _chunks(n, rows_per_model):
+    for rows in _chunks(np.max([d.lengths[:n] for d in st.distinct], axis=0), rows_per_model):
         both = np.concatenate([rows, rows + n])
         width = st.width(both)
         hidden, _ = stacked_hidden_states(params, config, **st.inputs(both, width), layers=layers)
@@ -256,17 +268,20 @@ def stacked_sentence_metrics(params, config, devs: list[BilingualSet], inverted:
     m = len(devs)
     pooled = {l: [([], []) for _ in range(m)] for l in layers}
     counts = {l: np.zeros((m, 3), dtype=np.int64) for l in layers}
-    for _, keep, pairs in _stacked_pairs(params, config, devs, layers, rows_per_model, device):
+    seen = []
+    for rows, keep, pairs in _stacked_pairs(params, config, devs, layers, rows_per_model, device):
+        seen.append(rows)
         for l, (e, f) in zip(layers, pairs):
             for i in range(m):
                 pooled[l][i][0].append(mean_pool(e[i].float(), keep[i]))
                 pooled[l][i][1].append(mean_pool(f[i].float(), keep[i]))
                 counts[l][i] += batched_alignment_counts(e[i], f[i], keep[i], inverted[i])
+    back = _restore(seen)
     results = []
     for i in range(m):
         result = {}
         for l in layers:
-            result[f"retr_l{l}"] = retrieval_precision(torch.cat(pooled[l][i][0]), torch.cat(pooled[l][i][1]))
+            result[f"retr_l{l}"] = retrieval_precision(torch.cat(pooled[l][i][0])[back], torch.cat(pooled[l][i][1])[back])
             correct, predicted, gold = counts[l][i]
             p, r = correct / max(predicted, 1), correct / max(gold, 1)
             result[f"align_l{l}"] = 0.0 if p + r == 0 else 2 * p * r / (p + r)
@@ -280,13 +295,16 @@ def stacked_word_translation(params, config, vocabs: list[BilingualSet], layers,
     """`word_translation` of M models at once."""
     m = len(vocabs)
     vecs = {l: [([], []) for _ in range(m)] for l in layers}
-    for _, _, pairs in _stacked_pairs(params, config, vocabs, layers, rows_per_model, device):
+    seen = []
+    for rows, _, pairs in _stacked_pairs(params, config, vocabs, layers, rows_per_model, device):
+        seen.append(rows)
         for l, (e, f) in zip(layers, pairs):
             for i in range(m):
                 vecs[l][i][0].append(e[i, :, 1].float())
                 vecs[l][i][1].append(f[i, :, 1].float())
-    return [{f"trans_l{l}": retrieval_precision(torch.cat(vecs[l][i][0]), torch.cat(vecs[l][i][1])) for l in layers}
-            for i in range(m)]
+    back = _restore(seen)
+    return [{f"trans_l{l}": retrieval_precision(torch.cat(vecs[l][i][0])[back], torch.cat(vecs[l][i][1])[back])
+             for l in layers} for i in range(m)]
 
 
 @torch.no_grad()
@@ -298,7 +316,7 @@ def stacked_mlm_perplexity(params, config, datas: list[BilingualSet], mask_ids: 
     masks = {id(d): perplexity_masks(d, batch_size, mlm_probability) for d in st.distinct}  # [N, width_d] each
     mask_ids = torch.as_tensor(np.stack(mask_ids), device=device)  # [M, N]: each model's [MASK] id per row
     logps = [[] for _ in datas]
-    for rows in _chunks(len(datas[0]), rows_per_model):
+    for rows in _chunks(np.max([d.lengths for d in st.distinct], axis=0), rows_per_model):
         width = st.width(rows)
         inputs = st.inputs(rows, width)
         ids = inputs["input_ids"]  # [M, b, W]
@@ -326,7 +344,8 @@ def evaluate_stack(params: dict, config, exps: list[Experiment], lab: LabData, s
     params: the stacked parameters [M, ...] (`ModelStack.params`, or a subset of its models); config: their
     `BertConfig`; exps, sets: each model's experiment and its `EvalSets` (models of one experiment share them).
     batch_size: `evaluate`'s batch size, which fixes the perplexity masks; rows_per_model: rows of each model per
-    forward (default batch_size x STACK_BATCHES / M)."""
+    forward (default: batch_size x STACK_BATCHES / M on a GPU, CPU_ROWS on the CPU). Rows are batched longest first.
+    """
     m = len(exps)
     if m == 0 or len(sets) != m or any(v.shape[0] != m for v in params.values()):
         raise ValueError(f"{m} experiments, {len(sets)} evaluation sets and parameters for "
@@ -337,13 +356,16 @@ def evaluate_stack(params: dict, config, exps: list[Experiment], lab: LabData, s
     for part in ("dev", "vocab", "train") if with_perplexity else ("dev", "vocab"):
         _Stacked([getattr(s, part) for s in sets], "cpu")  # sets of one size, one padding id: checked before any work
     device = torch.device(device or next(iter(params.values())).device)
-    rows = rows_per_model or max(1, math.ceil(batch_size * STACK_BATCHES / m))
+    if rows_per_model is not None and rows_per_model < 1:
+        raise ValueError(f"rows_per_model={rows_per_model}: must be None or >= 1")
+    rows = rows_per_model or (CPU_ROWS if device.type == "cpu" else max(1, math.ceil(batch_size * STACK_BATCHES / m)))
     layers = list(layers)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
         results = stacked_sentence_metrics(params, config, [s.dev for s in sets], [e.inv_order for e in exps], layers,
                                            rows, device)
-        for r, t in zip(results, stacked_word_translation(params, config, [s.vocab for s in sets], layers,
-                                                          max(rows, math.ceil(1024 * STACK_BATCHES / m)), device)):
+        word_rows = rows if device.type == "cpu" else max(rows, math.ceil(1024 * STACK_BATCHES / m))  # 3 pieces a row
+        for r, t in zip(results, stacked_word_translation(params, config, [s.vocab for s in sets], layers, word_rows,
+                                                          device)):
             r.update(t)
         if with_perplexity:
             for which, datas in (("ppl_train", [s.train for s in sets]), ("ppl_dev", [s.dev for s in sets])):
