@@ -137,3 +137,16 @@ def test_bad_arguments_are_refused_before_any_work(trained):
                                                                        ch.experiment("0"), 128))] + sets[1:]
     with pytest.raises(ValueError, match="sets of one size"):
         evaluate_stack(stack.params, stack.template.config, [ch.experiment("0")] + exps[1:], lab, np_sets)
+
+
+def test_the_evaluation_benchmark_reports_both_paths():
+    from xlrepro.bench import time_evaluation
+    from xlrepro.config import ConfigError
+
+    with pytest.raises(ConfigError, match="valid choices"):
+        time_evaluation(2, experiments=("0", "99"))
+    with pytest.raises(ConfigError, match="BERT-small"):
+        time_evaluation(2, experiments=("15",))
+    r = time_evaluation(2, experiments=("0", "3"), max_sentences=8, device="cpu", repeats=1)
+    assert r["per_model_s"] > 0 and r["stacked_s"] > 0 and r["models"] == 2 and r["sentences"] == 8
+    assert set(r["max_abs_diff"]) >= {"retr_l8", "ppl_dev", "mu"} and max(r["max_abs_diff"].values()) < 1e-3
