@@ -60,6 +60,12 @@ def batched_alignment_counts(en: torch.Tensor, fake: torch.Tensor, keep: torch.T
     en, fake: [B, L, d] at the same padded positions (position 0 is [CLS]); keep: [B, L] word-piece mask.
     Gold: identity, or the anti-diagonal of the word pieces for inv-order.
     """
+    return tuple(int(c) for c in alignment_counts_per_row(en, fake, keep, inverted).sum(0).tolist())
+
+
+def alignment_counts_per_row(en: torch.Tensor, fake: torch.Tensor, keep: torch.Tensor, inverted) -> torch.Tensor:
+    """`batched_alignment_counts` per sentence pair: [B, 3] (|P ∩ G|, |P|, |G|) on the device, without a sync;
+    inverted: a bool, or a [B] bool tensor (pairs of several experiments at once)."""
     sim = torch.einsum("bid,bjd->bij", F.normalize(en.float(), dim=-1), F.normalize(fake.float(), dim=-1))
     valid = keep[:, :, None] & keep[:, None, :]
     sim = sim.masked_fill(~valid, float("-inf"))
@@ -68,9 +74,12 @@ def batched_alignment_counts(en: torch.Tensor, fake: torch.Tensor, keep: torch.T
     i = torch.arange(sim.shape[1], device=sim.device).expand_as(fwd)
     mutual = keep & (torch.gather(bwd, 1, fwd) == i)
     lengths = keep.sum(1, keepdim=True)  # word pieces per sentence; pieces sit at positions 1..n
-    gold_j = (lengths + 1 - i) if inverted else i  # position 1+k <-> 1+(n-1-k)
+    if isinstance(inverted, torch.Tensor):  # position 1+k <-> 1+(n-1-k) where inverted
+        gold_j = torch.where(inverted.to(keep.device)[:, None], lengths + 1 - i, i)
+    else:
+        gold_j = (lengths + 1 - i) if inverted else i
     correct = mutual & (fwd == gold_j)
-    return int(correct.sum()), int(mutual.sum()), int(keep.sum())
+    return torch.stack([correct.sum(1), mutual.sum(1), keep.sum(1)], 1)
 
 
 @torch.no_grad()
@@ -242,9 +251,9 @@ def _chunks(lengths: np.ndarray, size: int):
         yield order[start:start + size]
 
 
-def _restore(chunks: list[np.ndarray]) -> torch.Tensor:
+def _restore(chunks: list[np.ndarray], device) -> torch.Tensor:
     """Indices that put rows gathered chunk by chunk back in their order (0..n-1)."""
-    return torch.as_tensor(np.argsort(np.concatenate(chunks)))
+    return torch.as_tensor(np.argsort(np.concatenate(chunks)), device=device)
 
 
 def _stacked_pairs(params, config, datas: list[BilingualSet], layers, rows_per_model: int, device):
@@ -266,22 +275,26 @@ def stacked_sentence_metrics(params, config, devs: list[BilingualSet], inverted:
                              rows_per_model: int, device) -> list[dict[str, float]]:
     """`sentence_metrics` of M models at once."""
     m = len(devs)
-    pooled = {l: [([], []) for _ in range(m)] for l in layers}
-    counts = {l: np.zeros((m, 3), dtype=np.int64) for l in layers}
+    pooled = {l: ([], []) for l in layers}  # [M, b, H] per chunk
+    counts = {l: torch.zeros(m, 3, dtype=torch.int64, device=device) for l in layers}
     seen = []
     for rows, keep, pairs in _stacked_pairs(params, config, devs, layers, rows_per_model, device):
         seen.append(rows)
+        flat = keep.flatten(0, 1)  # [M*b, W]: the models' rows side by side
+        inv = torch.tensor(inverted, device=device).repeat_interleave(len(rows))  # [M*b]
         for l, (e, f) in zip(layers, pairs):
-            for i in range(m):
-                pooled[l][i][0].append(mean_pool(e[i].float(), keep[i]))
-                pooled[l][i][1].append(mean_pool(f[i].float(), keep[i]))
-                counts[l][i] += batched_alignment_counts(e[i], f[i], keep[i], inverted[i])
-    back = _restore(seen)
+            e, f = e.flatten(0, 1), f.flatten(0, 1)  # [M*b, W, H]
+            pooled[l][0].append(mean_pool(e.float(), flat).view(m, len(rows), -1))
+            pooled[l][1].append(mean_pool(f.float(), flat).view(m, len(rows), -1))
+            counts[l] += alignment_counts_per_row(e, f, flat, inv).view(m, len(rows), 3).sum(1)
+    back = _restore(seen, device)
+    counts = {l: c.cpu().numpy() for l, c in counts.items()}
+    pooled = {l: (torch.cat(en, 1)[:, back], torch.cat(fake, 1)[:, back]) for l, (en, fake) in pooled.items()}
     results = []
     for i in range(m):
         result = {}
         for l in layers:
-            result[f"retr_l{l}"] = retrieval_precision(torch.cat(pooled[l][i][0])[back], torch.cat(pooled[l][i][1])[back])
+            result[f"retr_l{l}"] = retrieval_precision(pooled[l][0][i], pooled[l][1][i])
             correct, predicted, gold = counts[l][i]
             p, r = correct / max(predicted, 1), correct / max(gold, 1)
             result[f"align_l{l}"] = 0.0 if p + r == 0 else 2 * p * r / (p + r)
@@ -294,17 +307,16 @@ def stacked_word_translation(params, config, vocabs: list[BilingualSet], layers,
                              device) -> list[dict[str, float]]:
     """`word_translation` of M models at once."""
     m = len(vocabs)
-    vecs = {l: [([], []) for _ in range(m)] for l in layers}
+    vecs = {l: ([], []) for l in layers}  # [M, b, H] per chunk: the piece's vector (position 1)
     seen = []
     for rows, _, pairs in _stacked_pairs(params, config, vocabs, layers, rows_per_model, device):
         seen.append(rows)
         for l, (e, f) in zip(layers, pairs):
-            for i in range(m):
-                vecs[l][i][0].append(e[i, :, 1].float())
-                vecs[l][i][1].append(f[i, :, 1].float())
-    back = _restore(seen)
-    return [{f"trans_l{l}": retrieval_precision(torch.cat(vecs[l][i][0])[back], torch.cat(vecs[l][i][1])[back])
-             for l in layers} for i in range(m)]
+            vecs[l][0].append(e[:, :, 1].float())
+            vecs[l][1].append(f[:, :, 1].float())
+    back = _restore(seen, device)
+    vecs = {l: (torch.cat(en, 1)[:, back], torch.cat(fake, 1)[:, back]) for l, (en, fake) in vecs.items()}
+    return [{f"trans_l{l}": retrieval_precision(vecs[l][0][i], vecs[l][1][i]) for l in layers} for i in range(m)]
 
 
 @torch.no_grad()
