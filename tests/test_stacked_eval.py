@@ -147,6 +147,32 @@ def test_the_evaluation_benchmark_reports_both_paths():
         time_evaluation(2, experiments=("0", "99"))
     with pytest.raises(ConfigError, match="BERT-small"):
         time_evaluation(2, experiments=("15",))
-    r = time_evaluation(2, experiments=("0", "3"), max_sentences=8, device="cpu", repeats=1)
-    assert r["per_model_s"] > 0 and r["stacked_s"] > 0 and r["models"] == 2 and r["sentences"] == 8
+    r = time_evaluation(2, experiments=("0", "3"), max_sentences=4, device="cpu", repeats=1)
+    assert r["per_model_s"] > 0 and r["stacked_s"] > 0 and r["models"] == 2 and r["sentences"] == 4
     assert set(r["max_abs_diff"]) >= {"retr_l8", "ppl_dev", "mu"} and max(r["max_abs_diff"].values()) < 1e-3
+
+
+def test_the_grid_records_the_same_numbers_either_way(tmp_path):
+    """A stack of four (two of them with checkpoint curves) trained twice, evaluated stacked and per model: the same
+    metrics at every checkpoint; metrics.json says which evaluation ran; a bad choice fails before any work."""
+    import json
+
+    from xlrepro.config import ConfigError
+    from xlrepro.papers.dufter2020.grid import grid_members, member_dir, run_grid
+
+    tiny = dict(epochs=1, max_sentences=4, batch_size=4)
+    with pytest.raises(ConfigError, match="valid choices are stacked, per-model"):
+        run_grid("dufter2020", ["0"], [0], root=tmp_path / "bad", devices=["cpu"], evaluation="fused", **tiny)
+    assert not (tmp_path / "bad").exists()
+    for how in ("stacked", "per-model"):
+        assert run_grid("dufter2020", ["0", "3"], [0, 1], root=tmp_path / how, devices=["cpu"], progress=False,
+                        evaluation=how, **tiny)
+    members = grid_members(load_chapter("dufter2020"), ["0", "3"], [0, 1], **tiny)
+    read = lambda how, m, f: json.loads((member_dir(tmp_path / how, m) / f).read_text())
+    for m in members:
+        a, b = read("stacked", m, "metrics.json"), read("per-model", m, "metrics.json")
+        assert (a["evaluation"], b["evaluation"], a["stack_size"]) == ("stacked", "per-model", 4)
+        assert a["metrics"] == pytest.approx(b["metrics"], rel=1e-5)
+        if m.exp.curve:  # model 0: checkpoints evaluated as a stack of two
+            ca, cb = read("stacked", m, "curve.json"), read("per-model", m, "curve.json")
+            assert len(ca) == len(cb) > 2 and all(x == pytest.approx(y, rel=1e-5) for x, y in zip(ca, cb))
