@@ -14,6 +14,8 @@ It reads the parameters under HF's names (those of `stack_module_state` over `Ma
 switch between the two paths and still be exported as ordinary HF models. Semantics follow HF's BERT (post-LN,
 exact-erf GELU, dropout after the embeddings, on attention probabilities, after each sub-layer's output projection;
 MLM head: dense, GELU, LayerNorm, decoder tied to the word embeddings plus a bias).
+`stacked_hidden_states` and `stacked_mlm_log_probs` are the same forward for evaluation (no dropout): HF's
+`hidden_states` of chosen layers and the log-probabilities at masked positions, for all M models at once.
 """
 from __future__ import annotations
 
