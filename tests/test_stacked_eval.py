@@ -140,7 +140,7 @@ def test_bad_arguments_are_refused_before_any_work(trained):
 
 
 def test_the_evaluation_benchmark_reports_both_paths():
-    from xlrepro.bench import time_evaluation
+    from xlrepro.papers.dufter2020.grid import time_stack_evaluation as time_evaluation
     from xlrepro.config import ConfigError
 
     with pytest.raises(ConfigError, match="valid choices"):

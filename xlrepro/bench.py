@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime
 import gc
-import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -417,57 +416,3 @@ def plot_bench(df):
     fig.tight_layout()
     return fig
 
-
-# -------------------------------------------------------------------- evaluation of a grid stack
-def time_evaluation(models: int = 20, experiments=("0", "1", "2", "3"), max_sentences: int | None = None,
-                    device: str | None = None, repeats: int = 2, rows_per_model: int | None = None) -> dict:
-    """Seconds to evaluate one Dufter & Schütze stack of `models` BERT-small models (all Table 1 metrics, lab corpus),
-    model by model (export to Hugging Face + `evaluate`, the reference) and stacked (`evaluate_stack`), the fastest
-    of `repeats`, with the largest difference of any metric between the two (bf16 on a GPU: argmax metrics may move
-    by one sentence or word where two similarities tie within bf16 rounding). The models are freshly initialised
-    (evaluation costs the same at any step); experiments cycle over the stack, seeds 0, 1, ...
-    Run on the GPU: `python -c "from xlrepro.bench import time_evaluation as t; print(t(20))"`."""
-    from xlrepro.papers.dufter2020.config import load_chapter
-    from xlrepro.papers.dufter2020.grid import grid_members
-    from xlrepro.papers.dufter2020.lab import load_lab
-    from xlrepro.papers.dufter2020.multilinguality import EvalSets, evaluate, evaluate_stack
-    from xlrepro.training.stacked import ModelStack, OptimConfig
-
-    if not isinstance(models, int) or models < 1 or not isinstance(repeats, int) or repeats < 1:
-        raise ConfigError(f"models and repeats must be integers >= 1; got {models!r}, {repeats!r}")
-    ch = load_chapter("dufter2020")
-    exps = [ch.experiment(e) for e in experiments]  # unknown ids fail here, naming the valid ones
-    if any(e.size != "small" or e.untrained or e.no_parallel for e in exps):
-        raise ConfigError("time_evaluation takes trained BERT-small experiments with the parallel corpus "
-                          "(e.g. 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)")
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    lab = load_lab("lab").subset(max_sentences)
-    members = [grid_members(ch, [exps[i % len(exps)].id], [i])[0] for i in range(models)]
-    size = ch.size(exps[0])
-    eval_batch = 2048  # StackRun's evaluation batch for small models (it fixes the perplexity masks)
-    sets = {e.id: EvalSets(lab, e, ch.training.max_length) for e in exps}
-    stack = ModelStack([init_model(size, lab.fe.vocab_size, i, attn="eager") for i in range(models)],
-                       OptimConfig(size.lr, 0.0, 1e-6, 0, 1, 1.0), device, seeds=list(range(models)), graphs=False)
-    layers = tuple(ch.training.eval_layers)
-
-    def per_model():
-        return [evaluate(stack.export(i), m.exp, lab, layers=layers, batch_size=eval_batch, device=device,
-                         sets=sets[m.exp.id]) for i, m in enumerate(members)]
-
-    def stacked():
-        return evaluate_stack(stack.params, stack.template.config, [m.exp for m in members], lab,
-                              [sets[m.exp.id] for m in members], layers=layers, batch_size=eval_batch, device=device,
-                              rows_per_model=rows_per_model)
-
-    best, out = {}, {}
-    for _ in range(repeats):
-        for name, f in (("per_model", per_model), ("stacked", stacked)):
-            _sync(device)
-            t = time.perf_counter()
-            out[name] = f()
-            _sync(device)
-            best[name] = min(best.get(name, math.inf), time.perf_counter() - t)
-    diff = {k: max(abs(a[k] - b[k]) for a, b in zip(out["per_model"], out["stacked"])) for k in out["stacked"][0]}
-    return {"device": device_name(device), "models": models, "sentences": len(lab.dev_pieces),
-            "per_model_s": best["per_model"], "stacked_s": best["stacked"],
-            "speedup": best["per_model"] / best["stacked"], "max_abs_diff": diff}
