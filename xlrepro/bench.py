@@ -415,4 +415,3 @@ def plot_bench(df):
     fig.suptitle(f"MLM training step time on {df['device'].iloc[0]}")
     fig.tight_layout()
     return fig
-
