@@ -14,6 +14,8 @@ It reads the parameters under HF's names (those of `stack_module_state` over `Ma
 switch between the two paths and still be exported as ordinary HF models. Semantics follow HF's BERT (post-LN,
 exact-erf GELU, dropout after the embeddings, on attention probabilities, after each sub-layer's output projection;
 MLM head: dense, GELU, LayerNorm, decoder tied to the word embeddings plus a bias).
+`stacked_hidden_states` and `stacked_mlm_log_probs` are the same forward for evaluation (no dropout): HF's
+`hidden_states` of chosen layers and the log-probabilities at masked positions, for all M models at once.
 """
 from __future__ import annotations
 
@@ -143,12 +145,18 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     return _layer_norm(out + x, p, "output.LayerNorm", eps)
 
 
-def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float):
-    """[M] mean cross-entropies at the masked positions; the decoder is tied to the word embeddings."""
+def mlm_head_logits(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, eps: float) -> torch.Tensor:
+    """[M, C, V] float32 MLM logits at the flat positions sel_index [M, C] of x [M, B*W, H]; the decoder is tied to
+    the word embeddings [M, V, H]."""
     h = x.shape[-1]
     x = torch.gather(x, 1, sel_index.unsqueeze(-1).expand(-1, -1, h))
     x = _layer_norm(F.gelu(_linear(x, p, "transform.dense")), p, "transform.LayerNorm", eps)
-    logits = torch.baddbmm(p["bias"].unsqueeze(1), x, word_embeddings.transpose(1, 2)).float()
+    return torch.baddbmm(p["bias"].unsqueeze(1), x, word_embeddings.transpose(1, 2)).float()
+
+
+def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float):
+    """[M] mean cross-entropies at the masked positions; the decoder is tied to the word embeddings."""
+    logits = mlm_head_logits(x, p, word_embeddings, sel_index, eps)
     nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), sel_labels.reshape(-1), ignore_index=-100,
                           reduction="none").view(x.shape[0], -1)
     return nll.sum(1) / (sel_labels != -100).sum(1)
@@ -239,3 +247,47 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
                           drop_hidden, drop_attn, training, attention, noise=noise, stream=streams[i], **levers)
     return regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
                         sel_labels, eps)
+
+
+@torch.no_grad()
+def stacked_hidden_states(params: dict, config: BertConfig, input_ids, attention_mask, position_ids, token_type_ids,
+                          layers=(), through: int | None = None, attention: str | None = None):
+    """Evaluation forward of M models (no dropout): HF's `hidden_states[l]` for each l in `layers` (0 = the embeddings'
+    output, l = layer l's output), each [M, B, W, H], and the output of layer `through` (default: the largest of
+    `layers`; `num_hidden_layers` for the MLM head), [M, B*W, H]. Layers above `through` are not run.
+
+    input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, W] boolean (True = a real piece);
+    params: the stacked parameters under `stack_module_state`'s names (with or without the "mlm." prefix)."""
+    n = config.num_hidden_layers
+    through = max(layers, default=0) if through is None else through
+    if not 0 <= through <= n or any(not 0 <= l <= through for l in layers):
+        raise ValueError(f"layers {list(layers)} and through={through}: valid layers are 0..{n}, at most `through`")
+    attention = attention or ATTENTION
+    if attention not in ("math", "sdpa", "auto"):
+        raise ValueError(f"attention={attention!r}: valid values for evaluation are 'math', 'sdpa', 'auto'")
+    if attention == "auto":
+        attention = "math" if config.num_attention_heads == 1 else "sdpa"
+    p = {k.removeprefix(PREFIX): v for k, v in params.items()}
+    m, b, w = input_ids.shape
+    eps = config.layer_norm_eps
+    x = embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, 0.0, False)
+    attend = attention_mask.reshape(m * b, 1, 1, w)
+    out = {0: x.view(m, b, w, -1)} if 0 in layers else {}
+    for i in range(through):
+        x = encoder_layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps, 0.0, 0.0,
+                          False, attention)
+        if i + 1 in layers:
+            out[i + 1] = x.view(m, b, w, -1)
+    return [out[l] for l in layers], x
+
+
+@torch.no_grad()
+def stacked_mlm_log_probs(params: dict, config: BertConfig, x: torch.Tensor, sel_index, sel_labels) -> torch.Tensor:
+    """[M, C] natural-log probabilities of sel_labels [M, C] at the flat positions sel_index [M, C] of the last
+    layer's output x [M, B*W, H] (positions padded with label -100 give 0)."""
+    p = {k.removeprefix(PREFIX): v for k, v in params.items()}
+    logits = mlm_head_logits(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
+                             config.layer_norm_eps)  # [M, C, V]
+    labels = sel_labels.clamp_min(0)
+    logp = torch.log_softmax(logits, -1).gather(2, labels.unsqueeze(-1)).squeeze(-1)
+    return logp.masked_fill(sel_labels == -100, 0.0)

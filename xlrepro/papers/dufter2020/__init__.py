@@ -27,6 +27,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action="store_true",
                    help="GPU: the fused, torch.compile'd stacks (larger stacks; the same numbers)")
     p.add_argument("--no-graphs", action="store_true", help="GPU: eager steps, no CUDA graphs (the same numbers)")
+    p.add_argument("--evaluation", default="stacked", choices=["stacked", "per-model"],
+                   help="evaluate a stack's models in one batched forward (stacked) or each exported to Hugging Face "
+                        "alone (per-model, the reference); the same numbers to floating-point rounding")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
                         "a large one)")
@@ -60,7 +63,7 @@ def prepare_train(a: argparse.Namespace):
         done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
                              time_limit=a.time_limit, devices=devices * a.workers_per_gpu,
                              compile=a.compile or None, graphs=not a.no_graphs,
-                             max_stack=max_stack)
+                             max_stack=max_stack, evaluation=a.evaluation)
         return "grid complete" if done else "time limit reached: run the same command again to resume"
     return train
 

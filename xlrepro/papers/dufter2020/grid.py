@@ -8,11 +8,16 @@ Layout of a run folder (`runs/<chapter>/<profile>/`):
   <exp>/<seed>/<key>/curve.json     metrics at checkpoints during training (experiments with `curve: true`)
   <exp>/<seed>/<key>/model.safetensors   weights (small models, and the first seed of large ones)
   stacks/<key>/checkpoint.pt  training state of an unfinished stack, for resume
-  stacks/<key>/timing.json    wall time and throughput of a finished stack
+  stacks/<key>/timing.json    wall time and throughput of a finished stack (and of its evaluations)
 
 A model's numbers are its own: its initialisation, data order, masking and dropout depend only on its
 (experiment, seed), never on the stack it shares, the number of GPUs, or the compile and CUDA-graph switches
 (`noise.py`). So `xlrepro train dufter2020 --ids 0 --seeds 0` retrains the published model (0, 0).
+
+Evaluation (checkpoints and final) runs all models of a stack in one batched forward (`evaluation="stacked"`,
+`multilinguality.evaluate_stack`) or exports each model to Hugging Face and evaluates it alone ("per-model", the
+reference). Both give the same numbers to floating-point rounding (tests/test_stacked_eval.py), so the choice is
+not part of a run's key; metrics.json records which one ran.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.func import stack_module_state
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, check_profile, check_seeds
@@ -35,12 +41,13 @@ from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.tokenization import vocab_fingerprint
 from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
-from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+from xlrepro.training.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
+                                      select_masked)
 from xlrepro.progress import progress as progress_bar
 
 from .config import Chapter, Experiment, load_chapter
 from .lab import CORPUS, LabData, load_lab
-from .multilinguality import EvalSets, evaluate
+from .multilinguality import EVALUATIONS, EvalSets, evaluate, evaluate_stack
 from .transforms import BilingualSet, build_bilingual
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
@@ -123,6 +130,13 @@ def parse_max_stack(items: list[str] | None) -> dict[str, int]:
     return out
 
 
+def check_evaluation(evaluation: str) -> str:
+    """How a stack's models are evaluated: "stacked" (one batched forward) or "per-model" (the HF reference)."""
+    if evaluation not in EVALUATIONS:
+        raise ConfigError(f"evaluation={evaluation!r}: valid choices are {', '.join(EVALUATIONS)}")
+    return evaluation
+
+
 def stack_compile(compile, device, models: int) -> str | None:
     """The compile mode of a stack of `models` models. A compiled stack of one model did not finish on an H200
     (three runs, none within 450-540 s, while stacks of two finished in about 200 s; the cause is not found yet), so a
@@ -203,7 +217,11 @@ class StackRun:
 
     def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
                  epochs: int | None = None, max_sentences: int | None = None, eval_batch: int | None = None,
-                 graphs: bool = True, batch_size: int | None = None, compile: str | bool | None = None):
+                 graphs: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
+                 evaluation: str = "stacked"):
+        check_evaluation(evaluation)
+        self.evaluation = evaluation
+        self.eval_seconds = 0.0
         self.chapter, self.members, self.lab, self.root = chapter, members, lab, Path(root)
         self.device = torch.device(device)
         if self.device.type == "cuda":
@@ -304,13 +322,40 @@ class StackRun:
         return stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if graphs else None)
 
     # ---------------------------------------------------------------- evaluation and saving
-    def _evaluate(self, stack: ModelStack | None, models, i: int) -> dict[str, float]:
+    def _eval_sets(self, i: int) -> EvalSets:
         m = self.members[i]
-        model = stack.export(i) if stack is not None else models[i].to(self.device)
         if m.exp.id not in self.eval_sets:
             self.eval_sets[m.exp.id] = EvalSets(self.lab, m.exp, self.cfg.max_length, self.sets.get(m.exp.id))
+        return self.eval_sets[m.exp.id]
+
+    def _evaluate(self, stack: ModelStack | None, models, i: int) -> dict[str, float]:
+        """One model, exported to Hugging Face: the reference path."""
+        m = self.members[i]
+        model = stack.export(i) if stack is not None else models[i].to(self.device)
         return evaluate(model, m.exp, self.lab, layers=self.cfg.eval_layers, max_length=self.cfg.max_length,
-                        batch_size=self.eval_batch, device=self.device, sets=self.eval_sets[m.exp.id])
+                        batch_size=self.eval_batch, device=self.device, sets=self._eval_sets(i))
+
+    def _evaluate_many(self, stack: ModelStack | None, models, idx: list[int]) -> dict[int, dict[str, float]]:
+        """Models `idx` of the stack: in one batched forward (evaluation="stacked", two models or more) or one by one."""
+        t = time.perf_counter()
+        if self.evaluation == "per-model" or len(idx) < 2:
+            out = {i: self._evaluate(stack, models, i) for i in idx}
+        else:
+            if stack is not None:
+                params, config = stack.params, stack.template.config
+                if idx != list(range(len(self.members))):
+                    params = {k: v[idx] for k, v in params.items()}  # [len(idx), ...] copies of these models
+            else:  # untrained models: stacked here for their evaluation
+                params = stack_module_state([MaskedPositionsLM(models[i]) for i in idx])[0]
+                params, config = {k: v.to(self.device) for k, v in params.items()}, models[idx[0]].config
+            results = evaluate_stack(params, config, [self.members[i].exp for i in idx], self.lab,
+                                     [self._eval_sets(i) for i in idx], layers=self.cfg.eval_layers,
+                                     batch_size=self.eval_batch, device=self.device)
+            out = dict(zip(idx, results))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.eval_seconds += time.perf_counter() - t
+        return out
 
     @property
     def vocabulary(self) -> str:
@@ -333,7 +378,8 @@ class StackRun:
         atomic.write_json(folder / "metrics.json", {
             "experiment": m.exp.id, "seed": m.seed, "metrics": metrics, "steps": steps,
             "stack_size": len(self.members), "stack_seconds": seconds, "device": device_name(self.device),
-            "compile": self.compile or "none", "graphs": bool(self.graphs), "torch": torch.__version__,
+            "compile": self.compile or "none", "graphs": bool(self.graphs), "evaluation": self.evaluation,
+            "torch": torch.__version__,
             "parameters": count_parameters(model), "vocabulary": self.vocabulary})
 
     # ---------------------------------------------------------------- training loop
@@ -371,8 +417,10 @@ class StackRun:
         t0 = time.time()
         if self.members[0].exp.untrained:  # evaluated as initialised (by rank 0 alone under data parallel)
             models = [init_model(self.size, self.vocab_size, m.seed) for m in self.members]
-            for i in range(len(self.members) if self.rank == 0 else 0):
-                self._save_member(None, models, i, self._evaluate(None, models, i), [], 0.0, 0)
+            if self.rank == 0:
+                metrics = self._evaluate_many(None, models, list(range(len(self.members))))
+                for i in range(len(self.members)):
+                    self._save_member(None, models, i, metrics[i], [], 0.0, 0)
             barrier()
             return True
         stack, batches, total = self._new_stack()
@@ -396,11 +444,9 @@ class StackRun:
         while stack.step_count < total:
             step = stack.step_count
             if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
+                metrics = self._evaluate_many(stack, models, curve_members) if self.rank == 0 else {}
                 for i in curve_members:
-                    if self.rank == 0:
-                        curves[i].append({"step": step, **self._evaluate(stack, models, i)})
-                    else:
-                        curves[i].append({"step": step})  # rank 0 holds the numbers
+                    curves[i].append({"step": step, **metrics.get(i, {})})  # rank 0 holds the numbers
                 barrier()
             loss = self._step(stack, d, batches.rows(step), lengths_np, self.graphs)
             if step % 100 == 0:
@@ -423,17 +469,22 @@ class StackRun:
         if self.rank > 0:  # rank 0 evaluates and writes; the others wait for it
             barrier()
             return True
+        # every model still to evaluate (the curve's last point included) in one stacked evaluation
+        todo = [i for i in range(len(self.members))
+                if i not in curves or not curves[i] or curves[i][-1]["step"] != total]
+        final = self._evaluate_many(stack, models, todo) if todo else {}
         for i in curve_members:
-            if not curves[i] or curves[i][-1]["step"] != total:
-                curves[i].append({"step": total, **self._evaluate(stack, models, i)})
+            if i in final:
+                curves[i].append({"step": total, **final[i]})
         for i in range(len(self.members)):
-            metrics = curves[i][-1] if i in curves else self._evaluate(stack, models, i)
+            metrics = curves[i][-1] if i in curves else final[i]
             metrics = {k: v for k, v in metrics.items() if k != "step"}
             self._save_member(stack, models, i, metrics, curves.get(i, []), train_seconds, total)
         atomic.write_json(self.folder / "timing.json", {
             "members": [m.key for m in self.members], "size": self.size.name, "steps": total,
             "train_seconds": train_seconds, "steps_per_second": (total - 0) / max(train_seconds, 1e-9),
-            "device": device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed})
+            "device": device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed,
+            "evaluation": self.evaluation, "eval_seconds_this_call": self.eval_seconds})
         if ckpt.exists():
             ckpt.unlink()
         barrier()
@@ -466,18 +517,20 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
              devices: list[str] | None = None, root: Path | None = None, epochs: int | None = None,
              max_sentences: int | None = None, time_limit: float | None = None, max_stack: dict | None = None,
              progress: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
-             graphs: bool = True) -> bool:
+             graphs: bool = True, evaluation: str = "stacked") -> bool:
     """Train and evaluate every (experiment, seed) not done yet. Returns True when all are done.
 
     `large_seeds` (default: `seeds`) are the seeds of the models that are not BERT-small.
     `epochs`/`max_sentences`/`batch_size` shrink the run (smoke tests): they are part of each model's configuration,
     so a shrunk run never mixes with a full one (and gets a folder of its own as well).
     `compile` ("regional", "full", True or None) and `graphs` (CUDA graphs) are speed switches: they change no number
-    beyond floating-point rounding, so they are not part of a run's key.
+    beyond floating-point rounding, so they are not part of a run's key; so is `evaluation` ("stacked": each stack's
+    models in one batched forward; "per-model": each exported and evaluated alone, the reference path).
     """
     chapter = load_chapter(chapter_name)
     check_profile(profile)
     compile_mode(compile)  # a bad value fails before any work
+    check_evaluation(evaluation)
     root = Path(root or run_root(chapter_name, profile, epochs, max_sentences, batch_size))
     members = grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences, batch_size)
     if all(is_done(root, m) for m in members):
@@ -498,10 +551,10 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
             if left is not None and left <= 0:
                 return False
             done &= StackRun(chapter, s, lab, root, devices[0], epochs, max_sentences, batch_size=batch_size,
-                             compile=compile, graphs=graphs).run(left, progress)
+                             compile=compile, graphs=graphs, evaluation=evaluation).run(left, progress)
         return done
     return _run_parallel(chapter_name, sorted(stacks, key=cost, reverse=True), devices, root, profile, epochs,
-                         max_sentences, time_limit, batch_size, compile, graphs)
+                         max_sentences, time_limit, batch_size, compile, graphs, evaluation)
 
 
 def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sentences: int | None = None,
@@ -520,7 +573,7 @@ def _cost(stack: list[Member], compile=None) -> float:
 
 
 def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size,
-                  compile, graphs) -> bool:
+                  compile, graphs, evaluation="stacked") -> bool:
     """One worker process per GPU; workers take stacks from a shared queue of job files (largest first)."""
     queue = root / "queue"
     queue.mkdir(parents=True, exist_ok=True)
@@ -542,8 +595,61 @@ def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sent
         args += ["--compile", compile_mode(compile)]
     if not graphs:
         args += ["--no-graphs"]
+    args += ["--evaluation", evaluation]
     procs = [subprocess.Popen(args + ["--device", dev]) for dev in devices]
     codes = [p.wait() for p in procs]
     if any(codes):
         raise RuntimeError(f"grid workers failed with exit codes {codes}; see their output above")
     return all(is_done(root, m) for s in stacks for m in s)
+
+
+# -------------------------------------------------------------------- evaluation of a grid stack
+def time_stack_evaluation(models: int = 20, experiments=("0", "1", "2", "3"), max_sentences: int | None = None,
+                          device: str | None = None, repeats: int = 2, rows_per_model: int | None = None) -> dict:
+    """Seconds to evaluate one Dufter & Schütze stack of `models` BERT-small models (all Table 1 metrics, lab corpus),
+    model by model (export to Hugging Face + `evaluate`, the reference) and stacked (`evaluate_stack`), the fastest
+    of `repeats`, with the largest difference of any metric between the two (bf16 on a GPU: argmax metrics may move
+    by one sentence or word where two similarities tie within bf16 rounding). The models are freshly initialised
+    (evaluation costs the same at any step); experiments cycle over the stack, seeds 0, 1, ...
+    Run on the GPU: `python -c "from xlrepro.papers.dufter2020.grid import time_stack_evaluation as t; print(t(20))"`.
+    """
+    from xlrepro.bench import _sync
+
+    if not isinstance(models, int) or models < 1 or not isinstance(repeats, int) or repeats < 1:
+        raise ConfigError(f"models and repeats must be integers >= 1; got {models!r}, {repeats!r}")
+    ch = load_chapter("dufter2020")
+    exps = [ch.experiment(e) for e in experiments]  # unknown ids fail here, naming the valid ones
+    if any(e.size != "small" or e.untrained or e.no_parallel for e in exps):
+        raise ConfigError("time_stack_evaluation takes trained BERT-small experiments with the parallel corpus "
+                          "(e.g. 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)")
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    lab = load_lab("lab").subset(max_sentences)
+    members = [grid_members(ch, [exps[i % len(exps)].id], [i])[0] for i in range(models)]
+    size = ch.size(exps[0])
+    eval_batch = 2048  # StackRun's evaluation batch for small models (it fixes the perplexity masks)
+    sets = {e.id: EvalSets(lab, e, ch.training.max_length) for e in exps}
+    stack = ModelStack([init_model(size, lab.fe.vocab_size, i, attn="eager") for i in range(models)],
+                       OptimConfig(size.lr, 0.0, 1e-6, 0, 1, 1.0), device, seeds=list(range(models)), graphs=False)
+    layers = tuple(ch.training.eval_layers)
+
+    def per_model():
+        return [evaluate(stack.export(i), m.exp, lab, layers=layers, batch_size=eval_batch, device=device,
+                         sets=sets[m.exp.id]) for i, m in enumerate(members)]
+
+    def stacked():
+        return evaluate_stack(stack.params, stack.template.config, [m.exp for m in members], lab,
+                              [sets[m.exp.id] for m in members], layers=layers, batch_size=eval_batch, device=device,
+                              rows_per_model=rows_per_model)
+
+    best, out = {}, {}
+    for _ in range(repeats):
+        for name, f in (("per_model", per_model), ("stacked", stacked)):
+            _sync(device)
+            t = time.perf_counter()
+            out[name] = f()
+            _sync(device)
+            best[name] = min(best.get(name, math.inf), time.perf_counter() - t)
+    diff = {k: max(abs(a[k] - b[k]) for a, b in zip(out["per_model"], out["stacked"])) for k in out["stacked"][0]}
+    return {"device": device_name(device), "models": models, "sentences": len(lab.dev_pieces),
+            "per_model_s": best["per_model"], "stacked_s": best["stacked"],
+            "speedup": best["per_model"] / best["stacked"], "max_abs_diff": diff}

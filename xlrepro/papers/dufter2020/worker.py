@@ -28,6 +28,7 @@ def main(argv=None) -> None:
     ap.add_argument("--batch-size", type=int)
     ap.add_argument("--compile", choices=["regional", "full"])
     ap.add_argument("--no-graphs", action="store_true")
+    ap.add_argument("--evaluation", default="stacked", choices=["stacked", "per-model"])
     a = ap.parse_args(argv)
     t0 = time.time()
     chapter, lab, root = load_chapter(a.chapter), load_lab(a.profile), Path(a.root)
@@ -51,7 +52,7 @@ def main(argv=None) -> None:
         left = None if a.time_limit is None else a.time_limit - (time.time() - t0)
         t_stack = time.time()
         done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences, batch_size=a.batch_size,
-                        compile=a.compile, graphs=not a.no_graphs).run(left, progress=False)
+                        compile=a.compile, graphs=not a.no_graphs, evaluation=a.evaluation).run(left, progress=False)
         print(f"[{a.device}] {'done' if done else 'paused'}: {len(members)} models "
               f"({','.join(sorted({m.exp.id for m in members}))}) in {time.time() - t_stack:.0f} s", flush=True)
         if done:
