@@ -14,10 +14,12 @@ A model's numbers are its own: its initialisation, data order, masking and dropo
 (experiment, seed), never on the stack it shares, the number of GPUs, or the compile and CUDA-graph switches
 (`noise.py`). So `xlrepro train dufter2020 --ids 0 --seeds 0` retrains the published model (0, 0).
 
-Evaluation (checkpoints and final) runs all models of a stack in one batched forward (`evaluation="stacked"`,
-`multilinguality.evaluate_stack`) or exports each model to Hugging Face and evaluates it alone ("per-model", the
-reference). Both give the same numbers to floating-point rounding (tests/test_stacked_eval.py), so the choice is
-not part of a run's key; metrics.json records which one ran.
+Evaluation (checkpoints and final) exports each model to Hugging Face and evaluates it alone ("per-model", the
+reference, and the path every published run took) or runs all models of a stack in one batched forward
+(`evaluation="stacked"`, `multilinguality.evaluate_stack`). Both give the same numbers to floating-point rounding in
+float32 on the CPU (tests/test_stacked_eval.py), so the choice is not part of a run's key; metrics.json records
+which one ran. "stacked" stays opt-in until `time_stack_evaluation` has measured it in bfloat16 on a GPU, where the
+two paths round differently and an argmax metric could move at a near-tie.
 """
 from __future__ import annotations
 
@@ -218,7 +220,7 @@ class StackRun:
     def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
                  epochs: int | None = None, max_sentences: int | None = None, eval_batch: int | None = None,
                  graphs: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
-                 evaluation: str = "stacked"):
+                 evaluation: str = "per-model"):
         check_evaluation(evaluation)
         self.evaluation = evaluation
         self.eval_seconds = 0.0
@@ -517,7 +519,7 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
              devices: list[str] | None = None, root: Path | None = None, epochs: int | None = None,
              max_sentences: int | None = None, time_limit: float | None = None, max_stack: dict | None = None,
              progress: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
-             graphs: bool = True, evaluation: str = "stacked") -> bool:
+             graphs: bool = True, evaluation: str = "per-model") -> bool:
     """Train and evaluate every (experiment, seed) not done yet. Returns True when all are done.
 
     `large_seeds` (default: `seeds`) are the seeds of the models that are not BERT-small.
@@ -573,7 +575,7 @@ def _cost(stack: list[Member], compile=None) -> float:
 
 
 def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size,
-                  compile, graphs, evaluation="stacked") -> bool:
+                  compile, graphs, evaluation="per-model") -> bool:
     """One worker process per GPU; workers take stacks from a shared queue of job files (largest first)."""
     queue = root / "queue"
     queue.mkdir(parents=True, exist_ok=True)
