@@ -693,21 +693,26 @@ def _ensure_cached(lang: str, cache_dir) -> Path:
     return path
 
 
-def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLike | None = None):
-    """`lang`'s cleaned verses as a DataFrame (book, chapter, verse, split, span, text), optionally
-    one split only. Reads the prepared cache, preparing this language first if it is missing."""
+def _read_cache_file(path: Path, split: str | None):
+    """A prepared verse file (<cache>/multilingual/...tsv.gz) as a DataFrame with `COLUMNS`, one split or all."""
     import pandas as pd
 
-    check_language(lang)
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
-    path = _ensure_cached(lang, cache_dir)
     df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
                      dtype={"book": "int16", "chapter": "int16", "verse": "int16",
                             "split": "category", "span": "int16", "text": str}, compression="gzip")
     if split is not None:
         df = df[df["split"] == split].reset_index(drop=True)
     return df
+
+
+def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLike | None = None):
+    """`lang`'s cleaned verses as a DataFrame (book, chapter, verse, split, span, text), optionally
+    one split only. Reads the prepared cache, preparing this language first if it is missing."""
+    check_language(lang)
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    path = _ensure_cached(lang, cache_dir)
+    return _read_cache_file(path, split)
 
 
 EDITIONS_SUBDIR = "editions"
@@ -726,8 +731,6 @@ def load_edition_verses(lang: str, edition: str, split: str | None = None,
     language's rules, split by the same chapters, and cached on its own beside the language files (with a small
     JSON sidecar that names the cache version and rules: a changed rule prepares it again). The manifest and the
     data cards stay those of the languages' own editions."""
-    import pandas as pd
-
     ed = edition_for(lang, edition)
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
@@ -745,12 +748,7 @@ def load_edition_verses(lang: str, edition: str, split: str | None = None,
             _write_tsv_gz(path, rows)
             write_json(sidecar, {**stamp, "edition": ed.code, "verses": stats["verses"],
                                  "removed": dict(stats["removed"]), "bytes": path.stat().st_size})
-    df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
-                     dtype={"book": "int16", "chapter": "int16", "verse": "int16",
-                            "split": "category", "span": "int16", "text": str}, compression="gzip")
-    if split is not None:
-        df = df[df["split"] == split].reset_index(drop=True)
-    return df
+    return _read_cache_file(path, split)
 
 
 def load_parallel(langs: Sequence[str], split: str | None = None,

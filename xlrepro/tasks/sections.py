@@ -108,13 +108,19 @@ def parallel_keys(langs: Sequence[str], split: str,
                   cache_dir: str | os.PathLike | None = None) -> list[Key]:
     """Keys of the pairs that exist (both verses, one-verse spans) in every one of `langs`,
     in canonical order: pass them as `verse_pairs(..., keys=...)` to get translated test sets."""
+    return common_keys(langs, split, lambda lang: pair_keys(lang, split, cache_dir))
+
+
+def common_keys(langs: Sequence[str], split: str, keys_of) -> list[Key]:
+    """The keys that `keys_of(lang)` gives for every one of `langs`, in canonical order (a pair task's test keys
+    shared by all languages, so that its test sets are translations of each other)."""
     langs = [check_language(lang) for lang in langs]
     check_split(split)
     if not langs:
         raise ValueError("parallel_keys needs at least one language")
     common: set[Key] | None = None
     for lang in langs:
-        keys = set(pair_keys(lang, split, cache_dir))
+        keys = set(keys_of(lang))
         common = keys if common is None else common & keys
     return sorted(common)
 
