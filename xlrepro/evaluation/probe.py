@@ -28,6 +28,20 @@ def _special_id(tokenizer, token: str) -> int:
     return idx
 
 
+def _checked_encoder(model, batch_size: int, max_length: int):
+    """The BERT inside `model` (a BertForMaskedLM or BertModel), after checking the batch size and the length
+    ([CLS] + pieces + [SEP], within the model's position embeddings)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if max_length < 3:
+        raise ValueError(f"max_length must be >= 3 ([CLS], a piece, [SEP]), got {max_length}")
+    bert = model.bert if hasattr(model, "bert") else model
+    positions = getattr(bert.config, "max_position_embeddings", None)
+    if positions is not None and max_length > positions:
+        raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
+    return bert
+
+
 @torch.no_grad()
 def layer_features(model, tokenizer, texts: list[str], *, device: str | torch.device = "cpu",
                    batch_size: int = 128, max_length: int = 128) -> Tensor:
@@ -46,14 +60,7 @@ def layer_features(model, tokenizer, texts: list[str], *, device: str | torch.de
     texts = list(texts)
     if not texts:
         raise ValueError("layer_features needs at least one text")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if max_length < 3:
-        raise ValueError(f"max_length must be >= 3 ([CLS], a piece, [SEP]), got {max_length}")
-    bert = model.bert if hasattr(model, "bert") else model
-    positions = getattr(bert.config, "max_position_embeddings", None)
-    if positions is not None and max_length > positions:
-        raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
+    bert = _checked_encoder(model, batch_size, max_length)
     cls, sep, pad = (_special_id(tokenizer, t) for t in ("[CLS]", "[SEP]", "[PAD]"))
 
     rows = []
@@ -102,17 +109,10 @@ def word_features(model, tokenizer, sentences: list[list[str]], *, layer: int, d
     sentences = [list(s) for s in sentences]
     if not sentences:
         raise ValueError("word_features needs at least one sentence")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if max_length < 3:
-        raise ValueError(f"max_length must be >= 3 ([CLS], a piece, [SEP]), got {max_length}")
-    bert = model.bert if hasattr(model, "bert") else model
+    bert = _checked_encoder(model, batch_size, max_length)
     depth = bert.config.num_hidden_layers
     if not 0 <= layer <= depth:
         raise ValueError(f"layer must be in 0..{depth} (0: embeddings, k: transformer layer k); got {layer}")
-    positions = getattr(bert.config, "max_position_embeddings", None)
-    if positions is not None and max_length > positions:
-        raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
     cls, sep, pad = (_special_id(tokenizer, t) for t in ("[CLS]", "[SEP]", "[PAD]"))
 
     rows, owners = [], []  # per sentence: [CLS] pieces [SEP], and the word index of each piece (-1: none)

@@ -60,6 +60,15 @@ class Levers:
             raise ValueError(f"attention={self.attention!r}: valid values are None, {', '.join(map(repr, ATTENTIONS))}")
 
 
+def _resolve_attention(attention: str | None, valid, config) -> str:
+    """The attention implementation to run: `attention` (default `ATTENTION`), checked against `valid`; "auto" is
+    math for a one-head model and SDPA otherwise."""
+    attention = attention or ATTENTION
+    if attention not in valid:
+        raise ValueError(f"attention={attention!r}: valid values are {', '.join(map(repr, valid))}")
+    return ("math" if config.num_attention_heads == 1 else "sdpa") if attention == "auto" else attention
+
+
 def _linear(x: torch.Tensor, p: dict, name: str) -> torch.Tensor:
     """x [M, N, in] @ W[m]^T + b[m] for every model m; W [M, out, in], b [M, out]."""
     return torch.baddbmm(p[name + ".bias"].unsqueeze(1), x, p[name + ".weight"].transpose(1, 2))
@@ -218,11 +227,7 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     `pack_documents`), None (no padding at all), or a flex `BlockMask` over M*B rows with attention="flex";
     fused_qkv computes queries, keys and values with one matrix product.
     """
-    attention = attention or ATTENTION
-    if attention not in ATTENTIONS:
-        raise ValueError(f"attention={attention!r}: valid values are {', '.join(map(repr, ATTENTIONS))}")
-    if attention == "auto":
-        attention = "math" if config.num_attention_heads == 1 else "sdpa"
+    attention = _resolve_attention(attention, ATTENTIONS, config)
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
     m, b, w = input_ids.shape
     eps = config.layer_norm_eps
@@ -262,11 +267,7 @@ def stacked_hidden_states(params: dict, config: BertConfig, input_ids, attention
     through = max(layers, default=0) if through is None else through
     if not 0 <= through <= n or any(not 0 <= l <= through for l in layers):
         raise ValueError(f"layers {list(layers)} and through={through}: valid layers are 0..{n}, at most `through`")
-    attention = attention or ATTENTION
-    if attention not in ("math", "sdpa", "auto"):
-        raise ValueError(f"attention={attention!r}: valid values for evaluation are 'math', 'sdpa', 'auto'")
-    if attention == "auto":
-        attention = "math" if config.num_attention_heads == 1 else "sdpa"
+    attention = _resolve_attention(attention, ("math", "sdpa", "auto"), config)
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
     m, b, w = input_ids.shape
     eps = config.layer_norm_eps
