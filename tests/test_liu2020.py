@@ -204,3 +204,27 @@ def test_word2vec_part_trains_only_the_zero_shot_runs(monkeypatch):
     plan_w2v = {(r.model, r.size, r.window) for r in load_plan().static if r.model == "word2vec"}
     assert sorted(trained) == [("word2vec", "big", 5), ("word2vec", "small", 5)]
     assert {("word2vec", "small", 128), ("word2vec", "small", 256)} <= plan_w2v  # S Fig 4's windows: not here
+
+
+def test_bert_part_trains_models_in_the_order_asked(monkeypatch, tmp_path):
+    """A node process gets its share of the BERTs with the most-read one first (big-w512): `--models` sets the order,
+    and a model cut short by the time limit stops the rest."""
+    from xlrepro.papers.liu2020 import bert, run
+
+    trained = []
+
+    def fake_pretrain(cfg, **kw):
+        name = f"{cfg.size}-w{cfg.window}"
+        trained.append(name)
+        out = tmp_path / name
+        out.mkdir()
+        if name != "small-w20":  # small-w20 is cut short: no training.json
+            (out / "training.json").write_text("{}")
+        return out
+
+    monkeypatch.setattr(bert, "pretrain_bert", fake_pretrain)
+    run.train_part("bert", models=["big-w512", "small-w512"])
+    assert trained == ["big-w512", "small-w512"]
+    trained.clear()
+    result = run.train_part("bert", models=["big-w20", "small-w20", "big-w512"])
+    assert trained == ["big-w20", "small-w20"] and "small-w20: checkpointed" in result

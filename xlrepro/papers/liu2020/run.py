@@ -66,9 +66,9 @@ def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = No
             done.append(f"{cfg.model}-{cfg.size}-w{cfg.window}: {run_dir(cfg)}")
     if part in ("bert", "all"):
         from .bert import pretrain_bert
-        for name, cfg in bert_configs(plan).items():
-            if models and name not in models:
-                continue
+        configs = bert_configs(plan)
+        for name in models or configs:  # in the order asked for (a node trains the most-read model first)
+            cfg = configs[name]
             if left() is not None and left() <= 0:
                 return "; ".join(done + ["time limit reached: run the command again"])
             out = pretrain_bert(cfg, device=device, time_limit=left(), progress=False)
