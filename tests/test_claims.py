@@ -215,7 +215,13 @@ def test_each_over_languages_fills_both_sides():
             "test": {"kind": "greater", "left": {"experiment": "zs", "metric": "acc"},
                      "right": {"experiment": "maj", "metric": "acc"}, "margin": 0.1, "noise": "2se"}}
     v, evidence = C.evaluate(test, C.Data({"t": zero}, artifact="t"))
-    assert v == "partly" and "1 of 2 languages" in evidence and "zh" in evidence
+    assert v == "partly" and "1 of 2 languages" in evidence and "1 partly (zh)" in evidence
+    assert ", 1 not" not in evidence  # zh is partly (direction and noise right, margin not), not "not"
+    # a language on the wrong side is listed as not, apart from the partly ones
+    ko = pd.DataFrame([{"experiment": e, "seed": s, "metric": "acc", "language": "ko", "value": v + 0.001 * s}
+                       for e, v in (("zs", 0.2), ("maj", 0.25)) for s in range(3)])
+    v, evidence = C.evaluate(test, C.Data({"t": pd.concat([zero, ko])}, artifact="t"))
+    assert "1 of 3 languages reproduced, 1 partly (zh), 1 not (ko)." in evidence
 
 
 def test_not_testable_offline():

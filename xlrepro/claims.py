@@ -520,9 +520,13 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
     results = {v: evaluate(_substitute(inner, over, v, into), data, profile) for v in values}
     verdict, _ = _combine(list(results.values()))
     counts = {k: sum(r[0] == k for r in results.values()) for k in (REPRODUCED, PARTLY, NOT)}
-    failing = [v for v, r in results.items() if r[0] != REPRODUCED]
-    ev = (f"{counts[REPRODUCED]} of {len(values)} {over}s reproduced, {counts[PARTLY]} partly"
-          + (f"; not: {', '.join(failing[:8])}{' …' if len(failing) > 8 else ''}" if failing else "")
+    def names(verdict: str) -> str:
+        vs = [v for v, r in results.items() if r[0] == verdict]
+        return f"{', '.join(vs[:8])}{' …' if len(vs) > 8 else ''}"
+
+    ev = (f"{counts[REPRODUCED]} of {len(values)} {over}s reproduced"
+          + (f", {counts[PARTLY]} partly ({names(PARTLY)})" if counts[PARTLY] else ", 0 partly")
+          + (f", {counts[NOT]} not ({names(NOT)})" if counts[NOT] else "")
           + f". Each: {_criterion(inner)}")
     return verdict, ev
 
