@@ -88,7 +88,7 @@ else
     [ "$left" -lt 10 ] && left=10
     for i in $(seq 0 $(( shards - 1 ))); do
         $py -m xlrepro.papers.liu2020.evaluate --out "$res" --shard "$i/$shards" --device "${devices[$i]}" \
-            --time-limit "$left" $smoke > "$res/evaluate-$i.log" 2>&1 &
+            --time-limit "$left" $smoke >> "$res/evaluate-$i.log" 2>&1 &
         pids+=($!)
     done
 fi
@@ -100,7 +100,7 @@ WALL=$wall RC=$rc PHASE=$phase $py -c '
 import json, os, torch
 gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 print(json.dumps({"phase": os.environ["PHASE"], "wall_seconds": int(os.environ["WALL"]),
-                  "exit_code": int(os.environ["RC"]), "gpus": gpus}))' > "$res/wall-$phase.json"
+                  "exit_code": int(os.environ["RC"]), "gpus": gpus}))' > "$res/wall-$phase-$start.json"  # one record per call
 kill "$packer" 2>/dev/null
 pack
 tail -n 3 "$res"/*.log

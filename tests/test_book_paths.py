@@ -85,3 +85,15 @@ def test_run_record(tmp_path, monkeypatch):
     assert path.name == "run_record_ch.json" and json.loads(path.read_text())["paper"] == "p"
     assert R.run_record("p", "ch", None)["training devices"] == "none recorded"
     assert not problems(path.read_text())  # the record itself names no machine path
+
+
+def test_run_record_times_the_whole_kernel_even_when_imported_late():
+    """A chapter that imports xlrepro.runrecord in its last cell still records its whole run: the wall time counts
+    from the process's start, not from the import."""
+    import subprocess
+    import sys
+    code = ("import time; time.sleep(1.2)\n"
+            "from xlrepro.runrecord import run_record\n"
+            "print(run_record('p', 'c')['wall time (s)'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert float(out.stdout.strip()) >= 1.2

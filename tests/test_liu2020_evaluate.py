@@ -132,3 +132,24 @@ def test_mds_grid_in_the_claims_shape_and_smoke_results_never_publish(tmp_path):
     with pytest.raises(ValueError, match="smoke run's results"):
         report.check_gpu_results(tmp_path, publish=True)
     assert not report.check_gpu_results(tmp_path / "absent", publish=True)
+
+
+def test_gpu_record_lists_every_call_in_order_and_the_machines(tmp_path):
+    """device_liu.sh writes one wall-<phase>-<unix start>.json per call (older runs: one wall-<phase>.json per
+    phase); the chapter's GPU table lists the calls in the order they ran, and the run record names the machine."""
+    import json
+    for name, phase, secs in (("wall-evaluate-200.json", "evaluate", 511), ("wall-train-100.json", "train", 480),
+                              ("wall-evaluate-300.json", "evaluate", 310)):
+        (tmp_path / name).write_text(json.dumps({"phase": phase, "wall_seconds": secs, "exit_code": 0,
+                                                 "gpus": ["NVIDIA H200", "NVIDIA H200"]}))
+    table = report.gpu_run_record(tmp_path)
+    assert table.index.tolist() == ["call: train (100)", "call: evaluate (200)", "call: evaluate (300)"]
+    assert table["seconds"].tolist() == ["480", "511", "310"]
+    assert report.training_devices(tmp_path) == "2 x NVIDIA H200"
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    for phase in ("evaluate", "train"):
+        (legacy / f"wall-{phase}.json").write_text(json.dumps({"phase": phase, "wall_seconds": 1, "exit_code": 0,
+                                                               "gpus": []}))
+    assert report.gpu_run_record(legacy).index.tolist() == ["call: train", "call: evaluate"]
+    assert report.training_devices(legacy) == "none recorded"  # CPU calls and no training records

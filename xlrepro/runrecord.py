@@ -19,7 +19,18 @@ import pandas as pd
 from .atomic import atomic_open
 from .paths import repo_root
 
-_STARTED = time.time()  # the kernel's import of this module: about when the notebook started
+
+
+def _process_start() -> float:
+    """When this process (the notebook's kernel) started; the import time where psutil cannot tell."""
+    try:
+        import psutil
+        return psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - psutil missing or the platform does not say
+        return time.time()
+
+
+_STARTED = _process_start()  # the kernel's start: a chapter that imports this module late still times its whole run
 
 
 def shown(path: str | os.PathLike) -> str:

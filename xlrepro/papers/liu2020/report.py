@@ -42,7 +42,8 @@ def mrr_table(df: pd.DataFrame) -> pd.DataFrame:
 
 # ---- the GPU evaluation's files (scripts/device_liu.sh evaluate, unpacked into gpu_results_dir()) ----------------
 
-GPU_COMMAND = ("bash scripts/device_liu.sh train 540 && bash scripts/device_liu.sh evaluate 540 (on a 4-GPU node; "
+GPU_COMMAND = ("bash scripts/device_liu.sh train 540 && bash scripts/device_liu.sh evaluate 540 (on a GPU node, evaluate "
+               "repeated until every task is done; "
                "then `mkdir -p runs/liu2020/lab/gpu-results && tar -xzf liu.tgz -C runs/liu2020/lab/gpu-results`)")
 
 
@@ -265,11 +266,43 @@ def gpu_run_record(root=None) -> pd.DataFrame | None:
                      "steps": str(t["steps"]), "tokens per step": str(t.get("tokens_per_step", "–")),
                      "MLM loss, first → last": f"{losses[0][1]:.2f} → {losses[-1][1]:.2f}" if losses[0][1] else "–",
                      "seconds": str(round(t["seconds"])), "device": t.get("device", "–")})
-    for f in sorted(folder.glob("wall-*.json")):
+    for f in sorted((folder / "training" / "static").glob("*/training.json")) \
+            if (folder / "training" / "static").exists() else []:
+        t, c = json.loads(f.read_text()), json.loads((f.parent / "config.json").read_text())["config"]
+        rows.append({"what": f"{c['model']} {c['size']}-w{c['window']}", "model": f"{c['dim']}-d, {c['epochs']} passes",
+                     "seconds": str(round(t["seconds"])), "device": t.get("device", "–")})
+    for f in wall_records(folder):
         w = json.loads(f.read_text())
-        rows.append({"what": f"phase {w['phase']}", "seconds": str(w["wall_seconds"]),
-                     "device": ", ".join(w["gpus"]) or "cpu", "model": f"exit code {w['exit_code']}"})
+        rows.append({"what": f"call: {w['phase']}" + (f" ({f.stem.rsplit('-', 1)[1]})" if f.stem.count("-") > 1 else ""),
+                     "seconds": str(w["wall_seconds"]), "device": ", ".join(w["gpus"]) or "cpu",
+                     "model": f"exit code {w['exit_code']}"})
     return pd.DataFrame(rows).set_index("what").fillna("–") if rows else None
+
+
+def wall_records(folder: Path) -> list[Path]:
+    """The calls' records of scripts/device_liu.sh in the order they ran: wall-<phase>-<unix start>.json (one per
+    call), or the older wall-<phase>.json (one per phase: the last call's)."""
+    def order(f: Path) -> tuple[int, int]:
+        tail = f.stem.rsplit("-", 1)[1]
+        return (int(tail), 0) if tail.isdigit() else (0, 0 if f.stem == "wall-train" else 1)
+
+    return sorted(folder.glob("wall-*.json"), key=order)
+
+
+def training_devices(root=None) -> str:
+    """The GPUs of the GPU run, for the chapter's run record: the machines of the calls' records (e.g.
+    "2 x NVIDIA H200"), else the device names of the BERTs' training records; "none recorded" where there are none."""
+    import json
+    folder = gpu_results_dir(root)
+    names = []
+    for f in wall_records(folder):
+        gpus = json.loads(f.read_text()).get("gpus") or []
+        names.append(", ".join(f"{gpus.count(n)} x {n}" for n in dict.fromkeys(gpus)))
+    if not any(names):
+        for f in sorted((folder / "training").glob("*/training.json")) if (folder / "training").exists() else []:
+            names.append(json.loads(f.read_text()).get("device", ""))
+    names = [n for n in dict.fromkeys(names) if n]
+    return "; ".join(names) or "none recorded"
 
 
 def check_gpu_results(root=None, publish: bool = False) -> bool:

@@ -25,6 +25,7 @@ import numpy as np
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, choose
+from xlrepro.models import device_name
 
 MODELS = ("word2vec", "glove")
 
@@ -181,7 +182,7 @@ def train_static(config: StaticConfig, corpus: Mapping[str, list[list[str]]] | N
         f.write("\n".join(emb.tokens) + "\n")
     atomic.write_json(folder / "training.json", {
         "seconds": time.time() - t0, "tokens": sum(map(len, sents)), "types": len(emb.tokens),
-        "languages": list(corpus), "device": device if config.model == "glove" else "cpu", **({"glove_loss": emb.losses} if hasattr(emb, "losses") else {})})
+        "languages": list(corpus), "device": device_name(device) if config.model == "glove" else "cpu", **({"glove_loss": emb.losses} if hasattr(emb, "losses") else {})})
     return emb
 
 
