@@ -67,7 +67,7 @@ RESULT_CSVS = {
     "k2020/architecture": ["architecture"], "k2020/input_objective": ["input_objective", "tokenization"],
     "k2020/linguistic": ["linguistic", "overlap"], "k2020/mixed_pairs": ["mixed_pairs"],
     "liu2020/context_window": ["retrieval_bert", "transfer", "word2vec_windows"],
-    "liu2020/language_information": ["language_id", "mds_grid", "table4"],
+    "liu2020/language_information": ["language_id", "mds_grid", "table4", "vocabulary"],
     "liu2020/part_of_speech": ["pos"],
     "liu2020/static_vs_bert": ["corpus", "dictionaries", "retrieval", "retrieval_bert", "transfer"],
     "multilingual/lab": ["corpus", "dictionaries", "retrieval", "task"],
