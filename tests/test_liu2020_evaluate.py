@@ -143,7 +143,7 @@ def test_gpu_record_lists_every_call_in_order_and_the_machines(tmp_path):
         (tmp_path / name).write_text(json.dumps({"phase": phase, "wall_seconds": secs, "exit_code": 0,
                                                  "gpus": ["NVIDIA H200", "NVIDIA H200"]}))
     table = report.gpu_run_record(tmp_path)
-    assert table.index.tolist() == ["call: train (100)", "call: evaluate (200)", "call: evaluate (300)"]
+    assert table.index.tolist() == ["job: train (100)", "job: evaluate (200)", "job: evaluate (300)"]
     assert table["seconds"].tolist() == ["480", "511", "310"]
     assert report.training_devices(tmp_path) == "2 x NVIDIA H200"
     legacy = tmp_path / "legacy"
@@ -151,5 +151,5 @@ def test_gpu_record_lists_every_call_in_order_and_the_machines(tmp_path):
     for phase in ("evaluate", "train"):
         (legacy / f"wall-{phase}.json").write_text(json.dumps({"phase": phase, "wall_seconds": 1, "exit_code": 0,
                                                                "gpus": []}))
-    assert report.gpu_run_record(legacy).index.tolist() == ["call: train", "call: evaluate"]
+    assert report.gpu_run_record(legacy).index.tolist() == ["job: train", "job: evaluate"]
     assert report.training_devices(legacy) == "none recorded"  # CPU calls and no training records

@@ -254,7 +254,7 @@ def static_retrieval_results(names, root=None) -> pd.DataFrame | None:
 
 def gpu_run_record(root=None) -> pd.DataFrame | None:
     """The GPU run as a table: one row per BERT (its shape, steps, tokens per step, first and last loss, seconds,
-    device) and one per phase of scripts/device_liu.sh (wall seconds, GPUs); None where nothing was unpacked."""
+    device) and one per job of scripts/device_liu.sh (wall seconds, GPUs); None where nothing was unpacked."""
     import json
     folder = gpu_results_dir(root)
     rows = []
@@ -273,7 +273,7 @@ def gpu_run_record(root=None) -> pd.DataFrame | None:
                      "seconds": str(round(t["seconds"])), "device": t.get("device", "–")})
     for f in wall_records(folder):
         w = json.loads(f.read_text())
-        rows.append({"what": f"call: {w['phase']}" + (f" ({f.stem.rsplit('-', 1)[1]})" if f.stem.count("-") > 1 else ""),
+        rows.append({"what": f"job: {w['phase']}" + (f" ({f.stem.rsplit('-', 1)[1]})" if f.stem.count("-") > 1 else ""),
                      "seconds": str(w["wall_seconds"]), "device": ", ".join(w["gpus"]) or "cpu",
                      "model": f"exit code {w['exit_code']}"})
     return pd.DataFrame(rows).set_index("what").fillna("–") if rows else None
