@@ -19,8 +19,16 @@ TEST_LANGUAGES = ("en", "fr", "de", "es", "tr", "zh", "hi", "ru")  # hi, ru: K e
 def xlrepro_dirs(tmp_path_factory):
     """XLREPRO_CACHE and XLREPRO_RUNS for the whole session (notebook kernels inherit them): fresh folders, so
     that tests never read or write the repository's cache and runs. XLREPRO_TEST_CACHE names a cache folder to
-    keep between sessions instead (faster local runs)."""
-    cache = Path(os.environ.get("XLREPRO_TEST_CACHE") or tmp_path_factory.mktemp("xlrepro-cache"))
+    keep between sessions instead (faster local runs). Under pytest-xdist the workers share one fresh cache (the
+    cache's writes are atomic and locked, as for XLREPRO_TEST_CACHE): the Bible, the lab data, the parsed
+    dictionaries and the smoke encoder are prepared once per test run, not once per worker."""
+    if os.environ.get("XLREPRO_TEST_CACHE"):
+        cache = Path(os.environ["XLREPRO_TEST_CACHE"])
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        cache = tmp_path_factory.getbasetemp().parent / "xlrepro-cache-shared"  # the run's folder, above the workers'
+        cache.mkdir(exist_ok=True)
+    else:
+        cache = tmp_path_factory.mktemp("xlrepro-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XLREPRO_CACHE", str(cache))
         mp.setenv("XLREPRO_RUNS", str(tmp_path_factory.mktemp("xlrepro-runs")))
