@@ -74,17 +74,15 @@ pack() {
     for f in config.json training.json; do [ -f "$encoder/$f" ] && cp "$encoder/$f" "$stage/runs/$(basename "$res")/encoder/"; done
     (cd "$runs" && find wu2019 -path "*/finetune/*" -name "*.json" 2>/dev/null | tar cf - -T - 2>/dev/null) \
         | (cd "$stage/runs" && tar xf - 2>/dev/null)
-    if [ -f "$res/done-multilingual-published" ]; then
-        mkdir -p "$stage/book/multilingual" "$stage/book/results/multilingual"
-        cp book/multilingual/lab.ipynb "$stage/book/multilingual/"
-        cp book/results/multilingual/*.csv "$stage/book/results/multilingual/"
-    fi
-    if [ -f "$res/done-wu2019-published" ] && [ -z "$smoke" ]; then
-        mkdir -p "$stage/book/wu2019" "$stage/book/results/wu2019"
-        cp book/wu2019/*.ipynb "$stage/book/wu2019/"
-        cp book/results/wu2019/* "$stage/book/results/wu2019/"
-    fi
+    # the published chapters, as kept under runs/ when they were published (a later call re-sends the working tree,
+    # whose book/ then holds the committed copies again)
+    [ -d "$res/book" ] && cp -r "$res/book" "$stage/"
     tar czf "$out/mini_mbert.tgz.tmp" -C "$stage" . && mv "$out/mini_mbert.tgz.tmp" "$out/mini_mbert.tgz"
+}
+# keep_book PAPER: copy a chapter group's published notebooks and results under $res/book (packed from there)
+keep_book() {
+    mkdir -p "$res/book/$1" "$res/book/results/$1" && cp book/"$1"/*.ipynb "$res/book/$1/" \
+        && cp book/results/"$1"/* "$res/book/results/$1/"
 }
 ( while sleep 30; do pack; done ) > /dev/null 2>&1 &
 packer=$!
@@ -141,7 +139,8 @@ from xlrepro.data.dictionaries import dictionary_sizes
 want = pd.read_csv('book/results/multilingual/dictionaries.csv').set_index('lang')[['status', 'pairs']]
 got = dictionary_sizes(list(want.index))[['status', 'pairs']]
 sys.exit(0 if got.astype(str).equals(want.astype(str)) else 1)"; then
-            timeout "$(left)" $py -m xlrepro.cli run multilingual/lab --publish && touch "$res/done-multilingual-published"
+            timeout "$(left)" $py -m xlrepro.cli run multilingual/lab --publish && keep_book multilingual \
+                && touch "$res/done-multilingual-published"
         else
             echo "this node lacks the dictionaries of book/results/multilingual/dictionaries.csv (no FreeDict files and no" \
                  "prepared packs: xlrepro prepare --multilingual): the chapter ran unpublished (its retrieval.csv and notebook are here); publish it where the dictionaries are installed" \
@@ -206,7 +205,7 @@ if [ "$cut" -eq 0 ] && [ "$failed" -eq 0 ] && [ ! -f "$res/done-wu2019-published
         for ch in q1_zero_shot q2_layers q3_language_id q4_subword_overlap; do
             timeout "$(left)" $py -m xlrepro.cli run "wu2019/$ch" --publish >> "$res/wu2019-chapters.log" 2>&1 || { ok=0; break; }
         done
-        if [ "$ok" -eq 1 ]; then touch "$res/done-wu2019-published"; else cut=$((cut + 1)); fi
+        if [ "$ok" -eq 1 ] && keep_book wu2019; then touch "$res/done-wu2019-published"; else cut=$((cut + 1)); fi
     fi
 fi
 for f in "$res"/*.log; do echo "== $(basename "$f")"; tr '\r' '\n' < "$f" | grep -v "it/s\]\?$" | tail -n 4; done

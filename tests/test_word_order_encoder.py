@@ -141,7 +141,8 @@ def test_device_script_rejects_bad_arguments():
 def test_device_script_skips_the_paraphrase_runs_without_their_editions(tmp_path, editions):
     """Step (d) of scripts/device_mini_mbert.sh with (a)-(c) done and a stand-in python that only records the
     `xlrepro.cli` calls: without the paraphrase editions in the cache their runs are skipped (one line in their log),
-    the in-language runs start, and the status counts one part skipped, none failed."""
+    the section task's whole plan starts (WU_PROCS shards), then (e) publishes the four Wu & Dredze chapters, and the
+    status counts one part skipped, none failed."""
     import json
     import os
 
@@ -164,12 +165,16 @@ def test_device_script_skips_the_paraphrase_runs_without_their_editions(tmp_path
                   f'exec "{sys.executable}" "$@"\n')
     py.chmod(0o755)
     env = {**os.environ, "PYTHON": str(py), "XLREPRO_RUNS": str(runs), "XLREPRO_CACHE": str(cache),
-           "OUT": str(tmp_path / "out")}
+           "OUT": str(tmp_path / "out"), "WU_PROCS": "2"}
     r = subprocess.run(["bash", "scripts/device_mini_mbert.sh", "60"], capture_output=True, text=True, timeout=120,
                        env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     started = calls.read_text().splitlines()
-    assert sum("--part in-language" in c for c in started) == 2
+    assert sorted(c.split("--shard ")[1] for c in started if "--part all" in c) == ["0/2", "1/2"]
+    assert [c.split()[3] for c in started if " run " in c] == [f"wu2019/{ch}" for ch in
+                                                             ("q1_zero_shot", "q2_layers", "q3_language_id",
+                                                              "q4_subword_overlap")]
+    assert (res / "done-wu2019-published").exists() and (res / "book" / "wu2019" / "q1_zero_shot.ipynb").exists()
     assert sum("--task paraphrase" in c for c in started) == (2 if editions else 0)
     if editions:
         assert "failed 0, skipped 0\n" in r.stdout and "\nall done\n" in r.stdout

@@ -77,10 +77,10 @@ def test_chapter_lab_renders_the_published_run_and_says_so(published, capsys):
     assert isinstance(lab, PublishedLab) and out == published
     assert "source: published" in capsys.readouterr().out
     notice = lab.notice()
-    assert notice.startswith("**Rendered from the published results** of 2026-11-26 (4 x NVIDIA H200")
+    assert notice.startswith("**Rendered from the published results** of 2026-11-26 (2 x NVIDIA H200")
     assert "`frozen.csv`" in notice and "`xlrepro run wu2019/q2_layers --publish`" in notice
     assert lab.frozen([0, 1, 2])["value"].tolist() == [0.5] * 6 + [0.75] * 6
-    assert lab.run_notes()["training devices"] == "4 x NVIDIA H200 (the published run)"
+    assert lab.run_notes()["training devices"] == "2 x NVIDIA H200 (the published run)"
 
 
 @pytest.mark.parametrize("change, named", [
