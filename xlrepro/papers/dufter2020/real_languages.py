@@ -73,6 +73,10 @@ class Table3Config:
     seeds: tuple[int, ...] = field(default=(0, 42, 43), metadata={"help": "seeds per model"})
     inv_order_language: str = field(default="de", metadata={"help": "the language inv-order reverses"})
     knn_k: int = field(default=5, metadata={"help": "knn-replace draws one of the k nearest neighbours"})
+    group_by_length: bool = field(default=False, metadata={
+        "help": "pretraining batches of verses of similar length (HF's `get_length_grouped_indices`: each model's "
+                "shuffled order cut into mega-batches of 50 batches, each sorted by length), so that far less of a "
+                "batch is padding; changes the data order, hence part of the run's key"})
     finetune: FinetuneRecipe = field(default_factory=FinetuneRecipe, metadata={"help": "fine-tuning recipe"})
 
     def __post_init__(self):
@@ -246,12 +250,27 @@ def member_config(cfg: Table3Config, exp: Experiment, seed: int, smoke: bool) ->
             "table3": asdict(cfg), "training": training, "seed": seed}
 
 
+def epoch_order(lengths: np.ndarray, seed: int, epoch: int, batch_size: int, group_by_length: bool) -> np.ndarray:
+    """One model's pretraining order of the sentences for one epoch (a permutation of range(len(lengths))), seeded
+    by (seed, epoch) alone: a shuffle, or with `group_by_length` HF's length-grouped shuffle (mega-batches of 50
+    batches, each sorted by decreasing length, the longest batch first). Models of one stack at the same step then
+    sit at the same place of their mega-batches, so their batches have similar widths."""
+    if not group_by_length:
+        return np.random.default_rng([seed, epoch]).permutation(len(lengths))
+    from transformers.trainer_pt_utils import get_length_grouped_indices
+    generator = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, epoch]).generate_state(1)[0]))
+    return np.asarray(get_length_grouped_indices(lengths.tolist(), batch_size, generator=generator), dtype=np.int64)
+
+
 # ------------------------------------------------------------------ one stack: pretrain, fine-tune, evaluate
 class Table3Stack:
     def __init__(self, cfg: Table3Config, members: list[tuple[str, int]], root: Path, device: str = "cpu",
-                 smoke: bool = False):
+                 smoke: bool = False, compile: str | None = None, graphs: bool = True):
+        """compile ("regional" or None) and graphs (CUDA graphs, one per padded width) are speed switches of the
+        pretraining stack (`ModelStack`): they change no number beyond floating-point rounding, so no run key."""
         self.cfg, self.root, self.smoke = cfg, Path(root), smoke
         self.device = torch.device(device)
+        self.compile, self.graphs = compile, graphs and self.device.type == "cuda"
         self.train_cfg = load_chapter().training
         self.max_length = self.train_cfg.max_length
         self.members = [(table3_experiment(e, cfg), s) for e, s in members]
@@ -311,6 +330,7 @@ class Table3Stack:
         from xlrepro.progress import progress as progress_bar
         from xlrepro.training.stacked import ModelStack, OptimConfig
         t0 = time.time()
+        self.widths = []  # the padded width of each step of this process (for the timing record)
         size, tc = self.cfg.model_size(), self.train_cfg
         positions = len(self.cfg.languages) * self.max_length
         models = [init_model(size, self.vocab.rows, s, attn="eager", positions=positions) for _, s in self.members]
@@ -320,7 +340,7 @@ class Table3Stack:
         optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=tc.warmup_steps,
                             total_steps=total, max_grad_norm=tc.max_grad_norm)
         stack = ModelStack(models, optim, self.device, bf16=tc.precision == "bf16" and self.device.type == "cuda",
-                           seeds=[s for _, s in self.members], graphs=True)
+                           compile=self.compile, seeds=[s for _, s in self.members], graphs=self.graphs)
         self.noise = stack.noise
         stack.noise.rows = torch.arange(self.cfg.batch_size, device=self.device)
         ckpt = self.folder / "checkpoint.pt"
@@ -330,15 +350,23 @@ class Table3Stack:
         lengths = [self.sets[e.id].lengths for e, _ in self.members]
         bar = progress_bar(total=total, initial=stack.step_count, disable=not progress, desc="table3 pretrain")
         last = time.time()
+        B = self.cfg.batch_size
+        d["rows"] = torch.zeros((len(self.members), B), dtype=torch.int64, device=self.device)  # read by the graphs
+        orders, order_epoch = None, None
         while stack.step_count < total:
             epoch, within = divmod(stack.step_count, steps_per_epoch)
-            # each model its own data order (its seed, the epoch); the batch is a slice of it
-            rows = np.stack([np.random.default_rng([s, epoch]).permutation(n)[within * self.cfg.batch_size:
-                                                                                 (within + 1) * self.cfg.batch_size]
-                             for _, s in self.members])  # [M, B]
+            if epoch != order_epoch:  # each model its own data order (its seed, the epoch)
+                orders = [epoch_order(l, s, epoch, B, self.cfg.group_by_length)
+                          for l, (_, s) in zip(lengths, self.members)]
+                order_epoch = epoch
+            rows = np.stack([o[within * B:(within + 1) * B] for o in orders])  # [M, B]: the batch is a slice
             width = min(int(math.ceil(max(l[r].max() for l, r in zip(lengths, rows)) / 8) * 8), d["ids"].shape[2])
-            r = torch.as_tensor(rows, device=self.device)
-            stack.step(lambda: self._batch(d, r, width), graph_key=None)
+            r = torch.as_tensor(rows)
+            if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
+                r = r.pin_memory()
+            d["rows"].copy_(r, non_blocking=True)
+            stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if self.graphs else None)
+            self.widths.append(width)
             bar.update(1)
             over = time_limit is not None and time.time() - t0 > time_limit
             if over or time.time() - last > 120:
@@ -347,10 +375,25 @@ class Table3Stack:
                 last = time.time()
             if over:
                 bar.close()
+                self._write_timing(t0, stack.step_count, total)
                 return None
         bar.close()
+        self._write_timing(t0, stack.step_count, total)
         self.steps = total
         return stack
+
+    def _write_timing(self, t0: float, step: int, total: int) -> None:
+        """Append this process's pretraining speed to the stack's timing.json (one entry per process)."""
+        path = self.folder / "timing.json"
+        runs = json.loads(path.read_text()) if path.exists() else []
+        n = len(self.widths)
+        runs.append({"device": str(self.device) if self.device.type != "cuda" else torch.cuda.get_device_name(self.device),
+                     "models": len(self.members), "steps": n, "seconds": round(time.time() - t0, 1),
+                     "steps_per_second": round(n / max(time.time() - t0, 1e-9), 3),
+                     "mean_width": round(float(np.mean(self.widths)), 1) if n else None, "reached_step": step,
+                     "total_steps": total, "compile": self.compile or "none", "graphs": self.graphs,
+                     "group_by_length": self.cfg.group_by_length})
+        atomic.write_json(path, runs)
 
     # fine-tuning -------------------------------------------------------------
     def encoded(self, exp: Experiment, lang: str, split: str, max_pairs: int | None, keys=None):
@@ -449,6 +492,10 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--time-limit", type=float, default=None, help="seconds; checkpoints and stops after them")
     p.add_argument("--smoke", action="store_true", help="tiny corpus and model (CPU tests)")
+    p.add_argument("--compile", choices=["regional", "none"], default=None,
+                   help="compile the pretraining stack region by region (default: regional on a GPU, none on a CPU); "
+                        "a speed switch, no run key")
+    p.add_argument("--no-graphs", action="store_true", help="no CUDA graphs (a speed switch, no run key)")
     p.add_argument("--root", default=None, help="run folder (default runs/dufter2020-table3/<lab|smoke>)")
     p.add_argument("--collect", default=None, help="write table3.csv from the run folder to this path and exit")
     a = p.parse_args(argv)
@@ -465,7 +512,9 @@ def main(argv=None) -> int:
     if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
         raise ConfigError(f"--shard takes I/N with 0 <= I < N; got {a.shard!r}")
     stack = shard_stacks(cfg, int(n))[int(k)]
-    done = Table3Stack(cfg, stack, root, a.device, a.smoke).run(a.time_limit)
+    compile = a.compile or ("regional" if torch.device(a.device).type == "cuda" else "none")
+    done = Table3Stack(cfg, stack, root, a.device, a.smoke, compile=None if compile == "none" else compile,
+                       graphs=not a.no_graphs).run(a.time_limit)
     print(json.dumps({"shard": a.shard, "done": done}))
     return 0 if done else 3
 
