@@ -175,6 +175,12 @@ def test_summary_table_and_text_from_known_numbers():
     text = para.summary_text(df)
     assert text.startswith("Zero-shot accuracy (mean over seeds) is above the word-overlap baseline in 1 of 2 target")
     assert "by -2.0 (de) to +3.0 (fr) points" in text
+    assert "Against the majority baseline it is +40.0 (de) to +43.0 (fr) points." in text
+    assert text.endswith("On en itself, the language it was fine-tuned on, it reaches 95.0 %, above the word-overlap "
+                         "baseline's 87.0 %.")
+    below = para.summary_text(frame({"en": 0.80, "fr": 0.70}))
+    assert below.endswith("it reaches 80.0 %, below the word-overlap baseline's 87.0 %.")
+    assert "On en itself" not in para.summary_text(frame({"fr": 0.93, "de": 0.90}))
 
 
 def test_overlap_correlation_known_answers():

@@ -158,15 +158,26 @@ def forget_stale(lab, folder: str | Path) -> Path | None:
 
 
 def summary_text(frame: pd.DataFrame, source: str = "en") -> str:
-    """One sentence from the numbers: in how many targets the zero-shot mean beats the word-overlap baseline, and the
-    range of the gains (points)."""
+    """Sentences from the numbers: in how many targets the zero-shot mean beats the word-overlap baseline, and the
+    range of the gains (points); the same against the majority baseline; and, where the frame holds the source
+    language, its own accuracy beside its word-overlap baseline (the fine-tuning language's own ceiling)."""
     check_frame(frame)
-    zero = _accuracy(frame, "zero-shot")["mean"].drop(source, errors="ignore")
-    gain = 100 * (zero - _accuracy(frame, "lexical")["mean"].reindex(zero.index))
+    acc = _accuracy(frame, "zero-shot")["mean"]
+    zero = acc.drop(source, errors="ignore")
+    lexical = _accuracy(frame, "lexical")["mean"]
+    gain = 100 * (zero - lexical.reindex(zero.index))
+    over_majority = 100 * (zero - _accuracy(frame, "majority")["mean"].reindex(zero.index))
     above = int((gain > 0).sum())
-    return (f"Zero-shot accuracy (mean over seeds) is above the word-overlap baseline in {above} of {len(gain)} target "
+    text = (f"Zero-shot accuracy (mean over seeds) is above the word-overlap baseline in {above} of {len(gain)} target "
             f"languages, by {gain.min():+.1f} ({gain.idxmin()}) to {gain.max():+.1f} ({gain.idxmax()}) points; the "
-            f"claims below ask for 2 points beyond 2 standard errors in each.")
+            f"claims below ask for 2 points beyond 2 standard errors in each. Against the majority baseline it is "
+            f"{over_majority.min():+.1f} ({over_majority.idxmin()}) to {over_majority.max():+.1f} "
+            f"({over_majority.idxmax()}) points.")
+    if source in acc.index and source in lexical.index:
+        verb = "above" if acc[source] > lexical[source] else "below"
+        text += (f" On {source} itself, the language it was fine-tuned on, it reaches {100 * acc[source]:.1f} %, "
+                 f"{verb} the word-overlap baseline's {100 * lexical[source]:.1f} %.")
+    return text
 
 
 def run_notes(lab, frame: pd.DataFrame | None) -> dict:
