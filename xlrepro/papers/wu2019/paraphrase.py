@@ -249,7 +249,7 @@ def plot(frame: pd.DataFrame, title: str = "Paraphrase task, mini-mBERT: zero-sh
     means = zero.groupby("language")["value"].mean()
     order = [l for l in means.index if l == "en"] + list(means.drop("en", errors="ignore")
                                                          .sort_values(ascending=False).index)
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = plt.subplots(figsize=(7.5, 3))
     sns.barplot(data=zero, x="language", y="value", order=order, errorbar="sd", capsize=0.2, color="C0",
                 label="zero-shot (from English)", ax=ax)
     lexical = acc[acc["experiment"] == "lexical"].groupby("language")["value"].mean().reindex(order)
@@ -261,7 +261,7 @@ def plot(frame: pd.DataFrame, title: str = "Paraphrase task, mini-mBERT: zero-sh
     ax.set_xlabel("language")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)  # beside the bars, not on them
     fig.tight_layout()
     return fig
 
