@@ -280,6 +280,21 @@ def test_claims_table_writes_only_its_chapter(tmp_path):
         C.claims_table("p", "c3", tmp_path, claims=claims)
 
 
+def test_a_note_written_after_the_run_is_shown_with_the_evidence_and_changes_no_verdict(tmp_path):
+    (tmp_path / "t.csv").write_text("experiment,seed,metric,value\na,0,m,0.6\na,1,m,0.61\nb,0,m,0.4\nb,1,m,0.41\n")
+    claim = {"id": "one", "chapter": "c1", "section": "§1", "quote": "q", "claim": "a beats b", "artifact": "t",
+             "test": greater(), "why": "because"}
+    plain = C.claims_table("p", "c1", tmp_path, claims=[claim])
+    noted = C.claims_table("p", "c1", tmp_path, claims=[{**claim, "after_run": "b never learned the task"}])
+    assert noted.loc[0, "verdict"] == plain.loc[0, "verdict"] == "reproduced"
+    assert noted.loc[0, "criterion"] == plain.loc[0, "criterion"]
+    assert noted.loc[0, "evidence"] == plain.loc[0, "evidence"] + ". Note written after the run: b never learned the task"
+    pending = C.claims_table("p", "c1", {"t": pd.DataFrame({"experiment": ["a"], "seed": [0], "metric": ["m"],
+                                                            "value": [0.6]})},
+                             claims=[{**claim, "after_run": "b never learned the task"}], pending=["b"])
+    assert pending.loc[0, "verdict"] == "pending" and "after the run" not in pending.loc[0, "evidence"]
+
+
 # ----------------------------------------------------------------------------------------------- the papers
 def _selectors(test):
     if test["kind"] == "all":

@@ -129,3 +129,35 @@ def test_chapter_renders_from_a_hand_made_runs_folder(trained, lab, tmp_path, mo
         assert outperforms.tolist() == ["reproduced"]
     else:
         assert outperforms.tolist() == ["pending"]
+
+
+def _table3_rows(experiment, seed, acc, f1, majority=0.25):
+    """One run of table3.csv: the same accuracy and macro-F1 in every language (enough for these tests)."""
+    return [{"experiment": experiment, "seed": seed, "metric": m, "language": l, "value": v}
+            for l in ("en", "de", "hi") for m, v in (("accuracy", acc), ("macro_f1", f1), ("majority", majority))]
+
+
+class TestDufter2020Table3Reading:
+    def test_a_run_that_always_predicts_the_majority_class_is_named_and_a_learned_one_is_not(self):
+        # 4 classes, majority 0.25: always predicting it gives accuracy 0.25 and macro-F1 (2 * 0.25 / 1.25) / 4 = 0.1
+        frame = pd.DataFrame(_table3_rows("0", 0, 0.25, 0.1) + _table3_rows("8", 0, 0.80, 0.79)
+                             + _table3_rows("3", 0, 0.25, 0.2))  # at the majority's accuracy, other F1: not constant
+        runs = knn_chapter.table3_runs(frame, classes=4).set_index("experiment")
+        assert runs.loc["0", "majority_only_en"] and not runs.loc["0", "learned_en"]
+        assert runs.loc["8", "learned_en"] and not runs.loc["8", "majority_only_en"]
+        assert not runs.loc["3", "majority_only_en"] and not runs.loc["3", "learned_en"]
+        text = knn_chapter.table3_text(frame, classes=4)
+        assert "learned the task in **1 of 3 runs**: model 8 (seed 0: English 0.80)" in text
+        assert "1 run scores on English exactly what always predicting the majority class scores" in text
+        assert "model 0 (seed 0)" in text and "macro-F1 0.100" in text
+        # zero-shot: model 8 is 0.80 in German and Hindi, 55 points above the majority: 1 run each
+        assert "1 of 3 runs are 5 points above the majority class in German and 1 in Hindi" in text
+
+    def test_the_differences_entry_quotes_the_paper_and_says_when_nothing_ran(self):
+        paper = pd.DataFrame({"experiment": ["0-base"] * 3, "metric": ["xnli_en", "xnli_de", "xnli_hi"],
+                              "mean": [0.75, 0.57, 0.45]})
+        assert "no results of ours yet" in knn_chapter.table3_differences(pd.DataFrame(), paper, classes=4)
+        frame = pd.DataFrame(_table3_rows("0", 0, 0.25, 0.1) + _table3_rows("0", 1, 0.25, 0.1))
+        text = knn_chapter.table3_differences(frame, paper, classes=4)
+        assert "English XNLI (0.75) to German and Hindi (0.57 and 0.45" in text
+        assert "model 0 reaches 0.25 ± 0.00 on English" in text and "0 of 2 runs learned English" in text

@@ -69,6 +69,13 @@ def test_tiny_end_to_end_run_writes_table3(tmp_path):
     assert df.value.between(0, 1).all()
     # the same test keys in every language: the majority baseline is one number
     assert df[df.metric == "majority"].value.nunique() == 1
+    # the pretraining loss of each member, recorded every LOSS_EVERY steps and at the last step
+    import json
+    (curve,) = [json.loads(p.read_text()) for p in (root / "stacks").glob("*/pretrain_loss.json")]
+    assert curve["members"] == ["3/0", "8/42", "30/43"]
+    steps = sorted(map(int, curve["loss"]))
+    assert steps[-1] == json.loads(next((root / "stacks").glob("*/timing.json")).read_text())[-1]["total_steps"]
+    assert all(len(v) == 3 and all(x > 0 for x in v) for v in curve["loss"].values())
 
 
 def test_chapter_table3_shows_mean_and_std_over_seeds_beside_the_paper(tmp_path):

@@ -391,7 +391,8 @@ def _save_plot(df, folder: Path) -> None:
 
 
 def plot_bench(df):
-    """Milliseconds per model-step of every engine, one panel per case, HF grey; MFU and speed-up annotated."""
+    """Milliseconds per model-step of every engine, one panel per case (a linear axis from 0, so that a bar's length
+    is its time), HF grey; MFU and speed-up annotated."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
@@ -407,7 +408,7 @@ def plot_bench(df):
             text = ("" if pd.isna(speed) else f"{speed:.2f}x") + ("" if pd.isna(mfu) else f", MFU {mfu:.0%}")
             ax.annotate(text, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", va="center", fontsize=7)
-        ax.set_xscale("log")
+        ax.set_xlim(0, 1.45 * float((sub["ms_per_step_max"] / sub["models"]).max()))  # linear from 0: bar = time
         ax.invert_yaxis()
         ax.set_title(case)
         ax.set_xlabel("ms per model-step (median; bars: min-max)")

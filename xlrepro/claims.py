@@ -14,6 +14,8 @@ A claim in the YAML::
       test: {kind: greater, left: {experiment: "0", metric: mu}, right: {experiment: "15", metric: mu},
              margin: 0.05, noise: 2se}
       why: "one line on why this threshold"
+      after_run: "..."              # optional: a note written after seeing the run, shown with the evidence and
+                                    # labelled so; it never changes the criterion or the verdict
 
 A selector picks rows of a results frame: ``artifact`` (else the claim's), ``experiment``, ``metric``, ``layer`` (a
 number, ``last`` or ``"K of N"``, resolved against the depth of the rows: :func:`resolve_layers`), ``step``, ``language`` (a value or a list), ``exclude_language`` (list); or ``reference: <table>`` for the paper's
@@ -75,7 +77,8 @@ COMBINE = ("score", "weakest")  # how `all` combines its parts
 SELECTOR_KEYS = ("artifact", "reference", "experiment", "metric", "layer", "step", "language", "exclude_language",
                  "at", "event", "fraction", "minus")
 EVENTS = ("half_final", "drop_90_log", "argmin")
-CLAIM_KEYS = ("id", "chapter", "section", "quote", "claim", "artifact", "test", "why")
+CLAIM_KEYS = ("id", "chapter", "section", "quote", "claim", "artifact", "test", "why", "after_run")
+OPTIONAL_KEYS = ("artifact", "after_run")
 DETERMINISTIC_SEED = -1
 
 
@@ -95,9 +98,10 @@ def load_claims(paper: str, path: str | os.PathLike | None = None) -> list[dict]
         raise ValueError(f"{path}: expected a mapping with a list under 'claims'")
     ids = set()
     for c in claims:
-        missing = [k for k in CLAIM_KEYS if k not in c and k != "artifact"]
+        missing = [k for k in CLAIM_KEYS if k not in c and k not in OPTIONAL_KEYS]
         if missing:
-            raise ValueError(f"claim {c.get('id', '?')!r} lacks {missing}; each claim needs {', '.join(CLAIM_KEYS)}")
+            needed = [k for k in CLAIM_KEYS if k not in OPTIONAL_KEYS]
+            raise ValueError(f"claim {c.get('id', '?')!r} lacks {missing}; each claim needs {', '.join(needed)}")
         unknown = [k for k in c if k not in CLAIM_KEYS]
         if unknown:
             raise ValueError(f"claim {c['id']!r} has unknown keys {unknown}; valid keys: {', '.join(CLAIM_KEYS)}")
@@ -599,6 +603,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
             verdict, evidence = PENDING, str(wait)
         except MissingResults as e:  # the run is still to be made: say so rather than stop the chapter
             verdict, evidence = PENDING, f"no results yet ({e.args[0]})"
+        if c.get("after_run") and verdict != PENDING:
+            evidence = f"{evidence}. Note written after the run: {c['after_run']}"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": verdict})
     table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))

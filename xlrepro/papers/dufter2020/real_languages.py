@@ -50,6 +50,7 @@ from .config import ChapterFile, Experiment, load_chapter
 N_SPECIAL = len(SPECIAL_TOKENS)  # [PAD] [UNK] [CLS] [SEP] [MASK] take ids 0..4 of every trained vocabulary
 PAD, UNK, CLS, SEP, MASK = range(N_SPECIAL)
 ENGINE = "table3-v1"
+LOSS_EVERY = 50  # pretraining steps between two records of the members' MLM loss
 
 
 @dataclass(frozen=True)
@@ -353,6 +354,8 @@ class Table3Stack:
         B = self.cfg.batch_size
         d["rows"] = torch.zeros((len(self.members), B), dtype=torch.int64, device=self.device)  # read by the graphs
         orders, order_epoch = None, None
+        loss_path = self.folder / "pretrain_loss.json"  # MLM loss of each member every LOSS_EVERY steps (resumed)
+        curve = json.loads(loss_path.read_text())["loss"] if loss_path.exists() and ckpt.exists() else {}
         while stack.step_count < total:
             epoch, within = divmod(stack.step_count, steps_per_epoch)
             if epoch != order_epoch:  # each model its own data order (its seed, the epoch)
@@ -365,13 +368,17 @@ class Table3Stack:
             if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
                 r = r.pin_memory()
             d["rows"].copy_(r, non_blocking=True)
-            stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if self.graphs else None)
+            losses = stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if self.graphs else None)
             self.widths.append(width)
             bar.update(1)
+            if stack.step_count % LOSS_EVERY == 0 or stack.step_count == total:  # [M] -> host every LOSS_EVERY steps
+                curve[str(stack.step_count)] = [round(float(x), 4) for x in losses.float().cpu()]
             over = time_limit is not None and time.time() - t0 > time_limit
-            if over or time.time() - last > 120:
-                with atomic.atomic_path(ckpt) as tmp:
-                    torch.save({"stack": stack.state_dict()}, tmp)
+            if over or time.time() - last > 120 or stack.step_count == total:
+                if stack.step_count < total:
+                    with atomic.atomic_path(ckpt) as tmp:
+                        torch.save({"stack": stack.state_dict()}, tmp)
+                atomic.write_json(loss_path, {"members": self._member_names(), "loss": curve})
                 last = time.time()
             if over:
                 bar.close()
@@ -382,12 +389,19 @@ class Table3Stack:
         self.steps = total
         return stack
 
+    def _member_names(self) -> list[str]:
+        return [f"{e.id}/{s}" for e, s in self.members]
+
+    def _device_name(self) -> str:
+        """The GPU's name (e.g. "NVIDIA H200") for the records, else the device as torch names it."""
+        return torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else str(self.device)
+
     def _write_timing(self, t0: float, step: int, total: int) -> None:
         """Append this process's pretraining speed to the stack's timing.json (one entry per process)."""
         path = self.folder / "timing.json"
         runs = json.loads(path.read_text()) if path.exists() else []
         n = len(self.widths)
-        runs.append({"device": str(self.device) if self.device.type != "cuda" else torch.cuda.get_device_name(self.device),
+        runs.append({"device": self._device_name(),
                      "models": len(self.members), "steps": n, "seconds": round(time.time() - t0, 1),
                      "steps_per_second": round(n / max(time.time() - t0, 1e-9), 3),
                      "mean_width": round(float(np.mean(self.widths)), 1) if n else None, "reached_step": step,
@@ -452,7 +466,7 @@ class Table3Stack:
             metrics = self.finetune_member(i, model, progress)
             e, s = self.members[i]
             atomic.write_json(self.member_dir(i) / "metrics.json", {
-                "experiment": e.id, "seed": s, **metrics, "device": str(self.device),
+                "experiment": e.id, "seed": s, **metrics, "device": self._device_name(),
                 "vocabularies": {l: vocab_fingerprint(t) for l, t in self.toks.items()}})
         return True
 
