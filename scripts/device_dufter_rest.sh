@@ -8,10 +8,13 @@
 # (with one GPU, lane 0 does all of it). Each Table 10 seed trains under its own runs folder (runs/t10-<seed>), so
 # that two grid commands never share a job queue; their results unpack into the same runs/dufter2020 at home.
 # Small results come back in $OUT/table3.tgz and $OUT/grid.tgz (every 30 s and at the end); weights never leave.
-# Usage (repository root, on the node): bash scripts/device_dufter_rest.sh LIMIT_SECONDS
+# Usage (repository root, on the node): bash scripts/device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10]
+#   table10: the Table 10 seeds only (Table 3 done elsewhere: a fresh node has none of its runs)
 # Back home: tar -xzf table3.tgz -C runs && tar -xzf grid.tgz -C runs
 set -uo pipefail
-limit=${1:?usage: device_dufter_rest.sh LIMIT_SECONDS}
+limit=${1:?usage: device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10]}
+only=${2:-all}
+case "$only" in all|table3|table10) ;; *) echo "unknown part '$only'; valid: all, table3, table10" >&2; exit 2;; esac
 py=${PYTHON:-python3}
 runs=${XLREPRO_RUNS:-runs}
 out=${OUT:-/tmp/out}
@@ -37,8 +40,9 @@ left() { echo $(( deadline - $(date +%s) )); }
 
 table3() {  # lane gpus
     local lane=$1 gpus=$2 l
+    [ "$only" = table10 ] && return 0
     [ -e "$runs/claims/t3-$lane.done" ] && return 0
-    l=$(( $(left) - 45 ))   # fine-tuning checks the deadline between models only
+    l=$(( $(left) - 120 ))   # the deadline is checked between fine-tunings only (each about 95 s on an H200)
     [ "$l" -lt 60 ] && return 1
     say "lane $lane: Table 3 shard $lane/$gpus, $l s"
     XLREPRO_RUNS="$runs" $py -m xlrepro.papers.dufter2020.real_languages --root "$t3" --shard "$lane/$gpus" \
@@ -51,6 +55,7 @@ table3() {  # lane gpus
 
 table10() {  # lane seed
     local lane=$1 seed=$2 l
+    [ "$only" = table3 ] && return 0
     [ -e "$runs/claims/t10-$seed.done" ] && return 0
     local claim="$runs/claims/t10-$seed"   # the first lane to get here trains this seed
     mkdir "$claim" 2>/dev/null && echo "$lane" > "$claim/lane"
@@ -74,6 +79,7 @@ lane() {  # lane gpus
         return
     fi
     table3 "$lane" "$gpus" || return
+    [ "$only" = table3 ] && return
     table10 "$lane" "$own"
     [ -e "$runs/claims/t10-$own.done" ] && table10 "$lane" 43
 }

@@ -154,7 +154,7 @@ PENDING = {
                "German inverted, 8 and 30 with top-5 knn-replace, 3 seeds, fine-tuned on English on the verse-pair "
                "section task with the paper's recipe, zero-shot on German and Hindi) is built and declared "
                "(experiments.yaml, `table3`); its results are not here yet.",
-               "bash scripts/device_dufter_table3.sh 540    # one shard per GPU; repeat until every shard is done\n"
+               "bash scripts/device_dufter_rest.sh 540    # one shard per GPU, then Table 10; repeat until done\n"
                "cp runs/dufter2020-table3/lab/table3.csv book/results/dufter2020/table3.csv",
                "12 models, 10 epochs of 295 steps = 2,950 steps each. The first attempt (20 epochs, without "
                "compiling, CUDA graphs or length-grouped batches) ran at 1.6-1.8 steps/s per stack of 6 models on an "
