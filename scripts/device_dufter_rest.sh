@@ -2,18 +2,22 @@
 # What Dufter & Schütze still needs from a GPU, on a lent node of one or two GPUs, in one resumable command:
 # Table 3 (real languages: one stack of 6 models per GPU, then their fine-tuning) and Table 10 (model 17 trained for
 # 250 epochs, seeds 0, 42 and 43, one compiled stack of one BERT-base per seed). Each GPU is a lane that works through
-# its list and stops, resumably, at the call's deadline:
+# its list and stops, resumably, at the call's deadline (Table 3: the shard's stack is pretrained, then its models are
+# fine-tuned by N processes side by side):
 #   lane 0: Table 3 shard 0/2, Table 10 seed 0,  then seed 43 unless lane 1 took it
 #   lane 1: Table 3 shard 1/2, Table 10 seed 42, then seed 43 unless lane 0 took it
 # (with one GPU, lane 0 does all of it). Each Table 10 seed trains under its own runs folder (runs/t10-<seed>), so
 # that two grid commands never share a job queue; their results unpack into the same runs/dufter2020 at home.
 # Small results come back in $OUT/table3.tgz and $OUT/grid.tgz (every 30 s and at the end); weights never leave.
-# Usage (repository root, on the node): bash scripts/device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10]
+# Usage (repository root, on the node): bash scripts/device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10] [N]
 #   table10: the Table 10 seeds only (Table 3 done elsewhere: a fresh node has none of its runs)
+#   N: Table 3 fine-tuning processes per GPU (default 6, one per model of a shard: one fine-tuning keeps an H200
+#      about a fifth busy with 3 GB)
 # Back home: tar -xzf table3.tgz -C runs && tar -xzf grid.tgz -C runs
 set -uo pipefail
-limit=${1:?usage: device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10]}
+limit=${1:?usage: device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10] [N]}
 only=${2:-all}
+finetunes=${3:-6}
 case "$only" in all|table3|table10) ;; *) echo "unknown part '$only'; valid: all, table3, table10" >&2; exit 2;; esac
 py=${PYTHON:-python3}
 runs=${XLREPRO_RUNS:-runs}
@@ -38,16 +42,29 @@ pack() {
 
 left() { echo $(( deadline - $(date +%s) )); }
 
-table3() {  # lane gpus
-    local lane=$1 gpus=$2 l
+table3() {  # lane gpus: pretrain the shard's stack, then its fine-tunings side by side on the lane's GPU
+    local lane=$1 gpus=$2 l k rc
     [ "$only" = table10 ] && return 0
     [ -e "$runs/claims/t3-$lane.done" ] && return 0
-    l=$(( $(left) - 120 ))   # the deadline is checked between fine-tunings only (each about 95 s on an H200)
+    l=$(( $(left) - 30 ))
     [ "$l" -lt 60 ] && return 1
-    say "lane $lane: Table 3 shard $lane/$gpus, $l s"
+    say "lane $lane: Table 3 shard $lane/$gpus pretraining, $l s"
     XLREPRO_RUNS="$runs" $py -m xlrepro.papers.dufter2020.real_languages --root "$t3" --shard "$lane/$gpus" \
-        --device "cuda:$lane" --time-limit "$l" >> "$t3/shard$lane.log" 2>&1
-    local rc=$?
+        --device "cuda:$lane" --time-limit "$l" --pretrain-only >> "$t3/shard$lane.log" 2>&1
+    rc=$?
+    [ "$rc" -ne 0 ] && { say "lane $lane: Table 3 pretraining exit $rc"; return "$rc"; }
+    # a fine-tuning (about 95 s alone on an H200, slower side by side) checks the deadline between rates only
+    l=$(( $(left) - 240 ))
+    [ "$l" -lt 60 ] && return 1
+    say "lane $lane: Table 3 shard $lane/$gpus fine-tuning, $finetunes processes, $l s"
+    local pids=()
+    for ((k = 0; k < finetunes; k++)); do
+        XLREPRO_RUNS="$runs" $py -m xlrepro.papers.dufter2020.real_languages --root "$t3" --shard "$lane/$gpus" \
+            --device "cuda:$lane" --time-limit "$l" --finetune-part "$k/$finetunes" >> "$t3/shard$lane-ft$k.log" 2>&1 &
+        pids+=($!)
+    done
+    rc=0
+    for p in "${pids[@]}"; do wait "$p" || rc=$?; done
     say "lane $lane: Table 3 shard $lane/$gpus exit $rc"
     [ "$rc" -eq 0 ] && touch "$runs/claims/t3-$lane.done"
     return "$rc"

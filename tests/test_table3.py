@@ -125,3 +125,74 @@ def test_length_grouped_batches_are_narrower_and_alike_across_the_models_of_a_st
     assert plain.mean() > 100 and grouped.mean() < 70  # the lengths average 60
     # two seeds at the same step sit at the same place of their sorted mega-batches: widths within a few pieces
     assert np.abs(widths(0, True) - widths(42, True))[1:].mean() < 5
+
+
+@pytest.mark.slow
+def test_fine_tuning_parts_need_the_pretrained_shard_and_together_finish_it(tmp_path):
+    root = tmp_path / "run"
+    with pytest.raises(ConfigError, match="pretrained first: run it with --pretrain-only"):
+        rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4", "--finetune-part", "0/2"])
+    with pytest.raises(ConfigError, match="exclude each other"):
+        rl.main(["--smoke", "--root", str(root), "--pretrain-only", "--finetune-part", "1/2"])
+    with pytest.raises(ConfigError, match="--finetune-part takes I/N"):
+        rl.main(["--smoke", "--root", str(root), "--finetune-part", "2/2"])
+    assert rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4", "--pretrain-only"]) == 0
+    metrics = lambda: sorted(p.parent.parent.name + "/" + p.parent.parent.parent.name
+                             for p in root.glob("*/*/*/metrics.json"))
+    assert metrics() == []  # pretrained, nothing fine-tuned
+    assert rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4", "--finetune-part", "1/2"]) == 0
+    assert metrics() == ["42/8"]  # member 1 of (3,0) (8,42) (30,43)
+    assert rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4", "--finetune-part", "0/2"]) == 0
+    assert metrics() == ["0/3", "42/8", "43/30"]
+
+
+def test_the_learning_rate_is_chosen_on_english_dev_alone(tmp_path, monkeypatch):
+    """A stand-in fine-tuning whose accuracies are known per rate: the rate best on English dev gives the run's test
+    results, a tie keeps the grid's earlier rate, every rate's results are kept in a file of their own (a cut call
+    resumes from them), and a passed deadline stops before the next rate."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    import xlrepro.training.finetune as ft_module
+    cfg = rl.load_config(smoke=True)
+    rl.prepare(cfg, smoke=True, root=tmp_path, progress=False)
+    trained = []  # the rate of every fine-tuning run
+
+    def fake_finetune(config, model, train, n_labels, **kw):
+        trained.append(config.lr)
+        return SimpleNamespace(lr=config.lr, position_offset=None), {"seconds": 1.0}
+
+    def fake_evaluate(clf, data, device, n_labels):
+        assert data.split == "test" or data.lang == "en"  # the choice reads English dev alone
+        return (dev_accuracy if data.split == "dev" else test_accuracy)[clf.lr], 0.1
+
+    monkeypatch.setattr(ft_module, "finetune", fake_finetune)
+    monkeypatch.setattr(ft_module, "evaluate", fake_evaluate)
+    test_accuracy = {1e-5: 0.2, 1e-4: 0.7, 1e-3: 0.9}
+    for k, (grid, dev_accuracy, chosen) in enumerate((
+            ((1e-5, 1e-4, 1e-3), {1e-5: 0.3, 1e-4: 0.6, 1e-3: 0.4}, 1e-4),  # not the best on test (1e-3)
+            ((1e-4, 1e-5), {1e-5: 0.5, 1e-4: 0.5}, 1e-4))):                  # a tie: the grid's first
+        c = replace(cfg, finetune=replace(cfg.finetune, lr_grid=grid))
+        stack = rl.Table3Stack(c, [("0", 0)], tmp_path / str(k), smoke=True)
+        monkeypatch.setattr(stack, "encoded", lambda exp, lang, split, max_pairs, keys=None: SimpleNamespace(
+            labels=np.array([0, 1, 1]), split=split, lang=lang))
+        trained.clear()
+        assert stack.finetune_member(0, model=None, progress=False, deadline=0.0) is None and trained == []
+        out = stack.finetune_member(0, model=None, progress=False)
+        assert trained == list(grid)
+        assert out["lr_selection"] == {"dev_accuracy": {f"{lr:g}": dev_accuracy[lr] for lr in grid}, "language": "en",
+                                       "lr": chosen}
+        assert out["finetune"]["lr"] == chosen and out["finetune_seconds"] == len(grid)
+        assert out["accuracy"] == {l: test_accuracy[chosen] for l in ("en", "de", "hi")}
+        assert sorted(p.name for p in stack.member_dir(0).glob("finetune-lr*.json")) == sorted(
+            f"finetune-lr{lr:g}.json" for lr in grid)
+        trained.clear()
+        assert stack.finetune_member(0, model=None, progress=False) == out and trained == []  # resumed from the files
+    # without a grid: the recipe's one rate, no dev set, no selection record, no per-rate file
+    stack = rl.Table3Stack(cfg, [("0", 0)], tmp_path / "plain", smoke=True)
+    monkeypatch.setattr(stack, "encoded", lambda exp, lang, split, max_pairs, keys=None: SimpleNamespace(
+        labels=np.array([0, 1, 1]), split=split, lang=lang))
+    test_accuracy[cfg.finetune.lr] = 0.4
+    out = stack.finetune_member(0, model=None, progress=False)
+    assert "lr_selection" not in out and out["finetune"]["lr"] == cfg.finetune.lr
+    assert out["accuracy"] == {"en": 0.4, "de": 0.4, "hi": 0.4} and not list(stack.member_dir(0).glob("finetune-*"))

@@ -60,6 +60,9 @@ class FinetuneRecipe:
     epochs: int = field(default=3, metadata={"help": "epochs over the English training pairs"})
     max_pairs: int | None = field(default=None, metadata={"help": "English training pairs (None: all)"})
     test_pairs: int | None = field(default=None, metadata={"help": "test pairs per language (None: all)"})
+    lr_grid: tuple[float, ...] = field(default=(), metadata={
+        "help": "learning rates to choose from: each is fine-tuned on English and scored on English dev, and the best "
+                "one's model is the run's (German and Hindi never enter the choice); empty: `lr` alone"})
 
 
 @dataclass(frozen=True)
@@ -420,35 +423,70 @@ class Table3Stack:
         return EncodedPairs([self.vocab.to_model(x, li, exp.shift_special, inv) for x in enc.ids], enc.types,
                             enc.labels)
 
-    def finetune_member(self, i: int, model, progress: bool = True) -> dict:
+    def finetune_member(self, i: int, model, progress: bool = True, deadline: float | None = None) -> dict | None:
+        """Fine-tune member i's pretrained encoder `model` on English and test it in every language: the metrics.json
+        fields. With `lr_grid`, once per rate, each rate's results kept in its own file (`finetune-lr<rate>.json`,
+        so that a call cut between two rates resumes); the rate best on English dev is the run's (German and Hindi
+        never enter the choice). None when `deadline` (time.time()) passed before every rate was done."""
         from xlrepro.tasks.sections import SECTIONS, majority_baseline, parallel_keys
         from xlrepro.training.finetune import FinetuneConfig, evaluate, finetune
         exp, seed = self.members[i]
         ft = self.cfg.finetune
-        train = self.encoded(exp, self.cfg.languages[0], "train", ft.max_pairs)
-        config = FinetuneConfig(lr=ft.lr, batch_size=ft.batch_size, epochs=ft.epochs, seed=seed,
-                                max_length=self.max_length)
-        clf, history = finetune(config, model, train, len(SECTIONS), device=self.device, progress=progress)
+        source = self.cfg.languages[0]
+        train = self.encoded(exp, source, "train", ft.max_pairs)
+        dev = self.encoded(exp, source, "dev", ft.test_pairs) if ft.lr_grid else None
         keys = parallel_keys(list(self.cfg.languages), "test")
-        out = {"finetune": config.to_json(), "finetune_seconds": history["seconds"], "accuracy": {}, "macro_f1": {},
-               "majority": {}}
-        for li, lang in enumerate(self.cfg.languages):
-            test = self.encoded(exp, lang, "test", ft.test_pairs, keys=keys)
-            clf.position_offset = li * self.max_length if exp.lang_pos else 0
-            acc, f1 = evaluate(clf, test, self.device, len(SECTIONS))
-            out["accuracy"][lang], out["macro_f1"][lang] = acc, f1
-            out["majority"][lang] = majority_baseline(train.labels, test.labels)
+        tried = []
+        for lr in ft.lr_grid or (ft.lr,):
+            path = self.member_dir(i) / f"finetune-lr{lr:g}.json"
+            if ft.lr_grid and path.exists():
+                tried.append(json.loads(path.read_text()))
+                continue
+            if deadline is not None and time.time() > deadline:
+                return None
+            config = FinetuneConfig(lr=lr, batch_size=ft.batch_size, epochs=ft.epochs, seed=seed,
+                                    max_length=self.max_length)
+            clf, history = finetune(config, model, train, len(SECTIONS), device=self.device, progress=progress)
+            res = {"finetune": config.to_json(), "finetune_seconds": history["seconds"], "accuracy": {},
+                   "macro_f1": {}, "majority": {}}
+            if dev is not None:
+                clf.position_offset = 0  # the source language's positions
+                res["dev_accuracy"], _ = evaluate(clf, dev, self.device, len(SECTIONS))
+            for li, lang in enumerate(self.cfg.languages):
+                test = self.encoded(exp, lang, "test", ft.test_pairs, keys=keys)
+                clf.position_offset = li * self.max_length if exp.lang_pos else 0
+                acc, f1 = evaluate(clf, test, self.device, len(SECTIONS))
+                res["accuracy"][lang], res["macro_f1"][lang] = acc, f1
+                res["majority"][lang] = majority_baseline(train.labels, test.labels)
+            if ft.lr_grid:
+                atomic.write_json(path, res)
+            tried.append(res)
+        if not ft.lr_grid:
+            return tried[0]
+        best = max(tried, key=lambda r: r["dev_accuracy"])  # max keeps the first of equals: a tie goes to the grid's earlier rate
+        out = {k: v for k, v in best.items() if k != "dev_accuracy"}
+        out["finetune_seconds"] = sum(r["finetune_seconds"] for r in tried)
+        out["lr_selection"] = {"dev_accuracy": {f"{r['finetune']['lr']:g}": r["dev_accuracy"] for r in tried},
+                               "language": source, "lr": best["finetune"]["lr"]}
         return out
 
-    def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
+    def run(self, time_limit: float | None = None, progress: bool = True, part: tuple[int, int] = (0, 1),
+            pretrain_only: bool = False) -> bool:
+        """Pretrain the stack (resumably) unless its models are saved, then fine-tune and test the members not done.
+        `part` (J, K): fine-tune only members i with i % K == J, so that K processes share a GPU's fine-tuning (each
+        fine-tuning keeps a GPU about a fifth busy); it needs the stack pretrained (`pretrain_only`) first."""
         t0 = time.time()
-        todo = [i for i in range(len(self.members)) if not self.done(i)]
-        if not todo:
+        todo = [i for i in range(len(self.members)) if not self.done(i) and i % part[1] == part[0]]
+        if not todo and not pretrain_only:
             return True
         from safetensors.torch import load_model, save_model
         from xlrepro.models import init_model
-        saved = all((self.member_dir(i) / "model.safetensors").exists() for i in todo)
+        saved = all((self.member_dir(i) / "model.safetensors").exists() for i in range(len(self.members))
+                    if not self.done(i))
         if not saved:
+            if part != (0, 1):
+                raise ConfigError(f"fine-tuning part {part[0]}/{part[1]} needs this shard pretrained first: run it "
+                                  "with --pretrain-only")
             stack = self.pretrain(time_limit, progress)
             if stack is None:
                 return False
@@ -457,13 +495,17 @@ class Table3Stack:
                 with atomic.atomic_path(self.member_dir(i) / "model.safetensors") as tmp:
                     save_model(stack.export(i).float().cpu(), str(tmp))
             (self.folder / "checkpoint.pt").unlink(missing_ok=True)
+        if pretrain_only:
+            return True
         positions = len(self.cfg.languages) * self.max_length
         for i in todo:
             if time_limit is not None and time.time() - t0 > time_limit:
                 return False
             model = init_model(self.cfg.model_size(), self.vocab.rows, 0, positions=positions)
             load_model(model, str(self.member_dir(i) / "model.safetensors"))
-            metrics = self.finetune_member(i, model, progress)
+            metrics = self.finetune_member(i, model, progress, deadline=None if time_limit is None else t0 + time_limit)
+            if metrics is None:
+                return False
             e, s = self.members[i]
             atomic.write_json(self.member_dir(i) / "metrics.json", {
                 "experiment": e.id, "seed": s, **metrics, "device": self._device_name(),
@@ -499,6 +541,14 @@ def collect(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"])
 
 
+def _fraction(text: str, option: str) -> tuple[int, int]:
+    """'I/N' with 0 <= I < N, checked."""
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
+        raise ConfigError(f"{option} takes I/N with 0 <= I < N; got {text!r}")
+    return int(k), int(n)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prepare", action="store_true", help="prepare tokenizers and the knn table only")
@@ -510,6 +560,10 @@ def main(argv=None) -> int:
                    help="compile the pretraining stack region by region (default: regional on a GPU, none on a CPU); "
                         "a speed switch, no run key")
     p.add_argument("--no-graphs", action="store_true", help="no CUDA graphs (a speed switch, no run key)")
+    p.add_argument("--pretrain-only", action="store_true", help="pretrain the shard's stack and save its models only")
+    p.add_argument("--finetune-part", default="0/1",
+                   help="J/K: fine-tune only the shard's members i with i %% K == J (K processes on one GPU; the shard "
+                        "must be pretrained first)")
     p.add_argument("--root", default=None, help="run folder (default runs/dufter2020-table3/<lab|smoke>)")
     p.add_argument("--collect", default=None, help="write table3.csv from the run folder to this path and exit")
     a = p.parse_args(argv)
@@ -522,13 +576,14 @@ def main(argv=None) -> int:
     prepare(cfg, a.smoke, root)
     if a.prepare:
         return 0
-    k, _, n = a.shard.partition("/")
-    if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
-        raise ConfigError(f"--shard takes I/N with 0 <= I < N; got {a.shard!r}")
-    stack = shard_stacks(cfg, int(n))[int(k)]
+    k, n = _fraction(a.shard, "--shard")
+    part = _fraction(a.finetune_part, "--finetune-part")
+    if a.pretrain_only and part != (0, 1):
+        raise ConfigError("--pretrain-only and --finetune-part exclude each other")
+    stack = shard_stacks(cfg, n)[k]
     compile = a.compile or ("regional" if torch.device(a.device).type == "cuda" else "none")
     done = Table3Stack(cfg, stack, root, a.device, a.smoke, compile=None if compile == "none" else compile,
-                       graphs=not a.no_graphs).run(a.time_limit)
+                       graphs=not a.no_graphs).run(a.time_limit, part=part, pretrain_only=a.pretrain_only)
     print(json.dumps({"shard": a.shard, "done": done}))
     return 0 if done else 3
 
