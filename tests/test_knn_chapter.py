@@ -161,3 +161,27 @@ class TestDufter2020Table3Reading:
         text = knn_chapter.table3_differences(frame, paper, classes=4)
         assert "English XNLI (0.75) to German and Hindi (0.57 and 0.45" in text
         assert "model 0 reaches 0.25 ± 0.00 on English" in text and "0 of 2 runs learned English" in text
+
+    def test_the_reading_names_the_fine_tuning_rates_the_runs_used(self):
+        from xlrepro.papers.dufter2020.real_languages import load_config
+        recipe = load_config().finetune
+        base = _table3_rows("0", 0, 0.25, 0.1) + _table3_rows("0", 1, 0.25, 0.1)
+        lr = lambda seed, v: {"experiment": "0", "seed": seed, "metric": "finetune_lr", "language": "en", "value": v}
+        dev = lambda seed, rate, v: {"experiment": "0", "seed": seed, "metric": f"dev_accuracy@{rate}",
+                                     "language": "en", "value": v}
+        shape = f"{recipe.epochs} epochs, batch {recipe.batch_size}"
+        paper = pd.DataFrame(base + [lr(0, 2e-5), lr(1, 2e-5)])
+        assert knn_chapter.table3_recipe(paper) == (
+            f"With the paper's fine-tuning recipe ({shape}, learning rate 2e-05, fixed before the run)")
+        assert "**Read this before the verdicts below.** With the paper's fine-tuning recipe" in \
+            knn_chapter.table3_text(paper, classes=4)
+        other = pd.DataFrame(base + [lr(0, 1e-4), lr(1, 1e-4)])
+        assert knn_chapter.table3_recipe(other) == f"With the fine-tuning rate 0.0001 ({shape})"
+        chosen = pd.DataFrame(base + [lr(0, 1e-4), lr(1, 2e-4), dev(0, "2e-05", 0.3), dev(0, "0.0001", 0.5),
+                                      dev(0, "0.0002", 0.4), dev(1, "2e-05", 0.3), dev(1, "0.0001", 0.4),
+                                      dev(1, "0.0002", 0.6)])
+        assert knn_chapter.table3_recipe(chosen) == (
+            f"With the fine-tuning rate chosen per run on English dev among 2e-05, 0.0001, 0.0002 ({shape}; "
+            "chosen: 0.0001 in 1 run, 0.0002 in 1 run)")
+        # the extra rows change nothing else of the reading
+        assert knn_chapter.table3_runs(chosen, classes=4)["majority_only_en"].tolist() == [True, True]

@@ -65,8 +65,12 @@ def test_tiny_end_to_end_run_writes_table3(tmp_path):
     df = pd.read_csv(out, dtype={"experiment": str})
     # shard 3 of 4: members 3, 7, 11 of (0,0) (0,42) (0,43) (3,0) ... (30,43)
     assert sorted(set(zip(df.experiment, df.seed))) == [("3", 0), ("30", 43), ("8", 42)]
-    assert set(df.metric) == {"accuracy", "macro_f1", "majority"} and set(df.language) == {"en", "de", "hi"}
+    assert set(df.metric) == {"accuracy", "macro_f1", "majority", "finetune_lr"}
+    assert set(df.language) == {"en", "de", "hi"}
     assert df.value.between(0, 1).all()
+    # the fine-tuning rate of each run: the smoke recipe's, for English (the source language)
+    lr = df[df.metric == "finetune_lr"]
+    assert len(lr) == 3 and set(lr.language) == {"en"} and set(lr.value) == {rl.load_config(smoke=True).finetune.lr}
     # the same test keys in every language: the majority baseline is one number
     assert df[df.metric == "majority"].value.nunique() == 1
     # the pretraining loss of each member, recorded every LOSS_EVERY steps and at the last step

@@ -244,6 +244,26 @@ def _mean_sd(v: pd.Series) -> str:
     return f"{v.mean():.2f} ± {v.std(ddof=1):.2f}" if len(v) > 1 else f"{v.mean():.2f}"
 
 
+def table3_recipe(frame: pd.DataFrame) -> str:
+    """The fine-tuning rate of Table 3's runs, from table3.csv's finetune_lr and dev_accuracy@<rate> rows: the
+    paper's recipe, one other rate, or rates chosen on English dev (with how often each was chosen)."""
+    from .real_languages import FinetuneRecipe, load_config
+    recipe, paper_lr = load_config().finetune, FinetuneRecipe().lr
+    shape = f"{recipe.epochs} epochs, batch {recipe.batch_size}"
+    lrs = frame[frame.metric == "finetune_lr"].value
+    grid = sorted({float(m.split("@", 1)[1]) for m in frame.metric if str(m).startswith("dev_accuracy@")})
+    if not len(lrs):
+        return f"With the fine-tuning recipe declared in experiments.yaml ({shape})"
+    if grid:
+        counts = lrs.value_counts().sort_index()
+        chosen = ", ".join(f"{lr:g} in {n} run{'s' if n > 1 else ''}" for lr, n in counts.items())
+        return (f"With the fine-tuning rate chosen per run on English dev among {', '.join(f'{g:g}' for g in grid)} "
+                f"({shape}; chosen: {chosen})")
+    if lrs.nunique() == 1 and np.isclose(lrs.iloc[0], paper_lr):
+        return f"With the paper's fine-tuning recipe ({shape}, learning rate {paper_lr:g}, fixed before the run)"
+    return f"With the fine-tuning rate {', '.join(f'{v:g}' for v in sorted(set(lrs)))} ({shape})"
+
+
 def table3_text(frame: pd.DataFrame, classes: int) -> str:
     """What Table 3's runs show, in numbers computed from `table3.csv`: how many runs learned the English task, and
     where their zero-shot accuracy lies against the majority class. Read before the Table 3 verdicts."""
@@ -262,9 +282,8 @@ def table3_text(frame: pd.DataFrame, classes: int) -> str:
         return "; ".join(parts) if parts else "none"
 
     above = {l: int((runs[f"acc_{l}"] >= runs[f"majority_{l}"] + TABLE3_LEARNED_MARGIN).sum()) for l in ("de", "hi")}
-    text = (f"**Read this before the verdicts below.** With the paper's fine-tuning recipe (3 epochs, batch 32, "
-            f"learning rate 2e-5, fixed before the run), English fine-tuning learned the task in **{len(learned)} of "
-            f"{len(runs)} runs**: {runs_of(learned)}. ")
+    text = (f"**Read this before the verdicts below.** {table3_recipe(frame)}, English fine-tuning learned the task "
+            f"in **{len(learned)} of {len(runs)} runs**: {runs_of(learned)}. ")
     if len(stuck):
         text += (f"{len(stuck)} {'run scores' if len(stuck) == 1 else 'runs score'} on English exactly what "
                  f"always predicting the majority class scores "

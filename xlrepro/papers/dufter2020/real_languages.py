@@ -530,14 +530,21 @@ def run_root(smoke: bool) -> Path:
 
 
 def collect(root: Path) -> pd.DataFrame:
-    """table3.csv in the results format: experiment, seed, metric (accuracy | macro_f1 | majority), language, value."""
+    """table3.csv in the results format: experiment, seed, metric, language, value. Metrics: accuracy, macro_f1 and
+    majority per language; finetune_lr, the run's fine-tuning rate, and with a rate grid dev_accuracy@<rate>, each
+    rate's English dev accuracy (language: the source language)."""
     rows = []
     for f in sorted(Path(root).glob("*/*/*/metrics.json")):
         m = json.loads(f.read_text())
+        row = lambda metric, lang, v: rows.append({"experiment": m["experiment"], "seed": m["seed"], "metric": metric,
+                                                   "language": lang, "value": v})
         for metric in ("accuracy", "macro_f1", "majority"):
             for lang, v in m[metric].items():
-                rows.append({"experiment": m["experiment"], "seed": m["seed"], "metric": metric, "language": lang,
-                             "value": v})
+                row(metric, lang, v)
+        source = next(iter(m["accuracy"]))
+        row("finetune_lr", source, m["finetune"]["lr"])
+        for lr, v in (m.get("lr_selection") or {}).get("dev_accuracy", {}).items():
+            row(f"dev_accuracy@{lr}", source, v)
     return pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"])
 
 
