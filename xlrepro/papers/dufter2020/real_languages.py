@@ -19,7 +19,8 @@ The modifications carry over from the English/Fake-English lab:
     fastText per language on its training pieces, mapped into English by unsupervised VecMap per pair
     (`xlrepro.embeddings`), CSLS retrieval.
 
-Fine-tuning follows the paper's recipe (3 epochs, batch 32, lr 2e-5) on the lab's verse-pair section task
+Fine-tuning follows the paper's recipe (3 epochs, batch 32, lr 2e-5; or a rate chosen on English dev from
+`finetune.lr_grid`) on the lab's verse-pair section task
 (`xlrepro.tasks.sections`, the offline stand-in for XNLI): train on English, zero-shot on German and Hindi test pairs
 (the same verse keys in every language). Weights stay on the training machine; only metrics come back.
 
@@ -463,7 +464,8 @@ class Table3Stack:
             tried.append(res)
         if not ft.lr_grid:
             return tried[0]
-        best = max(tried, key=lambda r: r["dev_accuracy"])  # max keeps the first of equals: a tie goes to the grid's earlier rate
+        # max keeps the first of equals: a tie goes to the grid's earlier rate
+        best = max(tried, key=lambda r: r["dev_accuracy"])
         out = {k: v for k, v in best.items() if k != "dev_accuracy"}
         out["finetune_seconds"] = sum(r["finetune_seconds"] for r in tried)
         out["lr_selection"] = {"dev_accuracy": {f"{r['finetune']['lr']:g}": r["dev_accuracy"] for r in tried},
