@@ -6,7 +6,8 @@
 # fine-tuned by N processes side by side):
 #   lane 0: Table 3 shard 0/2, Table 10 seed 0,  then seed 43 unless lane 1 took it
 #   lane 1: Table 3 shard 1/2, Table 10 seed 42, then seed 43 unless lane 0 took it
-# (with one GPU, lane 0 does all of it). Each Table 10 seed trains under its own runs folder (runs/t10-<seed>), so
+# (with one GPU, lane 0 does all of it; with `table10` and three or more GPUs, lanes 0-2 take seeds 0, 42 and 43 and
+# the other GPUs stay free for other work). Each Table 10 seed trains under its own runs folder (runs/t10-<seed>), so
 # that two grid commands never share a job queue; their results unpack into the same runs/dufter2020 at home.
 # Small results come back in $OUT/table3.tgz and $OUT/grid.tgz (every 30 s and at the end); weights never leave.
 # Usage (repository root, on the node): bash scripts/device_dufter_rest.sh LIMIT_SECONDS [all|table3|table10] [N]
@@ -91,6 +92,10 @@ table10() {  # lane seed
 
 lane() {  # lane gpus
     local lane=$1 gpus=$2 own=$(( $1 == 0 ? 0 : 42 ))
+    if [ "$only" = table10 ] && [ "$gpus" -ge 3 ]; then
+        table10 "$lane" "$(( lane == 0 ? 0 : lane == 1 ? 42 : 43 ))"
+        return
+    fi
     if [ "$gpus" -eq 1 ]; then
         table3 0 1 && table10 0 0 && table10 0 42 && table10 0 43
         return
@@ -103,9 +108,10 @@ lane() {  # lane gpus
 
 ( while sleep 30; do pack; done ) &
 packer=$!
-gpus=$($py -c 'import torch; print(min(2, torch.cuda.device_count()))')
+lanes=2; [ "$only" = table10 ] && lanes=3
+gpus=$($py -c "import torch; print(min($lanes, torch.cuda.device_count()))")
 say "$gpus GPU(s): $($py -c 'import torch; print(", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())))')"
-XLREPRO_RUNS="$runs" $py -m xlrepro.papers.dufter2020.real_languages --prepare --root "$t3" >> "$log" 2>&1
+[ "$only" = table10 ] || XLREPRO_RUNS="$runs" $py -m xlrepro.papers.dufter2020.real_languages --prepare --root "$t3" >> "$log" 2>&1
 pids=()
 for ((i = 0; i < gpus; i++)); do lane "$i" "$gpus" & pids+=($!); done
 for p in "${pids[@]}"; do wait "$p"; done
