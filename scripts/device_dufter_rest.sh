@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# What Dufter & Schütze still needs from a GPU, on a lent node of one or two GPUs, in one resumable command:
+# What Dufter & Schütze still needs from a GPU, on a lent node of one to three GPUs, in one resumable command:
 # Table 3 (real languages: one stack of 6 models per GPU, then their fine-tuning) and Table 10 (model 17 trained for
-# 250 epochs, seeds 0, 42 and 43, one compiled stack of one BERT-base per seed). Each GPU is a lane that works through
-# its list and stops, resumably, at the call's deadline (Table 3: the shard's stack is pretrained, then its models are
-# fine-tuned by N processes side by side):
+# 250 epochs, seeds 0, 42 and 43, one BERT-base per seed, eager with CUDA graphs: a stack of one is not compiled).
+# Each GPU is a lane that works through its list and stops, resumably, at the call's deadline (Table 3: the shard's
+# stack is pretrained, then its models are fine-tuned by N processes side by side):
 #   lane 0: Table 3 shard 0/2, Table 10 seed 0,  then seed 43 unless lane 1 took it
 #   lane 1: Table 3 shard 1/2, Table 10 seed 42, then seed 43 unless lane 0 took it
 # (with one GPU, lane 0 does all of it; with `table10` and three or more GPUs, lanes 0-2 take seeds 0, 42 and 43 and
@@ -35,7 +35,9 @@ pack() {
     (cd "$runs" && find dufter2020-table3 \( -name "*.json" -o -name "table3.csv" -o -name "*.log" \) \
         -not -name "tokenizer-*" | tar czf "$out/table3.tgz.tmp" -T -) && mv "$out/table3.tgz.tmp" "$out/table3.tgz"
     local args=() d
-    for d in "$runs"/t10-*; do [ -d "$d/dufter2020" ] && args+=(-C "$d" dufter2020); done
+    for d in "$runs"/t10-*; do  # absolute folders: each -C is relative to the one before
+        [ -d "$d/dufter2020" ] && args+=(-C "$(cd "$d" && pwd)" dufter2020)
+    done
     [ ${#args[@]} -gt 0 ] && tar czf "$out/grid.tgz.tmp" --exclude="*/queue/*" --exclude="*.safetensors" \
         --exclude="*.pt" --exclude="*.bin" "${args[@]}" \
         && mv "$out/grid.tgz.tmp" "$out/grid.tgz"

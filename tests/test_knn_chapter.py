@@ -26,6 +26,24 @@ class TestDufter2020KnnChapter:
         with pytest.raises(ValueError, match="must have columns"):
             knn_chapter.table10_paper(paper.drop(columns="epochs"))
 
+    def test_table10_text_reads_mu_and_the_perplexities_from_the_frames(self):
+        rows = [("17", 0, "ppl_train", 3.5), ("17", 1, "ppl_train", 3.7), ("17", 0, "ppl_dev", 250.0),
+                ("17", 1, "ppl_dev", 270.0), ("17-250", 0, "mu", 0.001), ("17-250", 1, "mu", 0.003),
+                ("17-250", 0, "ppl_train", 1.2), ("17-250", 1, "ppl_train", 1.4), ("17-250", 0, "ppl_dev", 700.0),
+                ("17-250", 1, "ppl_dev", 900.0)]
+        ours = pd.DataFrame(rows, columns=["experiment", "seed", "metric", "value"])
+        paper = pd.DataFrame({"experiment": ["17", "17", "17-250", "17-250", "17-250"],
+                              "metric": ["ppl_train", "ppl_dev", "mu", "ppl_train", "ppl_dev"],
+                              "mean": [2.0, 270.0, 0.0, 1.0, 1111.0]})
+        text = knn_chapter.table10_text(ours, paper)
+        # µ 0.002 ± 0.0014 over 2 seeds; train 3.6 -> 1.3; dev 260 -> 800; the paper's 2 -> 1 and 270 -> 1111
+        assert "µ = 0.002 ± 0.001 over 2 seeds (the paper: 0.00)" in text
+        assert "falls from 3.6 at 100 epochs to 1.3 at 250" in text
+        assert "rises from 260 to 800" in text and "2 to 1, and 270 to 1111" in text
+        assert knn_chapter.table10_text(ours[ours.experiment == "17"], paper) == ""
+        with pytest.raises(ValueError, match="ours must have columns"):
+            knn_chapter.table10_text(ours.drop(columns="seed"), paper)
+
     def test_table10_is_declared_as_model_17_at_250_epochs(self):
         ch = load_chapter("dufter2020")
         e17, e250 = ch.experiment("17"), ch.experiment("17-250")
