@@ -26,7 +26,8 @@ packer=$!
 start=$(date +%s)
 gpus=$($py -c 'import torch; print(torch.cuda.device_count())')
 extra=()
-[ "$gpus" -gt 0 ] && extra=(--compile --workers-per-gpu 2)
+# 2 workers per GPU make the stack plan; 4 more per GPU take evaluations only (one keeps a GPU about a tenth busy)
+[ "$gpus" -gt 0 ] && extra=(--compile --workers-per-gpu 2 --eval-workers-per-gpu 4)
 $py -m xlrepro.cli train k2020 --part "$part" --time-limit "$limit" "${extra[@]}" "$@" 2>&1 \
     | tee -a "$runs/k2020/train-$part.log" | grep -v "it/s\]$" | tail -n 40
 rc=${PIPESTATUS[0]}

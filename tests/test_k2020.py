@@ -218,3 +218,52 @@ def test_smoke_cell_runs_and_resumes(multilingual_cache, tmp_path):
     again = Cell(None, "smoke", "enfake-es", seeds=[0], root=tmp_path)
     assert again.dir == cell.dir  # the same configuration finds its run
     pd.testing.assert_frame_equal(again.run(progress=False), out)
+
+
+def test_ours_table_shows_seed_counts_and_baselines_by_hand():
+    from xlrepro.papers.k2020.report import ours_table
+    rows = [("en-es", 0, "es", 0.50), ("en-es", 1, "es", 0.52), ("en-es", 2, "es", 0.54),   # 3 seeds: 52.0 ± 2.0
+            ("enfake-ru", 0, "ru", 0.178),                                                 # 1 seed: no spread
+            ("en-ru", 0, "ru", 0.30), ("en-ru", 1, "ru", 0.34),                           # 2 of 3 seeds
+            ("majority/en-es", -1, "es", 0.254)]
+    results = pd.DataFrame([{"experiment": e, "seed": s, "language": l, "task": "sections", "metric": "accuracy",
+                             "value": v} for e, s, l, v in rows])
+    table = ours_table(results, ["en-es", "enfake-ru", "en-ru"])
+    assert table.loc["en-es", "es"] == "52.0 ± 2.0"
+    assert table.loc["enfake-ru", "ru"] == "17.8 (1 seed)"
+    assert table.loc["en-ru", "ru"] == "32.0 ± 2.8 (2 seeds)"
+    assert table.loc["majority/en-es", "es"] == "25.4"
+
+
+def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
+    from xlrepro.papers.k2020.report import overlap_reading
+    rows = [("en-es", 0, 0.50), ("en-es", 1, 0.52), ("en-es", 2, 0.54), ("enfake-es", 0, 0.30),
+            ("enfake-es", 1, 0.32), ("enfake-es", 2, 0.34), ("majority/en-es", -1, 0.254), ("en-ru", 0, 0.31)]
+    results = pd.DataFrame([{"experiment": e, "seed": s, "language": e.split("-")[-1], "task": "sections",
+                             "metric": "accuracy", "value": v} for e, s, v in rows])
+    paper = pd.DataFrame({"es": [72.3, 70.9]}, index=["en-es", "enfake-es"])
+    text = overlap_reading(results, paper)
+    # es: 52.0 - 32.0 = 20.0 points against the paper's 72.3 - 70.9 = 1.4; hi and ru have no pair yet
+    assert "en-es 52.0 ± 2.0, enfake-es 32.0 ± 2.0, so removing the overlap costs 20.0 points (the paper: 1.4)" in text
+    assert "majority class is 25.4" in text and "claims wait for hi, ru" in text
+    assert overlap_reading(results[results.experiment == "en-ru"], paper) == ""
+
+
+def test_trend_frames_hold_only_complete_series():
+    from xlrepro.papers.k2020.config import experiments_of, load_plan
+    from xlrepro.papers.k2020.report import derived
+
+    def acc(name, lang, value, seed=0):
+        return {"experiment": name, "seed": seed, "language": lang, "task": "sections", "metric": "accuracy",
+                "value": value}
+    base = [acc("enfake-ru", "enfake", 0.88), acc("enfake-ru", "ru", 0.18)]
+    only_base = derived(pd.DataFrame(base))
+    assert "depth" not in only_base and "heads" not in only_base and "permutation" not in only_base
+    depth = [acc(n, l, v) for n in experiments_of(load_plan(), "t4") for l, v in (("enfake", 0.9), ("ru", 0.3))]
+    perm = [acc(n, "es", v) for n, v in (("enfake-es", 0.32), ("enfake-es/perm0.25", 0.30),
+                                          ("enfake-es/perm0.5", 0.28), ("enfake-es/perm1", 0.26))]
+    frames = derived(pd.DataFrame(depth + perm + [acc("enfake-hi", "hi", 0.3)]))  # hi has p = 0 only
+    assert sorted(frames["depth"]["depth"].unique()) == [1, 2, 4, 6, 12, 18, 24]
+    assert set(frames["permutation"]["experiment"]) == {"enfake-es"}
+    assert frames["permutation"].sort_values("p")["value"].tolist() == [0.32, 0.30, 0.28, 0.26]
+    assert "heads" not in frames

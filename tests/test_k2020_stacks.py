@@ -1,6 +1,7 @@
 """K et al. (2020) cells of one shape share a stack: padded vocabularies, length-grouped draws, the stack plan, and
 a cell that trains the same alone and beside two cells with other vocabularies (CPU, smoke sizes)."""
 import dataclasses
+import json
 import shutil
 
 import numpy as np
@@ -164,3 +165,17 @@ def test_step_flops_by_hand_and_the_speed_model_meets_its_measured_points():
     table = gpu_plan(load_plan(), ["pilot", "t1"])
     assert table["new experiments"].tolist() == [4, 6]  # t1's pilot cells are counted once, in the pilot
     assert table["cumulative GPU-min"].iloc[-1] == pytest.approx(table["GPU-min"].sum(), abs=0.15)  # rounded to 0.1
+
+
+def test_claim_takes_jobs_in_order_and_filters_by_kind(tmp_path):
+    from xlrepro.papers.k2020.stacks import claim, release
+    for k, kind in enumerate(["stack", "eval", "eval"]):
+        (tmp_path / f"{k:04d}.json").write_text(json.dumps({"kind": kind, "members": [["c", k]]}))
+    first = claim(tmp_path, "cuda0_eval0", set(), kinds={"eval"})       # skips the stack job
+    assert first.name == "claimed-cuda0_eval0-0001.json"
+    assert claim(tmp_path, "cuda0_0", set()).name == "claimed-cuda0_0-0000.json"   # no filter: the stack job
+    assert claim(tmp_path, "cuda0_eval1", {"0002.json"}, kinds={"eval"}) is None  # the only eval left is skipped
+    release(first)                                                      # back under its own name
+    assert sorted(p.name for p in tmp_path.glob("[0-9]*.json")) == ["0001.json", "0002.json"]
+    with pytest.raises(ValueError, match="no '-'"):
+        claim(tmp_path, "cuda0-0", set())

@@ -29,6 +29,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-graphs", action="store_true", help="GPU: no CUDA graphs (changes no number)")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="worker processes per GPU (stacks and fine-tuning side by side; changes no number)")
+    p.add_argument("--eval-workers-per-gpu", type=int, default=0,
+                   help="more worker processes per GPU that take evaluations only (an evaluation keeps a GPU about a "
+                        "tenth busy); the stack plan depends on --workers-per-gpu alone (changes no number)")
     p.add_argument("--max-stack", type=int, default=None, help="models per stack (default: stacks.MAX_STACK)")
 
 
@@ -49,6 +52,9 @@ def prepare_train(a: argparse.Namespace):
     max_stack = getattr(a, "max_stack", None)
     if workers < 1 or (max_stack is not None and max_stack < 1):
         raise ConfigError(f"--workers-per-gpu and --max-stack must be >= 1; got {workers}, {max_stack}")
+    eval_workers = getattr(a, "eval_workers_per_gpu", 0)
+    if eval_workers < 0:
+        raise ConfigError(f"--eval-workers-per-gpu must be >= 0; got {eval_workers}")
     device = default_device()
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
@@ -62,7 +68,8 @@ def prepare_train(a: argparse.Namespace):
         gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if str(device).startswith("cuda") else []
         out = run_part(a.part, a.profile, a.seeds, device, a.time_limit, progress=True, devices=gpus or None,
                        workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
-                       graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK)
+                       graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK,
+                       eval_workers_per_gpu=eval_workers)
         text = f"{len(out)} result rows"
         if a.part == "pilot" and len(out):
             text += "\n" + pilot_gate(out).to_string(index=False)

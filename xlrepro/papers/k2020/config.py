@@ -229,6 +229,8 @@ def stack_groups(plan: Plan, names, profile: str = "lab") -> dict[str, list[str]
 # (256 wide, 4 layers) ~3 ms per model-step in a stack of 16; BERT-base (768 x 12) ~24 ms (20-29). `step_ms` turns
 # them into achieved FLOP/s, a power law in the width through the two points (narrower models run further below
 # peak: they are bound by memory and launches), and applies it to a cell's FLOPs per step.
+# (The pilot measured 19.2 ms per model-step for each of two stacks of six 192 x 12 B-BERTs side by side on one H200,
+# about 9.6 GPU-ms per model-step, against the 14.2 ms these references give: the estimate is kept, on the safe side.)
 REFERENCE_STEPS = ({"hidden": 256, "layers": 4, "width": 40, "rows": 4096, "ms": 3.0},
                    {"hidden": 768, "layers": 12, "width": 40, "rows": 4096, "ms": 24.0})
 # Mean padded width of a step (pieces per pair, specials included), measured on the CPU from the lab pair tables:
@@ -236,10 +238,11 @@ REFERENCE_STEPS = ({"hidden": 256, "layers": 4, "width": 40, "rows": 4096, "ms":
 PADDED_WIDTH = {"wordpiece": 76, "word": 72, "char": 128}
 H100_SLOWDOWN = 1.3  # memory-bound steps: H100 has 3.35 TB/s against the H200's 4.8 (an assumption, to measure)
 NSP_STEP_MS = 15.0  # NSP cells: HF's eager BertForPreTraining, one model at a time (an assumption, to measure)
-FINETUNE_SECONDS = 25.0  # one fine-tuning + evaluation of the section task (measured 14-34 s on an H200)
-# one fine-tuning + evaluation of the NER stand-in (an assumption, to measure): ~25k verses of ~45 pieces for 2 epochs,
-# about as many steps as the section task's 24k pairs but half as long, plus dev and test
-NER_FINETUNE_SECONDS = 20.0
+# GPU seconds of one (cell, seed)'s fine-tuning. Measured in the pilot on an H200 with two evaluations side by side
+# (the GPU 12-14 % busy): the section task's fine-tuning 78-85 s, the NER stand-in's 73-84 s (each result file's
+# finetune_seconds); halved for the two side by side. More evaluations per GPU (--eval-workers-per-gpu) should cost less.
+FINETUNE_SECONDS = 41.0  # one fine-tuning + evaluation of the section task
+NER_FINETUNE_SECONDS = 39.0  # one fine-tuning + evaluation of the NER stand-in
 STACK_OVERHEAD_SECONDS = 45.0  # per stack: compile (15-30 s), a graph capture per width, tables onto the GPU
 
 

@@ -29,6 +29,11 @@ def chapter_folder(chapter: str, profile: str, results=None, publish: bool = Fal
     return folder
 
 
+def run_folder(profile: str) -> Path:
+    """Where the profile's cells are trained (their timing records name the training device)."""
+    return runs_dir() / NAME / choose("profile", profile, PROFILES)
+
+
 def corpus_card(profile: str = "lab", languages=("en", "es", "hi", "ru")) -> pd.DataFrame:
     """Lines, words and UTF-8 bytes of each pre-training side (source half for en, target half for the others)."""
     plan = load_plan()
@@ -108,18 +113,65 @@ def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
 
 
 def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> pd.DataFrame:
-    """Our mean ± sd over seeds (percent), experiment x language."""
+    """Our mean ± sd over seeds (percent), experiment x language. Where a cell has fewer seeds than the plan, the
+    count is shown (one seed: its value alone, as no spread exists); a majority baseline shows its number alone."""
     names = list(experiments) + [f"majority/{e}" for e in experiments]  # the baseline beside each cell
     r = results[results["experiment"].isin(names) & (results["metric"] == metric)]
     if r.empty:
         return pd.DataFrame()
-    g = r.groupby(["experiment", "language"], sort=False)["value"]
-    cell = (100 * g.mean()).round(1).astype(str) + " ± " + (100 * g.std().fillna(0)).round(1).astype(str)
+    planned = len(load_plan().seeds)
+
+    def show(key, values: list) -> str:
+        v = 100 * pd.Series(values, dtype=float)
+        if key[0].startswith("majority/"):
+            return f"{v.mean():.1f}"
+        if len(v) == 1:
+            return f"{v.iloc[0]:.1f} (1 seed)"
+        text = f"{v.mean():.1f} ± {v.std():.1f}"
+        return text if len(v) >= planned else f"{text} ({len(v)} seeds)"
+
+    lists = r.groupby(["experiment", "language"], sort=False)["value"].agg(list)
+    cell = pd.Series([show(k, v) for k, v in lists.items()], index=lists.index)
     return cell.unstack("language")
 
 
+def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
+    """Table 1's word-piece overlap in words, from the trained cells alone: for each target whose en-X and enfake-X
+    both have results, their target accuracy (mean ± sd, seed count), the cost of removing overlap beside the
+    paper's (`paper`: `paper_table("Table 1")`, percent) and the majority class. Empty when no pair is trained."""
+    acc = results[results["metric"] == "accuracy"] if len(results) else results
+    planned = len(load_plan().seeds)
+
+    def cell(name, lang):
+        v = 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
+        return v, (f"{v.iloc[0]:.1f} (1 seed)" if len(v) == 1 else f"{v.mean():.1f} ± {v.std():.1f}"
+                   + ("" if len(v) >= planned else f" ({len(v)} seeds)"))
+
+    parts, missing = [], []
+    for t in targets:
+        (en, en_text), (fake, fake_text) = cell(f"en-{t}", t), cell(f"enfake-{t}", t)
+        if not len(en) or not len(fake):
+            missing.append(t)
+            continue
+        majority = 100 * acc[(acc["experiment"] == f"majority/en-{t}") & (acc["language"] == t)]["value"].mean()
+        theirs = paper.loc[f"en-{t}", t] - paper.loc[f"enfake-{t}", t]
+        parts.append(f"{t}: en-{t} {en_text}, enfake-{t} {fake_text}, so removing the overlap costs "
+                     f"{en.mean() - fake.mean():.1f} points (the paper: {theirs:.1f}); the majority class is "
+                     f"{majority:.1f}.")
+    if not parts:
+        return ""
+    lead = "**Word-piece overlap in the trained cells** (accuracy on the target, %). "
+    if missing:
+        lead += (f"The chapter's claims wait for {', '.join(missing)} as well, so this is no verdict; it is what the "
+                 f"cells trained so far show. ")
+    return lead + " ".join(parts)
+
+
 def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The claims' frames: transfer (all), permutation (column p), depth, heads (metric delta = enfake - ru)."""
+    """The claims' frames: transfer (all), permutation (column p), depth, heads (metric delta = enfake - ru).
+    A trend's frame holds only complete series: a language's permutation rows when all four p are trained, depth
+    and heads when every experiment of their part is; otherwise the artifact is absent, so its claims stay pending
+    (a trend over the one point trained first is no evidence)."""
     plan = load_plan()
     out = {"transfer": results}
     if results.empty:
@@ -127,10 +179,12 @@ def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     acc = results[results["metric"] == "accuracy"]
     perm = []
     for t in ("es", "hi", "ru"):
-        for p, name in ((0.0, f"enfake-{t}"), *((p, f"enfake-{t}/perm{p:g}") for p in (0.25, 0.5, 1.0))):
-            r = acc[(acc["experiment"] == name) & (acc["language"] == t)]
-            perm.append(r.assign(experiment=f"enfake-{t}", p=p))
-    out["permutation"] = pd.concat(perm, ignore_index=True)
+        series = [(p, acc[(acc["experiment"] == name) & (acc["language"] == t)])
+                  for p, name in ((0.0, f"enfake-{t}"), *((p, f"enfake-{t}/perm{p:g}") for p in (0.25, 0.5, 1.0)))]
+        if all(len(r) for _, r in series):
+            perm += [r.assign(experiment=f"enfake-{t}", p=p) for p, r in series]
+    if perm:
+        out["permutation"] = pd.concat(perm, ignore_index=True)
     prof = plan.profiles["lab"]
     from .config import model_size
     for artifact, part, col in (("depth", "t4", "layers"), ("heads", "t5", "heads")):
@@ -139,7 +193,8 @@ def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             s = model_size(prof, plan.experiments[name])
             r = acc[acc["experiment"] == name]
             if r.empty:
-                continue
+                frames = []
+                break
             wide = r.pivot_table(index="seed", columns="language", values="value")
             delta = (wide[D.FAKE] - wide["ru"]).rename("value").reset_index().assign(language="ru", metric="delta")
             frames.append(pd.concat([r, delta]).assign(experiment=name, **{artifact: getattr(s, col)}))

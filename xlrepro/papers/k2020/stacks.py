@@ -46,7 +46,9 @@ from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, mask
 from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
-EVAL_MARGIN = 60  # seconds: no fine-tuning job starts with less than this left of the time limit
+# seconds: no evaluation starts with less than this left of the time limit (an evaluation, both tasks, is not
+# resumable; measured 166-188 s with two side by side on one H200)
+EVAL_MARGIN = 200
 LENGTH_BIN_SALT = 0x4B32  # the shared length-quantile order: a permutation per cycle of `bins` steps
 
 
@@ -330,12 +332,16 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
 
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
              progress: bool = True, cache_dir=None, root=None, devices=None, workers_per_gpu: int = 1,
-             compile=None, graphs: bool = True, max_stack: int = MAX_STACK) -> pd.DataFrame:
+             compile=None, graphs: bool = True, max_stack: int = MAX_STACK,
+             eval_workers_per_gpu: int = 0) -> pd.DataFrame:
     """Every cell of a part (resumable): data prepared once on the CPU, then stacks, NSP models and evaluations,
-    in this process (one device, one worker) or in `workers_per_gpu` worker processes per device. Returns the
-    part's finished results with their majority baselines, as one long frame."""
-    if workers_per_gpu < 1:
-        raise ConfigError(f"workers_per_gpu must be >= 1; got {workers_per_gpu}")
+    in this process (one device, one worker) or in `workers_per_gpu` worker processes per device, plus
+    `eval_workers_per_gpu` that take evaluations only (an evaluation keeps a GPU about a tenth busy, so several run
+    side by side; they do not change the stack plan, which depends on `workers_per_gpu` alone). Returns the part's
+    finished results with their majority baselines, as one long frame."""
+    if workers_per_gpu < 1 or eval_workers_per_gpu < 0:
+        raise ConfigError(f"workers_per_gpu must be >= 1 and eval_workers_per_gpu >= 0; got {workers_per_gpu}, "
+                          f"{eval_workers_per_gpu}")
     compile_mode(compile)
     t0 = time.time()
     cells = part_cells(part, profile, seeds, cache_dir, root)
@@ -345,7 +351,7 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     jobs = jobs_of(cells, slots, max_stack)
     by_name = {c.name: c for c in cells}
     left = lambda: None if time_limit is None else time_limit - (time.time() - t0)  # noqa: E731
-    if slots == 1:
+    if slots == 1 and not eval_workers_per_gpu:
         for job in jobs:
             if left() is not None and left() <= 0:
                 break
@@ -366,8 +372,10 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
         args += ["--time-limit", str(left())] if time_limit is not None else []
         args += ["--compile", compile_mode(compile, "cuda") or "none"] if compile else []
         args += [] if graphs else ["--no-graphs"]
-        procs = [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}-{w}"])
+        procs = [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_{w}"])
                  for dev in devices for w in range(workers_per_gpu)]
+        procs += [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_eval{w}", "--kinds", "eval"])
+                  for dev in devices for w in range(eval_workers_per_gpu)]
         codes = [p.wait() for p in procs]
         if any(codes):
             raise RuntimeError(f"k2020 workers failed with exit codes {codes}; see their output above")
@@ -418,11 +426,20 @@ def collect(cells: list[Cell]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
 
 
-def claim(queue: Path, tag: str, skip: set) -> Path | None:
-    """Rename the first unclaimed job not in `skip` to claimed-<tag>-<name>; None when there is none."""
+def claim(queue: Path, tag: str, skip: set, kinds=None) -> Path | None:
+    """Rename the first unclaimed job not in `skip` (and, with `kinds`, of one of those kinds) to
+    claimed-<tag>-<name>; None when there is none. `tag` has no "-" (release splits on it)."""
+    if "-" in tag:
+        raise ValueError(f"a worker tag has no '-'; got {tag!r}")
     for candidate in sorted(queue.glob("[0-9]*.json")):
         if candidate.name in skip:
             continue
+        if kinds is not None:
+            try:
+                if json.loads(candidate.read_text())["kind"] not in kinds:
+                    continue
+            except FileNotFoundError:
+                continue  # another worker took it
         claimed = candidate.with_name(f"claimed-{tag}-{candidate.name}")
         try:
             os.rename(candidate, claimed)
@@ -437,9 +454,10 @@ def release(job: Path) -> None:
 
 
 def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, time_limit: float | None = None,
-         compile=None, graphs: bool = True, poll: float = 2.0) -> None:
-    """A worker's loop: claim jobs until none is left or time is up. An evaluation whose model another worker is
-    still training goes back to the queue; while only such jobs remain, the worker waits for them."""
+         compile=None, graphs: bool = True, poll: float = 2.0, kinds=None) -> None:
+    """A worker's loop: claim jobs (of `kinds` only, when given) until none is left or time is up. An evaluation
+    whose model another worker is still training goes back to the queue; while only such jobs remain, the worker
+    waits for them."""
     t0 = time.time()
     while True:
         left = None if time_limit is None else time_limit - (time.time() - t0)
@@ -447,7 +465,7 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, time_limit:
             return
         skip: set = set()
         ran = False
-        while (job := claim(queue, tag, skip)) is not None:
+        while (job := claim(queue, tag, skip, kinds)) is not None:
             spec = json.loads(job.read_text())
             left = None if time_limit is None else time_limit - (time.time() - t0)
             t_job = time.time()
