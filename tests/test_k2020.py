@@ -229,7 +229,8 @@ def test_ours_table_shows_seed_counts_and_baselines_by_hand():
     results = pd.DataFrame([{"experiment": e, "seed": s, "language": l, "task": "sections", "metric": "accuracy",
                              "value": v} for e, s, l, v in rows])
     table = ours_table(results, ["en-es", "enfake-ru", "en-ru"])
-    assert table.loc["en-es", "es"] == "52.0 ± 2.0"
+    assert table.loc["en-es", "es"] == "52.0\u00a0±\u00a02.0" and table.loc["en-es", "ru"] == ""  # no-break spaces
+    table = table.map(lambda text: text.replace("\u00a0", " "))
     assert table.loc["enfake-ru", "ru"] == "17.8 (1 seed)"
     assert table.loc["en-ru", "ru"] == "32.0 ± 2.8 (2 seeds)"
     assert table.loc["majority/en-es", "es"] == "25.4"

@@ -113,7 +113,8 @@ def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
 
 
 def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> pd.DataFrame:
-    """Our mean ± sd over seeds (percent), experiment x language. Where a cell has fewer seeds than the plan, the
+    """Our mean ± sd over seeds (percent), experiment x language, as text (no-break spaces, so a narrow column does
+    not split a number; blank where a cell has no such language). Where a cell has fewer seeds than the plan, the
     count is shown (one seed: its value alone, as no spread exists); a majority baseline shows its number alone."""
     names = list(experiments) + [f"majority/{e}" for e in experiments]  # the baseline beside each cell
     r = results[results["experiment"].isin(names) & (results["metric"] == metric)]
@@ -131,8 +132,8 @@ def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> 
         return text if len(v) >= planned else f"{text} ({len(v)} seeds)"
 
     lists = r.groupby(["experiment", "language"], sort=False)["value"].agg(list)
-    cell = pd.Series([show(k, v) for k, v in lists.items()], index=lists.index)
-    return cell.unstack("language")
+    cell = pd.Series([show(k, v).replace(" ", "\u00a0") for k, v in lists.items()], index=lists.index)
+    return cell.unstack("language").fillna("")
 
 
 def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
