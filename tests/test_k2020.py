@@ -245,7 +245,8 @@ def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
     paper = pd.DataFrame({"es": [72.3, 70.9]}, index=["en-es", "enfake-es"])
     text = overlap_reading(results, paper)
     # es: 52.0 - 32.0 = 20.0 points against the paper's 72.3 - 70.9 = 1.4; hi and ru have no pair yet
-    assert "en-es 52.0 ± 2.0, enfake-es 32.0 ± 2.0, so removing the overlap costs 20.0 points (the paper: 1.4)" in text
+    assert ("en-es 52.0 ± 2.0, enfake-es 32.0 ± 2.0, so removing the overlap costs 20.0 points (the paper: 1.4)"
+            in text)
     assert "majority class is 25.4" in text and "claims wait for hi, ru" in text
     assert overlap_reading(results[results.experiment == "en-ru"], paper) == ""
 

@@ -2,7 +2,8 @@
 
 What the notebook calls: `collect` (the models of a table that are trained, the rest marked pending, nothing
 trained), the neighbour table's summary and examples, `table10_paper` (the paper's Table 10 under our experiment
-IDs) and `table10_text` (its reading, from the numbers), `plot_fig7` (models 0 and 30 on the same axes) and `PENDING` (the commands and GPU cost of what is not run).
+IDs) and `table10_text` (its reading, from the numbers), `plot_fig7` (models 0 and 30 on the same axes) and
+`PENDING` (the commands and GPU cost of what is not run).
 """
 from __future__ import annotations
 

@@ -240,7 +240,8 @@ H100_SLOWDOWN = 1.3  # memory-bound steps: H100 has 3.35 TB/s against the H200's
 NSP_STEP_MS = 15.0  # NSP cells: HF's eager BertForPreTraining, one model at a time (an assumption, to measure)
 # GPU seconds of one (cell, seed)'s fine-tuning. Measured in the pilot on an H200 with two evaluations side by side
 # (the GPU 12-14 % busy): the section task's fine-tuning 78-85 s, the NER stand-in's 73-84 s (each result file's
-# finetune_seconds); halved for the two side by side. More evaluations per GPU (--eval-workers-per-gpu) should cost less.
+# finetune_seconds); halved for the two side by side. More evaluations per GPU (--eval-workers-per-gpu) should cost
+# less.
 FINETUNE_SECONDS = 41.0  # one fine-tuning + evaluation of the section task
 NER_FINETUNE_SECONDS = 39.0  # one fine-tuning + evaluation of the NER stand-in
 STACK_OVERHEAD_SECONDS = 45.0  # per stack: compile (15-30 s), a graph capture per width, tables onto the GPU

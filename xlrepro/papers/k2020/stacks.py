@@ -374,7 +374,8 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
         args += [] if graphs else ["--no-graphs"]
         procs = [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_{w}"])
                  for dev in devices for w in range(workers_per_gpu)]
-        procs += [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_eval{w}", "--kinds", "eval"])
+        procs += [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_eval{w}",
+                                           "--kinds", "eval"])
                   for dev in devices for w in range(eval_workers_per_gpu)]
         codes = [p.wait() for p in procs]
         if any(codes):
