@@ -112,6 +112,14 @@ def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
     return t.pivot_table(index="experiment", columns="language", values="mean", sort=False)
 
 
+def seeds_text(values: pd.Series, planned: int) -> str:
+    """Mean ± sd of one cell's seeds, with the seed count where it is below the plan's (one seed: its value alone)."""
+    if len(values) == 1:
+        return f"{values.iloc[0]:.1f} (1 seed)"
+    text = f"{values.mean():.1f} ± {values.std():.1f}"
+    return text if len(values) >= planned else f"{text} ({len(values)} seeds)"
+
+
 def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> pd.DataFrame:
     """Our mean ± sd over seeds (percent), experiment x language, as text (no-break spaces, so a narrow column does
     not split a number; blank where a cell has no such language). Where a cell has fewer seeds than the plan, the
@@ -124,12 +132,7 @@ def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> 
 
     def show(key, values: list) -> str:
         v = 100 * pd.Series(values, dtype=float)
-        if key[0].startswith("majority/"):
-            return f"{v.mean():.1f}"
-        if len(v) == 1:
-            return f"{v.iloc[0]:.1f} (1 seed)"
-        text = f"{v.mean():.1f} ± {v.std():.1f}"
-        return text if len(v) >= planned else f"{text} ({len(v)} seeds)"
+        return f"{v.mean():.1f}" if key[0].startswith("majority/") else seeds_text(v, planned)
 
     lists = r.groupby(["experiment", "language"], sort=False)["value"].agg(list)
     cell = pd.Series([show(k, v).replace(" ", "\u00a0") for k, v in lists.items()], index=lists.index)
@@ -145,8 +148,7 @@ def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "
 
     def cell(name, lang):
         v = 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
-        return v, (f"{v.iloc[0]:.1f} (1 seed)" if len(v) == 1 else f"{v.mean():.1f} ± {v.std():.1f}"
-                   + ("" if len(v) >= planned else f" ({len(v)} seeds)"))
+        return v, seeds_text(v, planned) if len(v) else ""
 
     parts, missing = [], []
     for t in targets:
