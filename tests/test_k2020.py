@@ -147,6 +147,17 @@ def test_plan_loads_and_parts_are_declared():
         experiments_of(plan, "t99")
 
 
+def test_parts_joined_by_commas_run_as_one_plan():
+    plan = load_plan()
+    # t9 and t10 share their first three experiments (the base cells): listed once, in order
+    assert experiments_of(plan, "pilot,t9") == ["en-es", "enfake-es", "en-ru", "enfake-ru", "enfake-hi",
+                                                "enfake-es/langid", "enfake-hi/langid", "enfake-ru/langid"]
+    with pytest.raises(ConfigError, match="unknown part 't99'; valid choices: pilot"):
+        experiments_of(plan, "t1,t99")
+    with pytest.raises(ConfigError, match="'all' cannot be combined"):
+        experiments_of(plan, "all,t1")
+
+
 def test_unknown_variant_key_is_an_error():
     with pytest.raises(ConfigError, match="unknown key 'shuffle'; valid choices: pretrain, finetune"):
         from_dict(Experiment, {"pretrain": ["en", "es"], "finetune": "en", "test": ["es"], "shuffle": 0.5})

@@ -21,7 +21,8 @@ CHAPTERS = ("linguistic", "architecture", "input_objective", "mixed_pairs")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--part", required=True, help="pilot, t1 .. t11 or all (experiments.yaml `parts`)")
+    p.add_argument("--part", required=True, help="pilot, t1 .. t11, all (experiments.yaml `parts`), or parts joined by "
+                        "commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
     p.add_argument("--profile", default="lab", help="lab (the GPU run) or smoke (tiny, for CI)")
     p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")

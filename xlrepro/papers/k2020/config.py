@@ -136,12 +136,21 @@ def load_plan() -> Plan:
 
 
 def check_part(plan: Plan, part: str) -> str:
-    return choose("part", part, [*plan.parts, "all"])
+    """A part name, "all", or part names joined by commas ("t4,t5,t6": their cells run as one plan, so cells of one
+    shape from several tables share stacks). Each name is checked."""
+    names = part.split(",")
+    if len(names) > 1 and "all" in names:
+        raise ConfigError(f"'all' cannot be combined with other parts; got {part!r}")
+    for name in names:
+        choose("part", name, [*plan.parts, "all"])
+    return part
 
 
 def experiments_of(plan: Plan, part: str) -> list[str]:
+    """The experiments of `part` (see `check_part`), in order, each once."""
     check_part(plan, part)
-    names = [n for p in plan.parts.values() for n in p] if part == "all" else list(plan.parts[part])
+    names = [n for p in plan.parts.values() for n in p] if part == "all" else [
+        n for p in part.split(",") for n in plan.parts[p]]
     return list(dict.fromkeys(names))
 
 

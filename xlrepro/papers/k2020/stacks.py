@@ -372,10 +372,13 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
         args += ["--time-limit", str(left())] if time_limit is not None else []
         args += ["--compile", compile_mode(compile, "cuda") or "none"] if compile else []
         args += [] if graphs else ["--no-graphs"]
-        procs = [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_{w}"])
+        # CPU threads shared out among the workers (each would otherwise start one per core); changes no number
+        threads = max(1, (os.cpu_count() or 1) // (len(devices) * (workers_per_gpu + eval_workers_per_gpu)))
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        procs = [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_{w}"], env=env)
                  for dev in devices for w in range(workers_per_gpu)]
         procs += [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_eval{w}",
-                                           "--kinds", "eval"])
+                                           "--kinds", "eval"], env=env)
                   for dev in devices for w in range(eval_workers_per_gpu)]
         codes = [p.wait() for p in procs]
         if any(codes):
