@@ -94,7 +94,10 @@ def test_plan_groups_by_shape_and_spreads_over_slots(multilingual_cache, tmp_pat
     got = sorted(sorted(f"{c.name}/{s}" for c, s in st) for st in stacks)
     assert got == [["en-es/0", "en-es/1", "en-es/2", "enfake-es/0", "enfake-es/1", "enfake-es/2"],
                    ["enfake-ru/L12H1/0", "enfake-ru/L12H1/1", "enfake-ru/L12H1/2"]]
-    assert [len(s) for s in plan_stacks(members, slots=4)] == [2, 2, 2, 1, 1, 1]  # ceil(6/4), ceil(3/4)
+    # 4 slots shared 6:3 -> round(2.67) = 3 slots (stacks of 2) and round(1.33) = 1 slot (one stack of 3)
+    assert [len(s) for s in plan_stacks(members, slots=4)] == [2, 2, 2, 3]
+    assert [len(s) for s in plan_stacks(members, slots=2)] == [6, 3]  # one slot each: groups stay whole
+    assert [len(s) for s in plan_stacks(members, slots=12)] == [1, 1, 1, 1, 1, 1, 1, 1, 1]  # 8 and 4 slots
     assert [len(s) for s in plan_stacks(members, slots=1, max_stack=4)] == [4, 2, 3]
     with pytest.raises(ConfigError, match="slots and max_stack"):
         plan_stacks(members, slots=0)

@@ -44,6 +44,7 @@ from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
+from .config import stack_caps
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
 # seconds: no evaluation starts with less than this left of the time limit (an evaluation, both tasks, is not
@@ -140,9 +141,11 @@ def stack_key(members) -> str:
 
 
 def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[list]:
-    """(cell, seed) members grouped by `stack_shape`, each group cut into stacks of at most `max_stack`, and into at
-    least `slots` stacks when it has that many members (so one big stack does not leave the other GPUs idle).
-    The plan changes no number. NSP members are left out (they train one by one)."""
+    """(cell, seed) members grouped by `stack_shape`, each group cut into stacks of at most `max_stack`. The `slots`
+    (GPUs x workers) are shared out among the groups by their sizes, at least one each, and a group is cut into as
+    many stacks as it has slots (so one big stack does not leave the other GPUs idle, while the many small groups of
+    a sweep over shapes stay whole: a stack of one runs uncompiled and slower). The plan changes no number. NSP
+    members are left out (they train one by one)."""
     if slots < 1 or max_stack < 1:
         raise ConfigError(f"slots and max_stack must be >= 1; got {slots}, {max_stack}")
     groups: dict[tuple, list] = {}
@@ -151,8 +154,7 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[lis
         if shape is not None:
             groups.setdefault(shape, []).append((cell, seed))
     stacks = []
-    for group in groups.values():
-        cap = min(max_stack, math.ceil(len(group) / slots))
+    for group, cap in zip(groups.values(), stack_caps([len(g) for g in groups.values()], slots, max_stack)):
         stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
     return stacks
 
