@@ -216,6 +216,8 @@ def test_cli_validates_up_front():
         paper.prepare_train(ns(profile="wiki"))
     with pytest.raises(ConfigError, match="CPU"):
         paper.prepare_train(ns(profile="lab"))
+    with pytest.raises(ConfigError, match="leaves no room for an evaluation"):  # 200 s: evaluations would be refused
+        paper.prepare_train(ns(profile="lab", time_limit=200))
 
 
 def test_smoke_cell_runs_and_resumes(multilingual_cache, tmp_path):

@@ -40,7 +40,7 @@ def prepare_train(a: argparse.Namespace):
     from xlrepro.config import ConfigError, check_seeds, choose
     from xlrepro.devices import check_long_run, default_device
 
-    from .config import PROFILES, check_part, load_plan
+    from .config import EVAL_MARGIN, PROFILES, check_part, load_plan
 
     plan = load_plan()
     check_part(plan, a.part)
@@ -56,6 +56,10 @@ def prepare_train(a: argparse.Namespace):
     eval_workers = getattr(a, "eval_workers_per_gpu", 0)
     if eval_workers < 0:
         raise ConfigError(f"--eval-workers-per-gpu must be >= 0; got {eval_workers}")
+    if a.profile == "lab" and a.time_limit is not None and a.time_limit < EVAL_MARGIN + 60:
+        raise ConfigError(f"--time-limit {a.time_limit:g} s leaves no room for an evaluation (one starts only with "
+                          f"{EVAL_MARGIN} s left, after about a minute of preparation), so models trained or waiting "
+                          f"in this call would stay unevaluated; give at least {EVAL_MARGIN + 60} s or no limit")
     device = default_device()
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)

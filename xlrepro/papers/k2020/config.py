@@ -272,6 +272,11 @@ def step_ms(hidden: int, layers: int, width: int, rows: int, batch: int = 128, g
     return step_flops(hidden, layers, width, rows, batch) / rate * (H100_SLOWDOWN if gpu == "H100" else 1.0)
 
 
+# seconds: no evaluation starts with less than this left of the time limit (an evaluation, both tasks, is not
+# resumable; measured 166-188 s with two side by side on one H200, 135-150 s with six side by side)
+EVAL_MARGIN = 200
+
+
 def stack_caps(group_sizes: list[int], slots: int, max_stack: int) -> list[int]:
     """Models per stack of each shape group (`stacks.plan_stacks`): the slots shared out by group size, at least one
     a group, and a group cut into as many stacks as it has slots, none above `max_stack`."""

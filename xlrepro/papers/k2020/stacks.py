@@ -44,12 +44,9 @@ from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
-from .config import stack_caps
+from .config import EVAL_MARGIN, stack_caps
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
-# seconds: no evaluation starts with less than this left of the time limit (an evaluation, both tasks, is not
-# resumable; measured 166-188 s with two side by side on one H200)
-EVAL_MARGIN = 200
 LENGTH_BIN_SALT = 0x4B32  # the shared length-quantile order: a permutation per cycle of `bins` steps
 
 
