@@ -121,6 +121,7 @@ def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(mu
         return inputs, labels
 
     monkeypatch.setattr(stacks, "whole_word_mask", recording)
+    monkeypatch.setattr(stacks, "LOSS_EVERY", 4)  # 6 steps: the loss means of steps 1-4 and 5-6
     alone = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "alone")
     assert stacks.StackTrainer([(alone, 0)]).run(progress=False)
     cell = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "stacked")
@@ -134,6 +135,12 @@ def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(mu
     assert stacks.StackTrainer([(other, 1), (cell, 0), (idway, 2)]).run(progress=False)
     assert len(seen[1]) == len(seen[3]) == 6 and all(seen[1])
     assert seen[1] == seen[3]  # the same masked (row, position) at every step
+    curves = [json.loads(next((c.dir.parent / "stacks").glob("*/timing.json")).read_text())["mlm_loss_curve"]
+              for c in (alone, cell)]
+    assert list(curves[0]) == list(curves[1]) == ["4", "6"] and len(curves[1]["6"]) == 3
+    for step in ("4", "6"):  # the same model, masks and batches: the same losses alone and stacked (its index 1)
+        assert curves[1][step][1] == pytest.approx(curves[0][step][0], rel=1e-3)
+        assert all(0 < v < 10 for v in curves[1][step])
     a, b = (load_file(str(c.dir / "model_0.safetensors")) for c in (alone, cell))
     assert a.keys() == b.keys() and a["embeddings.word_embeddings.weight"].shape[0] == 640
     for k in a:

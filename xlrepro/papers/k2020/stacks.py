@@ -47,6 +47,7 @@ from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
 from .config import EVAL_MARGIN, stack_caps
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
+LOSS_EVERY = 200  # steps: each model's mean MLM loss goes into timing.json (a diverged model shows there)
 LENGTH_BIN_SALT = 0x4B32  # the shared length-quantile order: a permutation per cycle of `bins` steps
 
 
@@ -243,15 +244,19 @@ class StackTrainer:
         d = self._device_data()
         stack = self._new_stack()
         ckpt, elapsed = self.folder / "checkpoint.pt", 0.0
+        curve: dict[int, list[float]] = {}  # step -> each model's mean MLM loss over the LOSS_EVERY steps before it
         if ckpt.exists():
             state = torch.load(ckpt, map_location=self.device, weights_only=False)
             stack.load_state_dict(state["stack"])
             elapsed = state["elapsed"]
+            curve = state.get("loss_curve", {})
         label = ",".join(sorted({c.name for c, _ in self.members}))
         bar = tqdm(total=p.steps, initial=stack.step_count, disable=not progress,
                    desc=f"{len(self.members)}x {self.size.name} ({label[:60]})")
         t_start = last_save = time.time()
         tokens = padded = 0
+        loss_sum = torch.zeros(len(self.members), device=self.device)  # [M], read back once per LOSS_EVERY steps
+        window = 0  # steps in loss_sum (fewer than LOSS_EVERY in the first window after a resume)
         while stack.step_count < p.steps:
             step = stack.step_count
             picked = np.stack([d["offset"][i] + d["tables"][d["table_of"][i]].draw(s, step, p.batch_size,
@@ -264,12 +269,18 @@ class StackTrainer:
             if self.device.type == "cuda":
                 rows = rows.pin_memory()
             d["rows"].copy_(rows, non_blocking=True)
-            stack.step(lambda w=width: self._batch(d, stack, w), graph_key=width if self.graphs else None)
+            loss_sum += stack.step(lambda w=width: self._batch(d, stack, w), graph_key=width if self.graphs else None)
+            window += 1
+            if stack.step_count % LOSS_EVERY == 0 or stack.step_count == p.steps:
+                curve[stack.step_count] = [round(v, 4) for v in (loss_sum / window).tolist()]
+                loss_sum.zero_()
+                window = 0
             bar.update(1)
             over = time_limit is not None and time.time() - t0 > time_limit
             if over or time.time() - last_save > CHECKPOINT_SECONDS:
                 with atomic.atomic_path(ckpt) as tmp:
-                    torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start}, tmp)
+                    torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start,
+                                "loss_curve": curve}, tmp)
                 last_save = time.time()
             if over and stack.step_count < p.steps:
                 bar.close()
@@ -285,7 +296,8 @@ class StackTrainer:
             "members": [f"{c.name}/{s}" for c, s in self.members], "shape": self.size.name, "steps": p.steps,
             "train_seconds": seconds, "ms_per_model_step": 1000 * seconds / (p.steps * len(self.members)),
             "padding_share_this_call": 1 - tokens / max(padded, 1), "device": device_name(self.device),
-            "compile": self.compile or "none", "graphs": self.graphs, "torch": torch.__version__})
+            "compile": self.compile or "none", "graphs": self.graphs, "torch": torch.__version__,
+            "loss_every": LOSS_EVERY, "mlm_loss_curve": {str(k): v for k, v in sorted(curve.items())}})
         ckpt.unlink(missing_ok=True)
         return True
 
