@@ -282,3 +282,29 @@ def test_trend_frames_hold_only_complete_series():
     assert set(frames["permutation"]["experiment"]) == {"enfake-es"}
     assert frames["permutation"].sort_values("p")["value"].tolist() == [0.32, 0.30, 0.28, 0.26]
     assert "heads" not in frames
+
+
+def test_architecture_reading_names_the_cells_above_the_majority_and_the_seeds_that_learnt_nothing():
+    from xlrepro.papers.k2020.report import architecture_reading, failed_seeds
+
+    def acc(name, lang, value, seed):
+        return {"experiment": name, "seed": seed, "language": lang, "task": "sections", "metric": "accuracy",
+                "value": value}
+    rows = []
+    for name, fake, ru in (("enfake-ru", 0.88, 0.20), ("enfake-ru/L6H6/14.2%", 0.80, 0.35),
+                           ("enfake-ru/L12H12/213.2%", 0.25, 0.22)):
+        for seed in (0, 1, 2):
+            rows += [acc(name, "enfake", fake, seed), acc(name, "ru", ru + 0.01 * seed, seed)]
+        rows += [acc(f"majority/{name}", "enfake", 0.25, 0), acc(f"majority/{name}", "ru", 0.25, 0)]
+    rows[0]["value"] = 0.26  # enfake-ru seed 0 at the majority class on its own language: learnt nothing
+    results = pd.DataFrame(rows)
+    failed = failed_seeds(results)
+    assert failed[["experiment", "seed"]].values.tolist() == [["enfake-ru", 0], ["enfake-ru/L12H12/213.2%", 0],
+                                                              ["enfake-ru/L12H12/213.2%", 1],
+                                                              ["enfake-ru/L12H12/213.2%", 2]]
+    text = architecture_reading(results, ["enfake-ru", "enfake-ru/L6H6/14.2%", "enfake-ru/L12H12/213.2%"])
+    assert "majority class is 25.0" in text and "reaches 21.0 ± 1.0: below it" in text
+    assert "enfake-ru/L6H6/14.2% 36.0 ± 1.0 (6 layers, width 66" in text and "213.2% 2" not in text
+    assert "smaller or shallower than the base" in text
+    assert "4 seed(s)" in text and "enfake-ru seed 0; enfake-ru/L12H12/213.2% seeds 0, 1, 2" in text
+    assert architecture_reading(results[results.experiment.str.contains("L6H6")], ["enfake-ru/L6H6/14.2%"]) == ""

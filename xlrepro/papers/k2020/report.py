@@ -210,3 +210,130 @@ def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
     if results.empty:
         return None
     return write_csv(results[RESULT_COLUMNS], Path(folder) / f"{name}.csv")
+
+
+# ----------------------------------------------------------------------------------------------- the architecture
+LEARNED_MARGIN = 0.02  # a seed whose source accuracy is within this of the majority class learnt nothing
+TRANSFER_MARGIN = 0.05  # the pilot gate's margin (`bbert.pilot_gate`): a target this far above the majority transfers
+
+
+def failed_seeds(results: pd.DataFrame) -> pd.DataFrame:
+    """(experiment, seed, source accuracy, majority) of every seed whose test accuracy on its own fine-tuning language
+    is within LEARNED_MARGIN of the majority class: it learnt nothing of the source task, so its pre-training or
+    its fine-tuning failed. Such seeds stay in every mean and claim (the criteria were fixed with every seed)."""
+    plan = load_plan()
+    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
+    rows = []
+    for name in acc["experiment"].unique():
+        if name.startswith("majority/"):
+            continue
+        src = plan.experiments[name].finetune
+        major = acc[(acc["experiment"] == f"majority/{name}") & (acc["language"] == src)]["value"]
+        if major.empty:
+            continue
+        mine = acc[(acc["experiment"] == name) & (acc["language"] == src)]
+        for seed, v in zip(mine["seed"], mine["value"]):
+            if v < major.iloc[0] + LEARNED_MARGIN:
+                rows.append({"experiment": name, "seed": int(seed), "source_accuracy": v, "majority": major.iloc[0]})
+    return pd.DataFrame(rows, columns=["experiment", "seed", "source_accuracy", "majority"])
+
+
+def size_frame(results: pd.DataFrame, experiments, target: str = "ru", profile: str = "lab") -> pd.DataFrame:
+    """Per seed of the given experiments: target test accuracy with each cell's shape (layers, heads, hidden,
+    share_of_base) and Tables 4-6 membership; the majority class of the target as column `majority`."""
+    from .config import shape_table
+    plan = load_plan()
+    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections") & (results["language"] == target)]
+    shapes = shape_table(plan, profile).set_index("experiment")
+    rows = []
+    for name in experiments:
+        r = acc[acc["experiment"] == name]
+        major = acc[acc["experiment"] == f"majority/{name}"]["value"]
+        for seed, v in zip(r["seed"], r["value"]):
+            rows.append({"experiment": name, "seed": int(seed), "accuracy": v, "majority": major.mean(),
+                         "tables": ", ".join(t for t in plan.experiments[name].table if t in TABLES_4_6),
+                         **shapes.loc[name].to_dict()})
+    return pd.DataFrame(rows)
+
+
+TABLES_4_6 = ("Table 4", "Table 5", "Table 6")
+
+
+def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab") -> str:
+    """Tables 4-6 in words, from the trained cells alone: the base's Russian accuracy against the majority class,
+    the cells that clear it by the pilot gate's margin (with their shapes), and the seeds that learnt nothing."""
+    frame = size_frame(results, experiments, profile=profile)
+    if frame.empty or "enfake-ru" not in set(frame["experiment"]):
+        return ""
+    planned = len(load_plan().seeds)
+    major = 100 * frame["majority"].iloc[0]
+    cells = frame.groupby("experiment", sort=False).agg(
+        mean=("accuracy", "mean"), layers=("layers", "first"), hidden=("hidden", "first"),
+        share=("share_of_base", "first"))
+    text = lambda n: seeds_text(100 * frame[frame["experiment"] == n]["accuracy"], planned)  # noqa: E731
+    base = 100 * cells.loc["enfake-ru", "mean"]
+    where = ("below it" if base < major else
+             f"less than {100 * TRANSFER_MARGIN:.0f} points above it" if base < major + 100 * TRANSFER_MARGIN else
+             f"{base - major:.1f} points above it")
+    out = [f"**What the trained cells show** (Russian test accuracy, %; the majority class is {major:.1f}). The base, "
+           f"enfake-ru ({int(cells.loc['enfake-ru', 'layers'])} layers, width {int(cells.loc['enfake-ru', 'hidden'])}), reaches {text('enfake-ru')}: {where}"
+           + (", so without a shared word piece our base does not transfer."
+              if base < major + 100 * TRANSFER_MARGIN else ".")]
+    good = cells[100 * cells["mean"] >= major + 100 * TRANSFER_MARGIN].sort_values("mean", ascending=False)
+    if len(good):
+        listed = "; ".join(f"{n} {text(n)} ({int(r.layers)} layer{'s' if r.layers > 1 else ''}, width {int(r.hidden)}, "
+                           f"{100 * r.share:.0f}% of the base's parameters)" for n, r in good.iterrows())
+        smaller = bool(((good["share"] < 0.9) | (good["layers"] < 12)).all())
+        out.append(f"Cells {100 * TRANSFER_MARGIN:.0f} or more points above the majority class (the margin the pilot "
+                   f"gate asks on dev): {listed}."
+                   + (" Every one of them is smaller or shallower than the base." if smaller else ""))
+    else:
+        out.append(f"No cell is {100 * TRANSFER_MARGIN:.0f} points above it.")
+    failed = failed_seeds(results[results["experiment"].isin(list(experiments)
+                                                             + [f"majority/{e}" for e in experiments])])
+    if len(failed):
+        names = "; ".join(f"{n} seed{'s' if len(g) > 1 else ''} {', '.join(map(str, g['seed']))}"
+                          for n, g in failed.groupby("experiment", sort=False))
+        out.append(f"{len(failed)} seed(s) score within {100 * LEARNED_MARGIN:.0f} points of the majority class on "
+                   f"Fake-English, their own fine-tuning language ({names}): they learnt nothing of the task, so "
+                   f"their pre-training or fine-tuning failed. They stay in the means and in the claims, whose "
+                   f"criteria were fixed with every seed.")
+    return " ".join(out)
+
+
+def architecture_figure(results: pd.DataFrame, experiments, profile: str = "lab"):
+    """Tables 4-6 as a picture: Russian accuracy per seed (dots) and mean (line) against depth (Table 4, fixed
+    parameters), heads (Table 5) and the share of the base's parameters (Table 6, one line per depth), the majority
+    class dashed. None when nothing of Tables 4-6 is trained."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    frame = size_frame(results, experiments, profile=profile)
+    if frame.empty:
+        return None
+    panels = (("Table 4", "layers", "depth at ~fixed parameters (layers)"),
+              ("Table 5", "heads", "attention heads (12 layers)"),
+              ("Table 6", "share_of_base", "share of the base's parameters"))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
+    for ax, (table, col, label) in zip(axes, panels):
+        d = frame[frame["tables"].str.contains(table) | (frame["experiment"] == "enfake-ru")].copy()
+        d["accuracy"] *= 100
+        if table == "Table 6":
+            d["depth"] = d["layers"].astype(int).astype(str) + " layers"
+            order = [f"{n} layers" for n in sorted(d["layers"].astype(int).unique())]
+            sns.lineplot(data=d, x=col, y="accuracy", hue="depth", hue_order=order, marker="o", errorbar=None, ax=ax)
+            sns.scatterplot(data=d, x=col, y="accuracy", hue="depth", hue_order=order, legend=False, alpha=0.4, s=18,
+                            ax=ax)
+            ax.set_xscale("log")
+            ax.legend(fontsize=8, title=None)
+        else:
+            sns.lineplot(data=d, x=col, y="accuracy", marker="o", errorbar=None, color="C0", ax=ax)
+            sns.scatterplot(data=d, x=col, y="accuracy", alpha=0.4, s=18, color="C0", ax=ax)
+            ax.set_xscale("log", base=2)
+        ax.axhline(100 * frame["majority"].iloc[0], color="grey", ls="--", lw=1)
+        ax.set_title(table, fontsize=10)
+        ax.set_xlabel(label)
+    axes[0].set_ylabel("Russian accuracy (%), zero-shot")
+    axes[0].annotate("majority class", (0.02, 100 * frame["majority"].iloc[0]), xycoords=("axes fraction", "data"),
+                     xytext=(0, 3), textcoords="offset points", fontsize=8, color="grey")
+    fig.tight_layout()
+    return fig
