@@ -308,3 +308,20 @@ def test_architecture_reading_names_the_cells_above_the_majority_and_the_seeds_t
     assert "smaller or shallower than the base" in text
     assert "4 seed(s)" in text and "enfake-ru seed 0; enfake-ru/L12H12/213.2% seeds 0, 1, 2" in text
     assert architecture_reading(results[results.experiment.str.contains("L6H6")], ["enfake-ru/L6H6/14.2%"]) == ""
+
+
+def test_the_gate_table_passes_at_five_points_on_dev_and_the_reading_names_the_failures():
+    from xlrepro.papers.k2020.report import gate_reading, gate_table
+
+    def dev(name, lang, value, seed=0):
+        return {"experiment": name, "seed": seed, "language": lang, "task": "sections", "metric": "dev_accuracy",
+                "value": value}
+    rows = [dev("en-es", "es", 0.40, s) for s in (0, 1)] + [dev("enfake-ru", "ru", 0.24, s) for s in (0, 1, 2)]
+    rows += [dev("en-es", "en", 0.9), dev("majority/en-es", "es", 0.20), dev("majority/enfake-ru", "ru", 0.20)]
+    gate = gate_table(pd.DataFrame(rows))
+    assert gate[["experiment", "margin", "passes", "seeds"]].values.tolist() == [["en-es", 20.0, True, 2],
+                                                                               ["enfake-ru", 4.0, False, 3]]
+    text = gate_reading(gate)
+    assert "Passes: en-es (+20.0 points, 2 seeds)" in text
+    assert "Fails: enfake-ru (+4.0 points, 3 seeds): without a shared word piece" in text
+    assert gate_table(pd.DataFrame([dev("enfake-ru/L1H12", "ru", 0.3)])).empty

@@ -337,3 +337,36 @@ def architecture_figure(results: pd.DataFrame, experiments, profile: str = "lab"
                      xytext=(0, 3), textcoords="offset points", fontsize=8, color="grey")
     fig.tight_layout()
     return fig
+
+
+def gate_table(results: pd.DataFrame) -> pd.DataFrame:
+    """The pilot gate (`bbert.pilot_gate`: each pilot experiment's target dev accuracy, mean over its seeds, against
+    the majority class; it passes at TRANSFER_MARGIN) on the trained pilot cells, in %, with the seed count."""
+    from .bbert import pilot_gate
+    names = [n for n in experiments_of(load_plan(), "pilot") if n in set(results["experiment"])]
+    if not names:
+        return pd.DataFrame()
+    keep = results["experiment"].isin(names + [f"majority/{n}" for n in names])
+    gate = pilot_gate(results[keep], margin=TRANSFER_MARGIN)
+    dev = results[keep & (results["metric"] == "dev_accuracy")]
+    gate["seeds"] = [dev[(dev["experiment"] == e) & (dev["language"] == l)]["seed"].nunique()
+                     for e, l in zip(gate["experiment"], gate["language"])]
+    for col in ("dev_accuracy", "majority", "margin"):
+        gate[col] = (100 * gate[col]).round(1)
+    return gate
+
+
+def gate_reading(gate: pd.DataFrame) -> str:
+    """The gate's outcome in words: which pilot experiments pass and which fail."""
+    if gate.empty:
+        return ""
+    fmt = lambda r: f"{r.experiment} ({r.margin:+.1f} points, {r.seeds} seeds)"  # noqa: E731
+    passed = [fmt(r) for r in gate.itertuples() if r.passes]
+    failed = [fmt(r) for r in gate.itertuples() if not r.passes]
+    text = f"**The gate** ({100 * TRANSFER_MARGIN:.0f} points above the majority class on the target's dev pairs). "
+    if passed:
+        text += f"Passes: {', '.join(passed)}. "
+    if failed:
+        text += (f"Fails: {', '.join(failed)}: without a shared word piece, our base B-BERT does not transfer to "
+                 f"that target. ") if all(r.startswith("enfake-") for r in failed) else f"Fails: {', '.join(failed)}. "
+    return text.strip()
