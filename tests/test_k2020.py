@@ -308,6 +308,10 @@ def test_architecture_reading_names_the_cells_above_the_majority_and_the_seeds_t
     assert "smaller or shallower than the base" in text
     assert "4 seed(s)" in text and "enfake-ru seed 0; enfake-ru/L12H12/213.2% seeds 0, 1, 2" in text
     assert architecture_reading(results[results.experiment.str.contains("L6H6")], ["enfake-ru/L6H6/14.2%"]) == ""
+    from xlrepro.papers.k2020.report import architecture_figure
+    fig = architecture_figure(results, ["enfake-ru", "enfake-ru/L6H6/14.2%", "enfake-ru/L12H12/213.2%"])
+    assert [ax.get_title() for ax in fig.axes] == ["Table 4", "Table 5", "Table 6"]
+    assert any(list(line.get_ydata()) == [25.0, 25.0] for line in fig.axes[2].lines)  # the majority class, dashed
 
 
 def test_the_gate_table_passes_at_five_points_on_dev_and_the_reading_names_the_failures():

@@ -139,10 +139,12 @@ def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> 
     return cell.unstack("language").fillna("")
 
 
-def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
+def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "hi", "ru"), suffix: str = "",
+                    title: str = "Word-piece overlap in the trained cells") -> str:
     """Table 1's word-piece overlap in words, from the trained cells alone: for each target whose en-X and enfake-X
     both have results, their target accuracy (mean ± sd, seed count), the cost of removing overlap beside the
-    paper's (`paper`: `paper_table("Table 1")`, percent) and the majority class. Empty when no pair is trained."""
+    paper's (`paper`: `paper_table("Table 1")`, percent) and the majority class. Empty when no pair is trained.
+    `suffix` reads the cells of another size ("/L12H12/22.3%": en-es/L12H12/22.3% against enfake-es/L12H12/22.3%)."""
     acc = results[results["metric"] == "accuracy"] if len(results) else results
     planned = len(load_plan().seeds)
 
@@ -152,18 +154,18 @@ def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "
 
     parts, missing = [], []
     for t in targets:
-        (en, en_text), (fake, fake_text) = cell(f"en-{t}", t), cell(f"enfake-{t}", t)
+        (en, en_text), (fake, fake_text) = cell(f"en-{t}{suffix}", t), cell(f"enfake-{t}{suffix}", t)
         if not len(en) or not len(fake):
             missing.append(t)
             continue
-        majority = 100 * acc[(acc["experiment"] == f"majority/en-{t}") & (acc["language"] == t)]["value"].mean()
+        majority = 100 * acc[(acc["experiment"] == f"majority/en-{t}{suffix}") & (acc["language"] == t)]["value"].mean()
         theirs = paper.loc[f"en-{t}", t] - paper.loc[f"enfake-{t}", t]
         parts.append(f"{t}: en-{t} {en_text}, enfake-{t} {fake_text}, so removing the overlap costs "
                      f"{en.mean() - fake.mean():.1f} points (the paper: {theirs:.1f}); the majority class is "
                      f"{majority:.1f}.")
     if not parts:
         return ""
-    lead = "**Word-piece overlap in the trained cells** (accuracy on the target, %). "
+    lead = f"**{title}** (accuracy on the target, %). "
     if missing:
         lead += (f"The chapter's claims wait for {', '.join(missing)} as well, so this is no verdict; it is what the "
                  f"cells trained so far show. ")
