@@ -3,7 +3,8 @@
 # B-BERTs, then fine-tuning and evaluation there: weights never leave the node). Small result files (results_*.csv,
 # config.json, timing*.json; no weights, no checkpoints) are packed into $OUT/k2020.tgz every 30 s and at the end, so
 # a call cut short still returns what finished. Checkpoints stay under $XLREPRO_RUNS (default ./runs), which persists
-# between back-to-back calls on the same machine: repeat the same command to resume.
+# between back-to-back calls on the same machine: repeat the same command to resume. Carry runs/k2020 (results of
+# earlier machines, no weights, about 13 MB): cells with results are not trained again (`stacks.jobs_of`).
 # Usage (repository root, on the node):  bash scripts/device_k2020.sh PART SECONDS [more xlrepro train options]
 #   e.g. bash scripts/device_k2020.sh t1 480        # T1 (includes the pilot's cells), stops resumably after 480 s
 #        bash scripts/device_k2020.sh t3 60 --profile smoke     # CPU smoke

@@ -103,6 +103,26 @@ def test_plan_groups_by_shape_and_spreads_over_slots(multilingual_cache, tmp_pat
         plan_stacks(members, slots=0)
 
 
+def test_jobs_train_only_members_without_a_model_or_results(tmp_path):
+    """A cell evaluated elsewhere (results, no weights) is not trained again; one with a model is only evaluated; the
+    stack keeps the others, so its subset stays the same until it is done."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of
+    plan = smoke_plan()
+    cell = Cell(plan, "smoke", "enfake-ru/L12H1", [0, 1, 2, 3], root=tmp_path)  # section task only
+    cell.dir.mkdir(parents=True)
+    (cell.dir / "results_1.csv").write_text("evaluated on another machine")
+    (cell.dir / "model_2.safetensors").write_text("trained, not evaluated")
+    jobs = jobs_of([cell], slots=1)
+    assert jobs == [{"kind": "stack", "members": [["enfake-ru/L12H1", 0], ["enfake-ru/L12H1", 3]]},
+                    {"kind": "eval", "members": [["enfake-ru/L12H1", 0]]},
+                    {"kind": "eval", "members": [["enfake-ru/L12H1", 2]]},
+                    {"kind": "eval", "members": [["enfake-ru/L12H1", 3]]}]
+    for seed in (0, 3):
+        (cell.dir / f"model_{seed}.safetensors").write_text("the stack is done")
+    assert [j["kind"] for j in jobs_of([cell], slots=1)] == ["eval"] * 3
+
+
 def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(multilingual_cache, tmp_path,
                                                                               monkeypatch):
     from safetensors.torch import load_file

@@ -247,12 +247,12 @@ REFERENCE_STEPS = ({"hidden": 256, "layers": 4, "width": 40, "rows": 4096, "ms":
 PADDED_WIDTH = {"wordpiece": 76, "word": 72, "char": 128}
 H100_SLOWDOWN = 1.3  # memory-bound steps: H100 has 3.35 TB/s against the H200's 4.8 (an assumption, to measure)
 NSP_STEP_MS = 15.0  # NSP cells: HF's eager BertForPreTraining, one model at a time (an assumption, to measure)
-# GPU seconds of one (cell, seed)'s fine-tuning. Measured in the pilot on an H200 with two evaluations side by side
-# (the GPU 12-14 % busy): the section task's fine-tuning 78-85 s, the NER stand-in's 73-84 s (each result file's
-# finetune_seconds); halved for the two side by side. More evaluations per GPU (--eval-workers-per-gpu) should cost
-# less.
-FINETUNE_SECONDS = 41.0  # one fine-tuning + evaluation of the section task
-NER_FINETUNE_SECONDS = 39.0  # one fine-tuning + evaluation of the NER stand-in
+# GPU seconds of one (cell, seed)'s fine-tuning. The pilot (H200, two evaluations side by side, the GPU 12-14 % busy)
+# measured 78-85 s for the section task and 73-84 s for the NER stand-in; Tables 3-6's run (4 x H200, six evaluations
+# per GPU beside two training workers) 13-149 s (mean 59) and 58-84 s (mean 69) of wall time for the fine-tuning
+# alone, about a sixth of that in GPU time. Counted here: 20 and 15 GPU-seconds, evaluation included (on the safe side).
+FINETUNE_SECONDS = 20.0  # one fine-tuning + evaluation of the section task
+NER_FINETUNE_SECONDS = 15.0  # one fine-tuning + evaluation of the NER stand-in
 STACK_OVERHEAD_SECONDS = 45.0  # per stack: compile (15-30 s), a graph capture per width, tables onto the GPU
 
 

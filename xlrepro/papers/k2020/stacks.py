@@ -311,14 +311,17 @@ def part_cells(part: str, profile: str, seeds=None, cache_dir=None, root=None) -
 
 def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[dict]:
     """The part's jobs in the order they are handed out: stacks (largest first), NSP models, evaluations.
-    The stack plan is made from every (cell, seed), done or not, so a resumed call finds the same stacks."""
+    The stack plan is made from every (cell, seed), done or not, so a resumed call finds the same stacks; a stack's
+    job then trains only its members that still need it (no model and no results: a cell evaluated elsewhere, whose
+    weights stayed on another machine, is not trained again). Its members get their models together, so the subset,
+    and with it the stack's checkpoint folder, stays the same until the stack is done."""
     members = [(c, s) for c in cells for s in c.seeds]
-    stacks = plan_stacks(members, slots, max_stack)
+    needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
+    stacks = [[m for m in st if needs(*m)] for st in plan_stacks(members, slots, max_stack)]
     cost = lambda st: len(st) * st[0][0].size.layers * st[0][0].size.hidden ** 2  # noqa: E731
-    jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]} for st in sorted(stacks, key=cost, reverse=True)
-            if not all((c.dir / f"model_{s}.safetensors").exists() for c, s in st)]
-    jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members
-             if c.exp.nsp and not (c.dir / f"model_{s}.safetensors").exists()]
+    jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
+            for st in sorted((st for st in stacks if st), key=cost, reverse=True)]
+    jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.nsp and needs(c, s)]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
     return jobs
