@@ -329,3 +329,13 @@ def test_the_gate_table_passes_at_five_points_on_dev_and_the_reading_names_the_f
     assert "Passes: en-es (+20.0 points, 2 seeds)" in text
     assert "Fails: enfake-ru (+4.0 points, 3 seeds): without a shared word piece" in text
     assert gate_table(pd.DataFrame([dev("enfake-ru/L1H12", "ru", 0.3)])).empty
+
+
+def test_delta_table_puts_our_fake_minus_russian_beside_the_papers():
+    from xlrepro.papers.k2020.report import delta_table
+    rows = [{"experiment": "enfake-ru/L12H2", "seed": s, "language": lang, "task": "sections", "metric": "accuracy",
+             "value": v} for s, (fake, ru) in enumerate(((0.90, 0.30), (0.80, 0.30), (0.85, 0.30)))
+            for lang, v in (("enfake", fake), ("ru", ru))]
+    table = delta_table(pd.DataFrame(rows), "Table 5")
+    assert table.loc["enfake-ru/L12H2"].tolist() == ["15.5", "55.0\u00a0±\u00a05.0"]  # seeds: 60, 50, 55 points
+    assert table.loc["enfake-ru", "ours"] == "" and table.loc["enfake-ru", "the paper"] == "13.3"

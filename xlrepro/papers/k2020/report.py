@@ -372,3 +372,19 @@ def gate_reading(gate: pd.DataFrame) -> str:
         text += (f"Fails: {', '.join(failed)}: without a shared word piece, our base B-BERT does not transfer to "
                  f"that target. ") if all(r.startswith("enfake-") for r in failed) else f"Fails: {', '.join(failed)}. "
     return text.strip()
+
+
+def delta_table(results: pd.DataFrame, table: str) -> pd.DataFrame:
+    """A table's Δ (Fake-English minus Russian accuracy, points; lower = more cross-lingual): the paper's beside ours
+    (mean ± sd over seeds of each seed's difference; blank until a cell is trained)."""
+    paper = paper_table(table, "delta")["ru"].rename("the paper")
+    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")] if len(results) else results
+    planned = len(load_plan().seeds)
+    ours = []
+    for name in paper.index:
+        wide = acc[acc["experiment"] == name].pivot_table(index="seed", columns="language", values="value")
+        if {D.FAKE, "ru"} <= set(wide.columns):
+            ours.append(seeds_text(100 * (wide[D.FAKE] - wide["ru"]), planned).replace(" ", "\u00a0"))
+        else:
+            ours.append("")
+    return pd.DataFrame({"the paper": paper.map("{:.1f}".format), "ours": ours}, index=paper.index)
