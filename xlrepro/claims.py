@@ -367,6 +367,11 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _plural(word: str) -> str:
+    """'seed' -> 'seeds', 'heads' stays 'heads' (a column named in the plural already)."""
+    return word if word.endswith("s") else f"{word}s"
+
+
 def _sel_name(sel) -> str:
     if not isinstance(sel, Mapping):
         return _fmt(float(sel))
@@ -444,7 +449,8 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
         worst = max([means[i] - means[i + 1] for i in range(len(means) - 1)] + [0.0])
         strong = rise > 0 and rise >= float(test["margin"]) and sig
         return (REPRODUCED if strong and worst <= float(test["tolerance"]) else PARTLY if strong else NOT,
-                f"{_sel_name(test['value'])} over {len(keys)} {over}s: {test.get('direction', 'increasing')} by "
+                f"{_sel_name(test['value'])} over {len(keys)} {_plural(over)}: "
+                f"{test.get('direction', 'increasing')} by "
                 f"{_fmt(rise)} (margin {_fmt(float(test['margin']))}; {how}); largest step back {_fmt(worst)} "
                 f"(tolerance {_fmt(float(test['tolerance']))})")
     if kind == "flat":
@@ -455,7 +461,7 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
         k = float(test.get("k", 2))
         strong = not math.isnan(se) and spread + k * se < float(test["max_spread"])
         return (REPRODUCED if strong else PARTLY if spread < float(test["max_spread"]) else NOT,
-                f"{_sel_name(test['value'])} over {len(means)} {over}s: {_fmt(means[lo])} ({over} {lo}) to "
+                f"{_sel_name(test['value'])} over {len(means)} {_plural(over)}: {_fmt(means[lo])} ({over} {lo}) to "
                 f"{_fmt(means[hi])} ({over} {hi}), spread {_fmt(spread)} (max {_fmt(float(test['max_spread']))}); "
                 + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}"))
     # argmax
@@ -480,7 +486,7 @@ def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
     right = {k: s.mean() for k, s in by(test["right"], over, data).items()}
     keys = [k for k in left if k in right]
     if len(keys) < 3:
-        return NOT, f"only {len(keys)} shared {over}s; a correlation needs 3"
+        return NOT, f"only {len(keys)} shared {_plural(over)}; a correlation needs 3"
     x, y = [left[k] for k in keys], [right[k] for k in keys]
     method = test.get("method", "pearson")
     res = (sps.pearsonr if method == "pearson" else sps.spearmanr)(x, y)
@@ -489,7 +495,7 @@ def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
     right_sign = sign * r > 0
     strong, sig = sign * r >= float(test["min_r"]), p < float(test["max_p"])
     verdict = REPRODUCED if right_sign and strong and sig else PARTLY if right_sign and (strong or sig) else NOT
-    return verdict, (f"{method} r = {r:.2f}, p = {p:.2g} over {len(keys)} {over}s "
+    return verdict, (f"{method} r = {r:.2f}, p = {p:.2g} over {len(keys)} {_plural(over)} "
                      f"({_sel_name(test['left'])} vs {_sel_name(test['right'])})")
 
 
@@ -528,7 +534,7 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
         vs = [v for v, r in results.items() if r[0] == verdict]
         return f"{', '.join(vs[:8])}{' …' if len(vs) > 8 else ''}"
 
-    ev = (f"{counts[REPRODUCED]} of {len(values)} {over}s reproduced"
+    ev = (f"{counts[REPRODUCED]} of {len(values)} {_plural(over)} reproduced"
           + (f", {counts[PARTLY]} partly ({names(PARTLY)})" if counts[PARTLY] else ", 0 partly")
           + (f", {counts[NOT]} not ({names(NOT)})" if counts[NOT] else "")
           + f". Each: {_criterion(inner)}")
@@ -550,13 +556,14 @@ def _criterion(test: Mapping) -> str:
         return f"|{_sel_name(test['value'])} − {_sel_name(test['target'])}|{plus} < {test['tolerance']}"
     if kind == "correlation":
         return (f"{test.get('method', 'pearson')} r of {_sel_name(test['left'])} and {_sel_name(test['right'])} over "
-                f"{test['over']}s: {test.get('sign', 'positive')}, |r| ≥ {test['min_r']}, p < {test['max_p']}")
+                f"{_plural(test['over'])}: {test.get('sign', 'positive')}, |r| ≥ {test['min_r']}, "
+                f"p < {test['max_p']}")
     if kind == "monotone":
         return (f"{_sel_name(test['value'])} {test.get('direction', 'increasing')} over {test['over']}: last − first ≥ "
                 f"{test['margin']} {noise}, no step back > {test['tolerance']}")
     if kind == "flat":
         plus = f" + {test.get('k', 2)} SE" if test["noise"] == "2se" else ""
-        return f"{_sel_name(test['value'])} over {test['over']}s: max − min{plus} < {test['max_spread']}"
+        return f"{_sel_name(test['value'])} over {_plural(test['over'])}: max − min{plus} < {test['max_spread']}"
     if kind == "argmax":
         return f"highest {_sel_name(test['value'])} among {', '.join(map(str, test['candidates']))} is {test['expect']}, {noise}"
     if kind == "all":

@@ -277,8 +277,9 @@ def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab
     where = ("below it" if base < major else
              f"less than {100 * TRANSFER_MARGIN:.0f} points above it" if base < major + 100 * TRANSFER_MARGIN else
              f"{base - major:.1f} points above it")
+    layers, hidden = (int(cells.loc["enfake-ru", k]) for k in ("layers", "hidden"))
     out = [f"**What the trained cells show** (Russian test accuracy, %; the majority class is {major:.1f}). The base, "
-           f"enfake-ru ({int(cells.loc['enfake-ru', 'layers'])} layers, width {int(cells.loc['enfake-ru', 'hidden'])}), reaches {text('enfake-ru')}: {where}"
+           f"enfake-ru ({layers} layers, width {hidden}), reaches {text('enfake-ru')}: {where}"
            + (", so without a shared word piece our base does not transfer."
               if base < major + 100 * TRANSFER_MARGIN else ".")]
     good = cells[100 * cells["mean"] >= major + 100 * TRANSFER_MARGIN].sort_values("mean", ascending=False)
