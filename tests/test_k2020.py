@@ -247,6 +247,12 @@ def test_ours_table_shows_seed_counts_and_baselines_by_hand():
     assert table.loc["enfake-ru", "ru"] == "17.8 (1 seed)"
     assert table.loc["en-ru", "ru"] == "32.0 ± 2.8 (2 seeds)"
     assert table.loc["majority/en-es", "es"] == "25.4"
+    same = pd.concat([results, results.iloc[[-1]].assign(experiment="majority/en-ru", language="ru")])
+    table = ours_table(same, ["en-es", "enfake-ru", "en-ru"])  # both baselines 25.4: one row, at the end
+    assert list(table.index) == ["en-es", "enfake-ru", "en-ru", "majority class"]
+    assert table.loc["majority class"].tolist() == ["25.4", "25.4"]
+    other = pd.concat([results, results.iloc[[-1]].assign(experiment="majority/en-ru", value=0.30)])
+    assert "majority/en-ru" in ours_table(other, ["en-es", "en-ru"]).index  # 25.4 and 30.0 in es: kept apart
 
 
 def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():

@@ -123,7 +123,8 @@ def seeds_text(values: pd.Series, planned: int) -> str:
 def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> pd.DataFrame:
     """Our mean ± sd over seeds (percent), experiment x language, as text (no-break spaces, so a narrow column does
     not split a number; blank where a cell has no such language). Where a cell has fewer seeds than the plan, the
-    count is shown (one seed: its value alone, as no spread exists); a majority baseline shows its number alone."""
+    count is shown (one seed: its value alone, as no spread exists); a majority baseline shows its number alone, in
+    one "majority class" row when every cell's baseline is the same."""
     names = list(experiments) + [f"majority/{e}" for e in experiments]  # the baseline beside each cell
     r = results[results["experiment"].isin(names) & (results["metric"] == metric)]
     if r.empty:
@@ -136,7 +137,13 @@ def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> 
 
     lists = r.groupby(["experiment", "language"], sort=False)["value"].agg(list)
     cell = pd.Series([show(k, v).replace(" ", "\u00a0") for k, v in lists.items()], index=lists.index)
-    return cell.unstack("language").fillna("")
+    table = cell.unstack("language").fillna("")
+    majority = table[table.index.str.startswith("majority/")]
+    shown = majority.replace("", pd.NA)
+    if len(majority) > 1 and (shown.nunique() <= 1).all():  # one baseline for every cell: one row, at the end
+        table = pd.concat([table.drop(majority.index), shown.bfill().iloc[:1].fillna("").set_axis(["majority class"])])
+        table.index.name = "experiment"
+    return table
 
 
 def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "hi", "ru"), suffix: str = "",
