@@ -224,6 +224,7 @@ def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
 # ----------------------------------------------------------------------------------------------- the architecture
 LEARNED_MARGIN = 0.02  # a seed whose source accuracy is within this of the majority class learnt nothing
 TRANSFER_MARGIN = 0.05  # the pilot gate's margin (`bbert.pilot_gate`): a target this far above the majority transfers
+TABLES_4_6 = ("Table 4", "Table 5", "Table 6")
 
 
 def failed_seeds(results: pd.DataFrame) -> pd.DataFrame:
@@ -264,8 +265,6 @@ def size_frame(results: pd.DataFrame, experiments, target: str = "ru", profile: 
                          **shapes.loc[name].to_dict()})
     return pd.DataFrame(rows)
 
-
-TABLES_4_6 = ("Table 4", "Table 5", "Table 6")
 
 
 def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab") -> str:
