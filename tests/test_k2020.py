@@ -345,3 +345,18 @@ def test_delta_table_puts_our_fake_minus_russian_beside_the_papers():
     table = delta_table(pd.DataFrame(rows), "Table 5")
     assert table.loc["enfake-ru/L12H2"].tolist() == ["15.5", "55.0\u00a0±\u00a05.0"]  # seeds: 60, 50, 55 points
     assert table.loc["enfake-ru", "ours"] == "" and table.loc["enfake-ru", "the paper"] == "13.3"
+
+
+def test_a_cells_run_key_leaves_out_its_tables_and_tasks_but_not_what_it_computes(tmp_path):
+    import dataclasses
+
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = load_plan()
+
+    def key(**change):
+        exp = dataclasses.replace(plan.experiments["enfake-es"], **change)
+        return Cell(dataclasses.replace(plan, experiments={**plan.experiments, "enfake-es": exp}), "smoke",
+                    "enfake-es", root=tmp_path).key
+    base = key()
+    assert key(table=("Table 1",)) == key(tasks=("sections",)) == base  # presentation and schedule only
+    assert key(permute=0.5) != base and key(layers=3) != base

@@ -60,6 +60,9 @@ def whole_word_mask(ids, maskable, word_start, u_select, u_action, random_ids, m
     return inputs, labels
 
 
+KEY_FREE_FIELDS = ("table", "tasks")  # Experiment fields left out of a cell's run key (see Cell.__init__)
+
+
 class Cell:
     """One experiment of the plan at one profile, all its seeds."""
 
@@ -72,9 +75,13 @@ class Cell:
         self.seeds = list(self.plan.seeds if seeds is None else seeds)
         self.size = model_size(self.profile, self.exp)
         self.cache_dir = cache_dir
-        self.config = {"paper": NAME, "engine": ENGINE, "experiment": self.exp, "size": self.size, "pretrain": self.profile.pretrain,
-                       "finetune": self.profile.finetune, "half_seed": self.plan.half_seed, "task": TASK}
-        # the folder is keyed without the seeds: a seed's files are its own, and more seeds extend a cell
+        # the folder is keyed without the seeds (a seed's files are its own, and more seeds extend a cell) and without
+        # what only presents or schedules a cell: the tables it serves and the tasks it is evaluated on (each task's
+        # results have their own files); those two are kept in config.json under "recorded"
+        experiment_key = {k: v for k, v in canonical(self.exp).items() if k not in KEY_FREE_FIELDS}
+        self.config = {"paper": NAME, "engine": ENGINE, "experiment": experiment_key, "size": self.size,
+                       "pretrain": self.profile.pretrain, "finetune": self.profile.finetune,
+                       "half_seed": self.plan.half_seed, "task": TASK}
         self.key = run_key(self.config)
         base = Path(root) if root is not None else runs_dir() / NAME / profile
         self.dir = base / f"{experiment.replace('/', '__').replace('%', 'pct')}-{self.key}"
@@ -126,7 +133,7 @@ class Cell:
     def _load(self):
         if not hasattr(self, "_tok"):
             self.dir.mkdir(parents=True, exist_ok=True)
-            write_config(self.dir, self.config)
+            write_config(self.dir, self.config, recorded={k: getattr(self.exp, k) for k in KEY_FREE_FIELDS})
             self._tok = self.tokenizer()
             t = self._tok
             self.ids = {s: t.token_to_id(s) for s in D.SPECIAL_TOKENS}
