@@ -483,7 +483,10 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     return run(part, profile, seeds, device, time_limit, progress, cache_dir, root, **kwargs)
 
 
-def pilot_gate(results: pd.DataFrame, margin: float = 0.05) -> pd.DataFrame:
+GATE_MARGIN = 0.05  # the pilot gate: a target this far above the majority class on dev transfers
+
+
+def pilot_gate(results: pd.DataFrame, margin: float = GATE_MARGIN) -> pd.DataFrame:
     """The pilot's check on dev: each experiment's target dev accuracy (mean over seeds) minus the majority's."""
     rows = []
     for name in results["experiment"].unique():

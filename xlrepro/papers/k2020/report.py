@@ -13,7 +13,7 @@ from xlrepro.results import results_dir, write_csv
 from xlrepro.runkeys import run_key
 
 from . import data as D
-from .bbert import RESULT_COLUMNS, Cell
+from .bbert import GATE_MARGIN, RESULT_COLUMNS, Cell
 from .config import PROFILES, experiments_of, load_plan
 
 NAME = "k2020"
@@ -179,6 +179,12 @@ def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "
     return lead + " ".join(parts)
 
 
+def seed_delta(acc: pd.DataFrame) -> pd.Series:
+    """Δ per seed: a cell's Fake-English minus Russian accuracy (rows of its accuracies, long form), indexed by seed."""
+    wide = acc.pivot_table(index="seed", columns="language", values="value")
+    return wide[D.FAKE] - wide["ru"]
+
+
 def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The claims' frames: transfer (all), permutation (column p), depth, heads (metric delta = enfake - ru).
     A trend's frame holds only complete series: a language's permutation rows when all four p are trained, depth
@@ -207,8 +213,7 @@ def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             if r.empty:
                 frames = []
                 break
-            wide = r.pivot_table(index="seed", columns="language", values="value")
-            delta = (wide[D.FAKE] - wide["ru"]).rename("value").reset_index().assign(language="ru", metric="delta")
+            delta = seed_delta(r).rename("value").reset_index().assign(language="ru", metric="delta")
             frames.append(pd.concat([r, delta]).assign(experiment=name, **{artifact: getattr(s, col)}))
         if frames:
             out[artifact] = pd.concat(frames, ignore_index=True)
@@ -223,7 +228,6 @@ def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
 
 # ----------------------------------------------------------------------------------------------- the architecture
 LEARNED_MARGIN = 0.02  # a seed whose source accuracy is within this of the majority class learnt nothing
-TRANSFER_MARGIN = 0.05  # the pilot gate's margin (`bbert.pilot_gate`): a target this far above the majority transfers
 TABLES_4_6 = ("Table 4", "Table 5", "Table 6")
 
 
@@ -266,7 +270,6 @@ def size_frame(results: pd.DataFrame, experiments, target: str = "ru", profile: 
     return pd.DataFrame(rows)
 
 
-
 def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab") -> str:
     """Tables 4-6 in words, from the trained cells alone: the base's Russian accuracy against the majority class,
     the cells that clear it by the pilot gate's margin (with their shapes), and the seeds that learnt nothing."""
@@ -281,23 +284,23 @@ def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab
     text = lambda n: seeds_text(100 * frame[frame["experiment"] == n]["accuracy"], planned)  # noqa: E731
     base = 100 * cells.loc["enfake-ru", "mean"]
     where = ("below it" if base < major else
-             f"less than {100 * TRANSFER_MARGIN:.0f} points above it" if base < major + 100 * TRANSFER_MARGIN else
+             f"less than {100 * GATE_MARGIN:.0f} points above it" if base < major + 100 * GATE_MARGIN else
              f"{base - major:.1f} points above it")
     layers, hidden = (int(cells.loc["enfake-ru", k]) for k in ("layers", "hidden"))
     out = [f"**What the trained cells show** (Russian test accuracy, %; the majority class is {major:.1f}). The base, "
            f"enfake-ru ({layers} layers, width {hidden}), reaches {text('enfake-ru')}: {where}"
            + (", so without a shared word piece our base does not transfer."
-              if base < major + 100 * TRANSFER_MARGIN else ".")]
-    good = cells[100 * cells["mean"] >= major + 100 * TRANSFER_MARGIN].sort_values("mean", ascending=False)
+              if base < major + 100 * GATE_MARGIN else ".")]
+    good = cells[100 * cells["mean"] >= major + 100 * GATE_MARGIN].sort_values("mean", ascending=False)
     if len(good):
         listed = "; ".join(f"{n} {text(n)} ({int(r.layers)} layer{'s' if r.layers > 1 else ''}, width {int(r.hidden)}, "
                            f"{100 * r.share:.0f}% of the base's parameters)" for n, r in good.iterrows())
         smaller = bool(((good["share"] < 0.9) | (good["layers"] < 12)).all())
-        out.append(f"Cells {100 * TRANSFER_MARGIN:.0f} or more points above the majority class (the margin the pilot "
+        out.append(f"Cells {100 * GATE_MARGIN:.0f} or more points above the majority class (the margin the pilot "
                    f"gate asks on dev): {listed}."
                    + (" Every one of them is smaller or shallower than the base." if smaller else ""))
     else:
-        out.append(f"No cell is {100 * TRANSFER_MARGIN:.0f} points above it.")
+        out.append(f"No cell is {100 * GATE_MARGIN:.0f} points above it.")
     failed = failed_seeds(results[results["experiment"].isin(list(experiments)
                                                              + [f"majority/{e}" for e in experiments])])
     if len(failed):
@@ -350,13 +353,13 @@ def architecture_figure(results: pd.DataFrame, experiments, profile: str = "lab"
 
 def gate_table(results: pd.DataFrame) -> pd.DataFrame:
     """The pilot gate (`bbert.pilot_gate`: each pilot experiment's target dev accuracy, mean over its seeds, against
-    the majority class; it passes at TRANSFER_MARGIN) on the trained pilot cells, in %, with the seed count."""
+    the majority class; it passes at GATE_MARGIN) on the trained pilot cells, in %, with the seed count."""
     from .bbert import pilot_gate
     names = [n for n in experiments_of(load_plan(), "pilot") if n in set(results["experiment"])]
     if not names:
         return pd.DataFrame()
     keep = results["experiment"].isin(names + [f"majority/{n}" for n in names])
-    gate = pilot_gate(results[keep], margin=TRANSFER_MARGIN)
+    gate = pilot_gate(results[keep])
     dev = results[keep & (results["metric"] == "dev_accuracy")]
     gate["seeds"] = [dev[(dev["experiment"] == e) & (dev["language"] == l)]["seed"].nunique()
                      for e, l in zip(gate["experiment"], gate["language"])]
@@ -372,12 +375,13 @@ def gate_reading(gate: pd.DataFrame) -> str:
     fmt = lambda r: f"{r.experiment} ({r.margin:+.1f} points, {r.seeds} seeds)"  # noqa: E731
     passed = [fmt(r) for r in gate.itertuples() if r.passes]
     failed = [fmt(r) for r in gate.itertuples() if not r.passes]
-    text = f"**The gate** ({100 * TRANSFER_MARGIN:.0f} points above the majority class on the target's dev pairs). "
+    text = f"**The gate** ({100 * GATE_MARGIN:.0f} points above the majority class on the target's dev pairs). "
     if passed:
         text += f"Passes: {', '.join(passed)}. "
     if failed:
-        text += (f"Fails: {', '.join(failed)}: without a shared word piece, our base B-BERT does not transfer to "
-                 f"that target. ") if all(r.startswith("enfake-") for r in failed) else f"Fails: {', '.join(failed)}. "
+        text += f"Fails: {', '.join(failed)}" + (
+            ": without a shared word piece, our base B-BERT does not transfer to that target."
+            if all(r.startswith("enfake-") for r in failed) else ".")
     return text.strip()
 
 
@@ -389,9 +393,9 @@ def delta_table(results: pd.DataFrame, table: str) -> pd.DataFrame:
     planned = len(load_plan().seeds)
     ours = []
     for name in paper.index:
-        wide = acc[acc["experiment"] == name].pivot_table(index="seed", columns="language", values="value")
-        if {D.FAKE, "ru"} <= set(wide.columns):
-            ours.append(seeds_text(100 * (wide[D.FAKE] - wide["ru"]), planned).replace(" ", "\u00a0"))
+        rows = acc[acc["experiment"] == name]
+        if {D.FAKE, "ru"} <= set(rows["language"]):
+            ours.append(seeds_text(100 * seed_delta(rows), planned).replace(" ", "\u00a0"))
         else:
             ours.append("")
     return pd.DataFrame({"the paper": paper.map("{:.1f}".format), "ours": ours}, index=paper.index)
