@@ -3,8 +3,11 @@
 # B-BERTs, then fine-tuning and evaluation there: weights never leave the node). Small result files (results_*.csv,
 # config.json, timing*.json; no weights, no checkpoints) are packed into $OUT/k2020.tgz every 30 s and at the end, so
 # a call cut short still returns what finished. Checkpoints stay under $XLREPRO_RUNS (default ./runs), which persists
-# between back-to-back calls on the same machine: repeat the same command to resume. Carry runs/k2020 (results of
-# earlier machines, no weights, about 13 MB): cells with results are not trained again (`stacks.jobs_of`).
+# between back-to-back calls on the same machine: repeat the same command to resume. Earlier machines' results come
+# in .carry/k2020 (`bash scripts/carry_results.sh k2020` here, about 1 MB; carry `.carry` on every call): merged into
+# $XLREPRO_RUNS/k2020 without overwriting, so cells with results are not trained again (`stacks.jobs_of`). Never carry
+# runs/k2020 itself: a carried folder replaces the node's copy on every call, and with it the checkpoints and results
+# of the calls before (this cost a whole session's device time once).
 # Usage (repository root, on the node):  bash scripts/device_k2020.sh PART SECONDS [more xlrepro train options]
 #   e.g. bash scripts/device_k2020.sh t1 480        # T1 (includes the pilot's cells), stops resumably after 480 s
 #        bash scripts/device_k2020.sh t3 60 --profile smoke     # CPU smoke
@@ -17,6 +20,7 @@ py=${PYTHON:-python3}
 runs=${XLREPRO_RUNS:-runs}
 out=${OUT:-/tmp/out}
 mkdir -p "$out" "$runs/k2020"
+[ -d .carry/k2020 ] && cp -rn .carry/k2020/. "$runs/k2020/"   # -n: what this machine already has stays
 pack() {
     (cd "$runs" && find k2020 \( -name "results_*.csv" -o -name "config.json" -o -name "timing*.json" \
         -o -name "wall-*.json" -o -name "*.log" \) -not -path "*/queue/*" 2>/dev/null | tar czf "$out/k2020.tgz.tmp" -T -) \

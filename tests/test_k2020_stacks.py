@@ -209,3 +209,32 @@ def test_claim_takes_jobs_in_order_and_filters_by_kind(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("[0-9]*.json")) == ["0001.json", "0002.json"]
     with pytest.raises(ValueError, match="no '-'"):
         claim(tmp_path, "cuda0-0", set())
+
+
+def test_a_worker_past_the_calls_deadline_claims_nothing(tmp_path):
+    """The deadline is a wall-clock time shared by the call's workers: one that starts late (imports, data) gets
+    less time, not a fresh limit. Past it, the queue is left as it was."""
+    import time
+
+    from xlrepro.papers.k2020.stacks import work
+    (tmp_path / "0000.json").write_text(json.dumps({"kind": "stack", "members": [["c", 0]]}))
+    work(tmp_path, {}, "cpu", "cpu_0", deadline=time.time() - 1)
+    assert [p.name for p in tmp_path.iterdir()] == ["0000.json"]
+
+
+def test_the_slowest_stack_by_measured_speed_is_handed_out_first(tmp_path):
+    """Two one-cell stacks: by FLOPs the 12-layer base comes first; once a finished stack has timed the 1-layer
+    shape at 10 s a step, it does."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of, measured_step_ms
+    plan = smoke_plan()
+    deep, shallow = (Cell(plan, "smoke", name, [0], root=tmp_path) for name in ("enfake-ru/L12H1", "enfake-ru/L1H12"))
+    first = lambda: jobs_of([shallow, deep], slots=2)[0]["members"][0][0]  # noqa: E731
+    assert deep.size.layers > shallow.size.layers and first() == "enfake-ru/L12H1"
+    folder = tmp_path / "stacks"
+    for key, ms in (("a", 9000.0), ("b", 11000.0), ("c", 10000.0)):
+        (folder / key).mkdir(parents=True)
+        (folder / key / "timing.json").write_text(json.dumps({"shape": shallow.size.name, "ms_per_model_step": ms}))
+    assert deep.dir.parent / "stacks" == folder
+    assert measured_step_ms(folder) == {shallow.size.name: 10000.0}  # the median of the three
+    assert first() == "enfake-ru/L1H12"

@@ -18,13 +18,13 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", nargs="*", type=int)
     ap.add_argument("--root")
     ap.add_argument("--cache-dir")
-    ap.add_argument("--time-limit", type=float)
+    ap.add_argument("--deadline", type=float, help="stop taking and pausing jobs at this time.time() value")
     ap.add_argument("--compile", choices=["none", "regional", "full"], default="none")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--kinds", nargs="*", choices=["stack", "nsp", "eval"], help="take only these jobs (default: all)")
     a = ap.parse_args(argv)
     cells = part_cells(a.part, a.profile, a.seeds, a.cache_dir, a.root)
-    work(Path(a.queue), {c.name: c for c in cells}, a.device, a.tag, a.time_limit,
+    work(Path(a.queue), {c.name: c for c in cells}, a.device, a.tag, a.deadline,
          compile=None if a.compile == "none" else a.compile, graphs=not a.no_graphs,
          kinds=set(a.kinds) if a.kinds else None)
 
