@@ -360,3 +360,11 @@ def test_a_cells_run_key_leaves_out_its_tables_and_tasks_but_not_what_it_compute
     base = key()
     assert key(table=("Table 1",)) == key(tasks=("sections",)) == base  # presentation and schedule only
     assert key(permute=0.5) != base and key(layers=3) != base
+
+
+def test_the_pending_note_gives_one_command_for_all_parts():
+    """One joined part string: one stack plan, and the same string to repeat until done."""
+    from xlrepro.papers.k2020.report import pending_note
+    note = pending_note(["t1", "t2"], ["en-hi", "enfake-hi"])
+    assert "`bash scripts/device_k2020.sh t1,t2 480`" in note and note.count("device_k2020.sh") == 1
+    assert "2 experiment(s)" in note and "(en-hi, enfake-hi)" in note

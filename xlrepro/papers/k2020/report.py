@@ -97,10 +97,11 @@ def pending_note(parts, experiments_missing) -> str:
     from .config import gpu_plan
     plan = load_plan()
     est = gpu_plan(plan, parts)["GPU-min"].sum()
-    cmds = "; ".join(f"bash scripts/device_k2020.sh {p} 480" for p in parts)
+    cmd = f"bash scripts/device_k2020.sh {','.join(parts)} 480"
     return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
             f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
-            f"Command (4 GPUs, resumable: repeat until done): `{cmds}`. Estimated GPU time of these parts: about "
+            f"Command (4 GPUs, resumable: repeat it, unchanged, until done; the parts make one plan, so their cells "
+            f"of one shape share stacks): `{cmd}`. Estimated GPU time of these parts: about "
             f"{est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step against the project's measured stack speeds; "
             f"every cell counted once).")
 
