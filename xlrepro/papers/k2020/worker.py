@@ -18,7 +18,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", nargs="*", type=int)
     ap.add_argument("--root")
     ap.add_argument("--cache-dir")
-    ap.add_argument("--deadline", type=float, help="stop taking and pausing jobs at this time.time() value")
+    ap.add_argument("--deadline", type=float, help="a time.time() value: no job starts after it, and a running stack pauses there")
     ap.add_argument("--compile", choices=["none", "regional", "full"], default="none")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--kinds", nargs="*", choices=["stack", "nsp", "eval"], help="take only these jobs (default: all)")
