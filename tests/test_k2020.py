@@ -218,6 +218,13 @@ def test_cli_validates_up_front():
         paper.prepare_train(ns(profile="lab"))
     with pytest.raises(ConfigError, match="leaves no room for an evaluation"):  # 200 s: evaluations would be refused
         paper.prepare_train(ns(profile="lab", time_limit=200))
+    with pytest.raises(ConfigError, match="--gpus plans a dry run .* without --dry-run"):
+        paper.prepare_train(ns(gpus=4))
+    with pytest.raises(ConfigError, match="--gpus plans a dry run .* got 0"):
+        paper.prepare_train(ns(gpus=0, dry_run=True))
+    # a dry run at the lab profile on this CPU is allowed (it trains nothing), and plans for the GPUs asked
+    text = paper.prepare_train(ns(part="t3", profile="lab", gpus=2, dry_run=True, workers_per_gpu=2))()
+    assert text.splitlines()[0].endswith("left over 4 slots")
 
 
 def test_smoke_cell_runs_and_resumes(multilingual_cache, tmp_path):

@@ -238,3 +238,30 @@ def test_the_slowest_stack_by_measured_speed_is_handed_out_first(tmp_path):
     assert deep.dir.parent / "stacks" == folder
     assert measured_step_ms(folder) == {shallow.size.name: 10000.0}  # the median of the three
     assert first() == "enfake-ru/L1H12"
+
+
+def test_a_dry_run_lists_the_stacks_with_their_estimates_and_the_busiest_slot(tmp_path):
+    """Two one-shape cells of two seeds, 100 steps, one slot: the measured shape (2 x 100 x 1 s + 45 s start-up =
+    245 s) comes first, the other by the FLOP model; a cell with results has no stack left, only nothing to do."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.config import STACK_OVERHEAD_SECONDS
+    from xlrepro.papers.k2020.stacks import dry_run
+    plan = smoke_plan(steps=100)
+    deep, shallow = (Cell(plan, "smoke", n, [0, 1], root=tmp_path) for n in ("enfake-ru/L12H1", "enfake-ru/L1H12"))
+    (tmp_path / "stacks" / "x").mkdir(parents=True)
+    (tmp_path / "stacks" / "x" / "timing.json").write_text(
+        json.dumps({"shape": shallow.size.name, "ms_per_model_step": 1000.0}))
+    text = dry_run([deep, shallow], slots=1).splitlines()
+    assert STACK_OVERHEAD_SECONDS == 45.0
+    assert text[0] == "2 stacks (4 models), 0 NSP models and 4 evaluations left over 1 slots"
+    first, second = text[2].split(), text[3].split()
+    assert first[1:5] == [shallow.size.name, "2", "245", "measured"] and first[-1] == "enfake-ru/L1H12"
+    assert second[1] == deep.size.name and "FLOP" in text[3] and float(second[3]) < 245
+    assert text[-1].startswith("busiest slot: about ")
+    minutes = float(text[-1].split("about ")[1].split()[0])
+    assert minutes == pytest.approx((245 + float(second[3])) / 60, abs=0.06)  # one slot trains both
+    for cell in (deep, shallow):
+        cell.dir.mkdir(parents=True, exist_ok=True)
+        for seed in (0, 1):
+            (cell.dir / f"results_{seed}.csv").write_text("evaluated elsewhere")
+    assert dry_run([deep, shallow], slots=1) == "0 stacks (0 models), 0 NSP models and 0 evaluations left over 1 slots"

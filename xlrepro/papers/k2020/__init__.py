@@ -34,6 +34,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="more worker processes per GPU that take evaluations only (an evaluation keeps a GPU about a "
                         "tenth busy); the stack plan depends on --workers-per-gpu alone (changes no number)")
     p.add_argument("--max-stack", type=int, default=None, help="models per stack (default: stacks.MAX_STACK)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the stacks still to train with their estimated seconds and the jobs left; train nothing")
+    p.add_argument("--gpus", type=int, default=None,
+                   help="with --dry-run: plan for this many GPUs (default: this machine's, at least 1)")
 
 
 def prepare_train(a: argparse.Namespace):
@@ -60,7 +64,19 @@ def prepare_train(a: argparse.Namespace):
         raise ConfigError(f"--time-limit {a.time_limit:g} s leaves no room for an evaluation (one starts only with "
                           f"{EVAL_MARGIN} s left, after about a minute of preparation), so models trained or waiting "
                           f"in this call would stay unevaluated; give at least {EVAL_MARGIN + 60} s or no limit")
+    gpus_planned = getattr(a, "gpus", None)
+    if gpus_planned is not None and (gpus_planned < 1 or not getattr(a, "dry_run", False)):
+        raise ConfigError(f"--gpus plans a dry run for that many GPUs: give it with --dry-run and >= 1; got "
+                          f"{gpus_planned}{'' if getattr(a, 'dry_run', False) else ' without --dry-run'}")
     device = default_device()
+    if getattr(a, "dry_run", False):
+        def plan() -> str:
+            import torch
+
+            from .stacks import MAX_STACK, dry_run, part_cells
+            gpus = gpus_planned or max(1, torch.cuda.device_count())
+            return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK)
+        return plan
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
 

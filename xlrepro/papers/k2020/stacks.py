@@ -44,7 +44,7 @@ from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
-from .config import EVAL_MARGIN, PADDED_WIDTH, stack_caps, step_ms
+from .config import EVAL_MARGIN, PADDED_WIDTH, STACK_OVERHEAD_SECONDS, stack_caps, step_ms
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
 LOSS_EVERY = 200  # steps: each model's mean MLM loss goes into timing.json (a diverged model shows there)
@@ -320,6 +320,43 @@ def measured_step_ms(folder: Path) -> dict[str, float]:
     return {shape: float(np.median(v)) for shape, v in times.items()}
 
 
+def stack_seconds(stack, measured: dict[str, float]) -> float:
+    """Estimated training seconds of a stack of (cell, seed) members, all steps: the shape's measured milliseconds per
+    model-step (`measured_step_ms`; two training workers per GPU) where known, else the FLOP model's, plus the
+    start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
+    c = stack[0][0]
+    ms = measured.get(c.size.name) or step_ms(c.size.hidden, c.size.layers, PADDED_WIDTH[c.exp.tokenization],
+                                              c.vocab_rows, c.profile.pretrain.batch_size)
+    return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
+
+
+def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> str:
+    """What a call would do, without training: every stack still to train (shape, models, estimated seconds, the
+    slot it would take if each slot took the next job when free), the NSP models and evaluations left, and the
+    busiest slot's training time (the call's lower bound before evaluations)."""
+    by_name = {c.name: c for c in cells}
+    measured = measured_step_ms(cells[0].dir.parent / "stacks") if cells else {}
+    jobs = jobs_of(cells, slots, max_stack)
+    loads, rows = [0.0] * slots, []
+    for job in (j for j in jobs if j["kind"] == "stack"):
+        stack = [(by_name[n], s) for n, s in job["members"]]
+        est = stack_seconds(stack, measured)
+        slot = loads.index(min(loads))
+        loads[slot] += est
+        shape = stack[0][0].size.name
+        rows.append({"slot": slot, "shape": shape, "models": len(stack), "estimated s": round(est),
+                     "speed": "measured" if shape in measured else "FLOP model",
+                     "cells": ", ".join(sorted({n for n, _ in job["members"]}))})
+    count = lambda kind: sum(j["kind"] == kind for j in jobs)  # noqa: E731
+    head = (f"{count('stack')} stacks ({sum(r['models'] for r in rows)} models), {count('nsp')} NSP models and "
+            f"{count('eval')} evaluations left over {slots} slots")
+    if not rows:
+        return head
+    table = pd.DataFrame(rows).to_string(index=False, max_colwidth=70)
+    return (f"{head}\n{table}\nbusiest slot: about {max(loads) / 60:.1f} minutes of training "
+            f"(evaluations and NSP models come on top)")
+
+
 def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[dict]:
     """The part's jobs in the order they are handed out: stacks (the longest first, by the shapes' measured speeds
     where a finished stack has timed them, else by the FLOP model), NSP models, evaluations.
@@ -331,14 +368,9 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[d
     needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
     stacks = [[m for m in st if needs(*m)] for st in plan_stacks(members, slots, max_stack)]
     measured = measured_step_ms(cells[0].dir.parent / "stacks") if cells else {}
-
-    def cost(st):  # estimated seconds: the slowest stack starts first (it sets the end of the call)
-        c = st[0][0]
-        ms = measured.get(c.size.name) or step_ms(c.size.hidden, c.size.layers, PADDED_WIDTH[c.exp.tokenization],
-                                                  c.vocab_rows, c.profile.pretrain.batch_size)
-        return len(st) * c.profile.pretrain.steps * ms / 1000
+    # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
-            for st in sorted((st for st in stacks if st), key=cost, reverse=True)]
+            for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
     jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.nsp and needs(c, s)]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
