@@ -375,3 +375,29 @@ def test_the_pending_note_gives_one_command_for_all_parts():
     note = pending_note(["t1", "t2"], ["en-hi", "enfake-hi"])
     assert "`bash scripts/device_k2020.sh t1,t2 480`" in note and note.count("device_k2020.sh") == 1
     assert "2 experiment(s)" in note and "(en-hi, enfake-hi)" in note
+
+
+def test_word_order_figure_from_hand_made_results():
+    """Table 2's picture: our ru line goes through the seed means at p = 0 and p = 1 (25 and 15), the paper's lines
+    through its printed numbers; nothing is drawn until a cell with p > 0 is trained."""
+    import matplotlib.pyplot as plt
+    from xlrepro.papers.k2020.report import word_order_figure, word_order_frame
+    row = lambda e, s, v, lang="ru": {"experiment": e, "seed": s, "language": lang, "task": "sections",  # noqa: E731
+                                      "metric": "accuracy", "value": v}
+    base = [row("enfake-ru", 0, 0.20), row("enfake-ru", 1, 0.30), row("majority/enfake-ru", 0, 0.25),
+            row("enfake-ru", 0, 0.90, "enfake")]  # the source language is not the target
+    assert word_order_figure(pd.DataFrame(base)) is None
+    results = pd.DataFrame(base + [row("enfake-ru/perm1", 0, 0.10), row("enfake-ru/perm1", 1, 0.20),
+                                   row("majority/enfake-ru/perm1", 0, 0.25)])
+    frame = word_order_frame(results)
+    ours = frame[frame["source"] == "ours"]
+    assert ours[["p", "seed"]].values.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert ours["accuracy"].tolist() == pytest.approx([20, 30, 10, 20])
+    assert ours["majority"].tolist() == pytest.approx([25.0] * 4)
+    fig = word_order_figure(results)
+    paper_ax, ours_ax = fig.axes
+    line = {ln.get_label(): ln for ln in ours_ax.lines}["ru"]
+    assert list(line.get_xdata()) == [0, 1] and list(line.get_ydata()) == pytest.approx([25, 15])
+    paper_ru = {ln.get_label(): ln for ln in paper_ax.lines}["ru"]
+    assert list(paper_ru.get_ydata()) == pytest.approx([65.7, 63.6, 59.7, 53.6])  # Table 2, printed
+    plt.close(fig)

@@ -352,6 +352,61 @@ def architecture_figure(results: pd.DataFrame, experiments, profile: str = "lab"
     return fig
 
 
+def word_order_frame(results: pd.DataFrame) -> pd.DataFrame:
+    """Table 2's cells per seed: the permuted share p, the target language and its test accuracy (section task), with
+    the majority class (`majority`) of each; the paper's accuracy as rows with seed -1 and source "paper"."""
+    plan = load_plan()
+    names = [n for n, e in plan.experiments.items() if "Table 2" in e.table]
+    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
+    paper = paper_numbers(NAME, "Table 2")
+    paper = paper[paper["metric"] == "accuracy"].set_index("experiment")["mean"]
+    rows = []
+    for name in names:
+        exp = plan.experiments[name]
+        target = next(lang for lang in exp.test if lang != exp.finetune)
+        mine = acc[(acc["experiment"] == name) & (acc["language"] == target)]
+        major = acc[(acc["experiment"] == f"majority/{name}") & (acc["language"] == target)]["value"].mean()
+        rows += [{"source": "ours", "experiment": name, "p": exp.permute, "language": target, "seed": int(seed),
+                  "accuracy": 100 * v, "majority": 100 * major} for seed, v in zip(mine["seed"], mine["value"])]
+        if name in paper.index:
+            rows.append({"source": "paper", "experiment": name, "p": exp.permute, "language": target, "seed": -1,
+                         "accuracy": float(paper[name]), "majority": float("nan")})
+    return pd.DataFrame(rows)
+
+
+def word_order_figure(results: pd.DataFrame):
+    """Table 2 as a picture: target accuracy against the share p of permuted word pieces, one line per target
+    language; the paper's XNLI accuracy (left, 3 classes: chance 33.3 %) beside our section task (right: the mean
+    over seeds as the line, each seed a dot, the majority class dashed). None until a cell with p > 0 is trained."""
+    import matplotlib.pyplot as plt
+    frame = word_order_frame(results)
+    ours = frame[frame["source"] == "ours"] if len(frame) else frame
+    if ours.empty or not (ours["p"] > 0).any():
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    colours = {lang: f"C{k}" for k, lang in enumerate(("es", "hi", "ru"))}
+    for ax, source in ((left, "paper"), (right, "ours")):
+        d = frame[frame["source"] == source]
+        for lang, g in d.groupby("language", sort=False):
+            mean = g.groupby("p")["accuracy"].mean()
+            ax.plot(mean.index, mean.values, marker="o", color=colours[lang], label=lang)
+            if source == "ours":
+                ax.scatter(g["p"], g["accuracy"], color=colours[lang], alpha=0.4, s=18)
+        chance = 100 / 3 if source == "paper" else ours["majority"].mean()
+        ax.axhline(chance, color="grey", ls="--", lw=1)
+        ax.annotate("chance" if source == "paper" else "majority class", (0.02, chance),
+                    xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=8,
+                    color="grey")
+        ax.set_xticks([0, 0.25, 0.5, 1])
+        ax.set_xlabel("share p of word pieces permuted")
+        ax.legend(fontsize=8, title="target")
+    left.set_title("the paper: XNLI", fontsize=10)
+    right.set_title("ours: section task, zero-shot", fontsize=10)
+    left.set_ylabel("target accuracy (%)")
+    fig.tight_layout()
+    return fig
+
+
 def gate_table(results: pd.DataFrame) -> pd.DataFrame:
     """The pilot gate (`bbert.pilot_gate`: each pilot experiment's target dev accuracy, mean over its seeds, against
     the majority class; it passes at GATE_MARGIN) on the trained pilot cells, in %, with the seed count."""
