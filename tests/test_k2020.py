@@ -401,3 +401,21 @@ def test_word_order_figure_from_hand_made_results():
     paper_ru = {ln.get_label(): ln for ln in paper_ax.lines}["ru"]
     assert list(paper_ru.get_ydata()) == pytest.approx([65.7, 63.6, 59.7, 53.6])  # Table 2, printed
     plt.close(fig)
+
+
+@pytest.mark.parametrize("chapter", ["linguistic", "architecture", "input_objective", "mixed_pairs"])
+def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(chapter):
+    """The box's parts are the chapter's PARTS, its commands one joined part string, and its GPU-minutes what
+    `gpu_plan` says now (an estimate written into the text goes stale when the speed model changes)."""
+    import json
+    import re
+    from pathlib import Path
+
+    from xlrepro.papers.k2020.config import gpu_plan, load_plan
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "k2020" / f"{chapter}.ipynb").read_text())
+    text = "".join("".join(c["source"]) for c in nb["cells"])
+    parts = re.findall(r"'(t\d+g?)'", re.search(r"CHAPTER, PARTS = \"\w+\", (\[.*?\])", text).group(1))
+    minutes, named = re.search(r"about (\d+) GPU-minutes on an H200 for the B-BERTs of ([t0-9g, ]+?) and", text).groups()
+    assert named.split(", ") == parts
+    assert int(minutes) == round(float(gpu_plan(load_plan(), parts, gpu="H200")["GPU-min"].sum()))
+    assert f"--part {','.join(parts)} --time-limit 540" in text and f"--part {','.join(parts)} --dry-run" in text
