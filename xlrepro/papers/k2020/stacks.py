@@ -333,7 +333,8 @@ def stack_seconds(stack, measured: dict[str, float]) -> float:
 def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> str:
     """What a call would do, without training: every stack still to train (shape, models, estimated seconds, the
     slot it would take if each slot took the next job when free), the NSP models and evaluations left, and the
-    busiest slot's training time (the call's lower bound before evaluations)."""
+    busiest slot's training time (the call's lower bound before evaluations). Every stack is counted from its
+    first step: one paused with a checkpoint needs less."""
     by_name = {c.name: c for c in cells}
     measured = measured_step_ms(cells[0].dir.parent / "stacks") if cells else {}
     jobs = jobs_of(cells, slots, max_stack)
