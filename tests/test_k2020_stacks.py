@@ -265,3 +265,18 @@ def test_a_dry_run_lists_the_stacks_with_their_estimates_and_the_busiest_slot(tm
         for seed in (0, 1):
             (cell.dir / f"results_{seed}.csv").write_text("evaluated elsewhere")
     assert dry_run([deep, shallow], slots=1) == "0 stacks (0 models), 0 NSP models and 0 evaluations left over 1 slots"
+
+
+def test_measured_speeds_can_be_those_of_one_card(tmp_path):
+    from xlrepro.config import ConfigError
+    from xlrepro.papers.k2020.stacks import measured_step_ms
+    for key, ms, device in (("a", 20.0, "NVIDIA H200"), ("b", 30.0, "NVIDIA H100 80GB HBM3"),
+                            ("c", 40.0, "NVIDIA H100 80GB HBM3"), ("d", 10.0, "NVIDIA H200")):
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "timing.json").write_text(json.dumps({"shape": "s", "ms_per_model_step": ms,
+                                                                "device": device}))
+    assert measured_step_ms(tmp_path) == {"s": 25.0}  # the median of all four
+    assert measured_step_ms(tmp_path, "H100") == {"s": 35.0}
+    assert measured_step_ms(tmp_path, "H200") == {"s": 15.0}
+    with pytest.raises(ConfigError, match="valid choices: H100, H200"):
+        measured_step_ms(tmp_path, "A100")

@@ -302,3 +302,25 @@ def test_load_edition_reads_another_edition_with_the_same_splits(multilingual_ca
     assert len(both) > 30_000 and (both["split"].astype(str) == both["web"].astype(str)).all()
     with pytest.raises(ValueError, match="edition 'v' is es, not en; en editions: k, 2, 3, 4"):
         load_edition_verses("en", "v", cache_dir=multilingual_cache)
+
+
+def test_read_cache_file_is_read_again_when_the_file_changes_and_callers_get_their_own_copy(tmp_path):
+    import gzip
+    import os
+    from xlrepro.data.multilingual import _read_cache_file
+
+    path = tmp_path / "bible.xx.tsv.gz"
+
+    def write(text, mtime):
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.write("book\tchapter\tverse\tsplit\tspan\ttext\n1\t1\t1\ttrain\t1\t" + text + "\n1\t1\t2\tdev\t1\tb\n")
+        os.utime(path, ns=(mtime, mtime))
+
+    write("first", 10**18)
+    a = _read_cache_file(path, None)
+    assert a["text"].tolist() == ["first", "b"]
+    a.loc[0, "text"] = "changed by a caller"
+    assert _read_cache_file(path, "train")["text"].tolist() == ["first"]
+    assert _read_cache_file(path, "dev").index.tolist() == [0]
+    write("second", 2 * 10**18)
+    assert _read_cache_file(path, None)["text"].tolist() == ["second", "b"]

