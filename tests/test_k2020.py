@@ -216,8 +216,12 @@ def test_cli_validates_up_front():
         paper.prepare_train(ns(profile="wiki"))
     with pytest.raises(ConfigError, match="CPU"):
         paper.prepare_train(ns(profile="lab"))
-    with pytest.raises(ConfigError, match="leaves no room for an evaluation"):  # 200 s: evaluations would be refused
-        paper.prepare_train(ns(profile="lab", time_limit=200))
+    with pytest.raises(ConfigError, match="leaves no room for an evaluation"):  # evaluations start with 240 s left
+        paper.prepare_train(ns(profile="lab", time_limit=290))
+    with pytest.raises(ConfigError, match="--gpu H100 estimates a dry run"):
+        paper.prepare_train(ns(gpu="H100"))
+    with pytest.raises(ConfigError, match="valid choices: H100, H200"):
+        paper.prepare_train(ns(gpu="A100", dry_run=True))
     with pytest.raises(ConfigError, match="--gpus plans a dry run .* without --dry-run"):
         paper.prepare_train(ns(gpus=4))
     with pytest.raises(ConfigError, match="--gpus plans a dry run .* got 0"):
@@ -225,6 +229,8 @@ def test_cli_validates_up_front():
     # a dry run at the lab profile on this CPU is allowed (it trains nothing), and plans for the GPUs asked
     text = paper.prepare_train(ns(part="t3", profile="lab", gpus=2, dry_run=True, workers_per_gpu=2))()
     assert text.splitlines()[0].endswith("left over 4 slots")
+    text = paper.prepare_train(ns(part="t3", profile="lab", gpus=2, dry_run=True, workers_per_gpu=2, gpu="H100"))()
+    assert text.splitlines()[0].endswith("left over 4 slots (speeds measured on H100s only)")
 
 
 def test_smoke_cell_runs_and_resumes(multilingual_cache, tmp_path):
@@ -275,6 +281,48 @@ def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
             in text)
     assert "majority class is 25.4" in text and "claims wait for hi, ru" in text
     assert overlap_reading(results[results.experiment == "en-ru"], paper) == ""
+
+
+def test_table_rows_put_our_variants_after_the_paper_row_they_vary():
+    from xlrepro.papers.k2020.report import table_rows
+    paper = ["en-es", "enfake-es", "en-ru", "enfake-ru"]
+    names = ["enfake-ru/id", "en-es", "enfake-es/id", "enfake-es/perm1", "en-es/L12H12/22.3%", "enfake-es"]
+    # perm1 serves Table 2, the 22.3% cell is at another size: neither joins Table 1; the missing enfake-hi/id neither
+    assert table_rows("Table 1", paper, names) == ["en-es", "enfake-es", "enfake-es/id", "en-ru", "enfake-ru",
+                                                   "enfake-ru/id"]
+    assert table_rows("Table 2", ["enfake-es", "enfake-es/perm1"], names) == ["enfake-es", "enfake-es/perm1"]
+
+
+def test_id_shift_reading_compares_both_fake_englishes_with_en_x_by_hand():
+    from xlrepro.papers.k2020.report import id_shift_reading
+    rows = [("en-ru", 0.30), ("en-ru", 0.32), ("en-ru", 0.34),                  # 32.0 ± 2.0
+            ("enfake-ru", 0.20), ("enfake-ru", 0.22), ("enfake-ru", 0.24),      # 22.0 ± 2.0: costs 10.0
+            ("enfake-ru/id", 0.18), ("enfake-ru/id", 0.21), ("enfake-ru/id", 0.24),  # 21.0 ± 3.0: costs 11.0
+            ("en-es", 0.50), ("enfake-es", 0.30), ("enfake-es/id", 0.40), ("en-hi", 0.3)]  # es: one seed each
+    results = pd.DataFrame([{"experiment": e, "seed": i % 3, "language": e.split("-")[1].split("/")[0],
+                             "task": "sections", "metric": "accuracy", "value": v} for i, (e, v) in enumerate(rows)])
+    text = id_shift_reading(results).replace("\u00a0", " ")
+    assert "ru: en-ru 32.0 ± 2.0; removing the overlap by the id shift (enfake-ru/id 21.0 ± 3.0) costs 11.0" in text
+    assert "by the Unicode shift (enfake-ru 22.0 ± 2.0) 10.0" in text
+    # 2 SE of the difference: 2 * sqrt(4/3 + 9/3) = 4.2; -1.0 is within it
+    assert "differ by -1.0 points, within 2 SE (4.2)" in text
+    assert "es: en-es 50.0 (1 seed)" in text and "one seed of the id shift" in text
+    assert "hi:" not in text  # en-hi alone
+    assert id_shift_reading(results[~results.experiment.str.endswith("/id")]) == ""
+
+
+def test_mixed_reading_places_the_mixed_pairs_between_the_monolingual_ones_by_hand():
+    from xlrepro.papers.k2020.report import mixed_reading
+    rows = [("ru", 0.20), ("ru", 0.22), ("ru", 0.24), ("enfake>ru", 0.50), ("enfake>ru", 0.52), ("enfake>ru", 0.54),
+            ("ru>enfake", 0.40), ("ru>enfake", 0.42), ("ru>enfake", 0.44), ("enfake", 0.80), ("enfake", 0.82),
+            ("enfake", 0.84)]
+    results = pd.DataFrame([{"experiment": "enfake-ru", "seed": i % 3, "language": l, "task": "sections",
+                             "metric": "accuracy", "value": v} for i, (l, v) in enumerate(rows)])
+    text = mixed_reading(results).replace("\u00a0", " ")
+    # ru 22, Fake-English 82: 52 is 50% of the way, 42 is 33%
+    assert "ru: ru pairs 22.0 ± 2.0, enfake>ru 52.0 ± 2.0, ru>enfake 42.0 ± 2.0, Fake-English pairs 82.0 ± 2.0" in text
+    assert "lie 50% and 33% of the way" in text and "es:" not in text
+    assert mixed_reading(results[results.language != "ru>enfake"]) == ""
 
 
 def test_trend_frames_hold_only_complete_series():

@@ -180,6 +180,76 @@ def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "
     return lead + " ".join(parts)
 
 
+def table_rows(table: str, paper_rows, names) -> list[str]:
+    """The rows of our version of `table`: the paper's rows, each followed by our variants of it that the paper has
+    no row for (experiments.yaml lists `table` for them and their name starts with the paper row's: Table 1's
+    enfake-X/id, Fake-English by an id shift), except cells at another size (`layers` set: they get a table of
+    their own). Variants not in `names` are left out."""
+    plan = load_plan()
+    paper_rows = list(paper_rows)
+    extra = [n for n in names if n not in paper_rows and n in plan.experiments
+             and table in plan.experiments[n].table and plan.experiments[n].layers is None]
+    rows = []
+    for r in paper_rows:
+        rows += [r] + [n for n in extra if n.split("/")[0] == r]
+    return rows
+
+
+def id_shift_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
+    """Table 1's two Fake-Englishes in words: for each target X whose en-X, enfake-X and enfake-X/id all have
+    results, the accuracy on X of each (mean ± sd, seed count) and what each way of removing the overlap costs
+    against en-X. The id shift keeps en-X's segmentation and removes only the sharing, so where it costs as much as
+    the Unicode shift, the loss is the sharing's, not the new segmentation's. Empty when no target has all three."""
+    acc = results[results["metric"] == "accuracy"] if len(results) else results
+    planned = len(load_plan().seeds)
+    parts = []
+    for t in targets:
+        v = {n: 100 * acc[(acc["experiment"] == n) & (acc["language"] == t)]["value"]
+             for n in (f"en-{t}", f"enfake-{t}", f"enfake-{t}/id")}
+        if not all(len(x) for x in v.values()):
+            continue
+        en, uni, idv = v.values()
+        gap = idv.mean() - uni.mean()
+        if len(uni) > 1 and len(idv) > 1:
+            se2 = 2 * (uni.var() / len(uni) + idv.var() / len(idv)) ** 0.5
+            noise = (f"; the two Fake-Englishes differ by {gap:+.1f} points, "
+                     f"{'within' if abs(gap) <= se2 else 'beyond'} 2 SE ({se2:.1f})")
+        else:
+            noise = "; one seed of the id shift so far, so no spread to judge the difference by"
+        parts.append(f"{t}: en-{t} {seeds_text(en, planned)}; removing the overlap by the id shift "
+                     f"(enfake-{t}/id {seeds_text(idv, planned)}) costs {en.mean() - idv.mean():.1f} points, by the "
+                     f"Unicode shift (enfake-{t} {seeds_text(uni, planned)}) {en.mean() - uni.mean():.1f}{noise}.")
+    if not parts:
+        return ""
+    return ("**Sharing or segmentation?** (accuracy on the target, %; `enfake-X/id` keeps en-X's word pieces and "
+            "only gives Fake-English its own copies of them, so it removes the sharing alone) " + " ".join(parts))
+
+
+def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
+    """Table 11 in words: for each target X of an enfake-X cell with results, its accuracy on X pairs, on the two
+    mixed orders and on Fake-English pairs (mean ± sd), and where the mixed pairs fall between the two monolingual
+    ones (0: at the target's, 100: at Fake-English's). Empty when no enfake-X cell has all four."""
+    acc = results[results["metric"] == "accuracy"] if len(results) else results
+    planned = len(load_plan().seeds)
+    parts = []
+    for t in targets:
+        name = f"enfake-{t}"
+        v = {lang: 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
+             for lang in (t, f"enfake>{t}", f"{t}>enfake", "enfake")}
+        if not all(len(x) for x in v.values()):
+            continue
+        low, high = v[t].mean(), v["enfake"].mean()
+        where = [100 * (v[k].mean() - low) / (high - low) for k in (f"enfake>{t}", f"{t}>enfake")]
+        parts.append(f"{t}: {t} pairs {seeds_text(v[t], planned)}, enfake>{t} {seeds_text(v[f'enfake>{t}'], planned)}, "
+                     f"{t}>enfake {seeds_text(v[f'{t}>enfake'], planned)}, Fake-English pairs "
+                     f"{seeds_text(v['enfake'], planned)}: the mixed pairs lie {where[0]:.0f}% and {where[1]:.0f}% of "
+                     f"the way from the target's pairs to Fake-English's.")
+    if not parts:
+        return ""
+    return ("**Where the mixed pairs fall** (accuracy, %, of each enfake-X cell on the same test pairs in four "
+            "language settings) " + " ".join(parts))
+
+
 def seed_delta(acc: pd.DataFrame) -> pd.Series:
     """Δ per seed: a cell's Fake-English minus Russian accuracy (rows of its accuracies, long form), indexed by seed."""
     wide = acc.pivot_table(index="seed", columns="language", values="value")
