@@ -10,6 +10,8 @@
 # of the calls before (this cost a whole session's device time once).
 # Usage (repository root, on the node):  bash scripts/device_k2020.sh PART SECONDS [more xlrepro train options]
 #   e.g. bash scripts/device_k2020.sh t1 480        # T1 (includes the pilot's cells), stops resumably after 480 s
+#        bash scripts/device_k2020.sh t1 300 --last-call   # the machine's last call: start no stack whose models
+#                                                         # could not be evaluated before the limit; evaluate instead
 #        bash scripts/device_k2020.sh t3 60 --profile smoke     # CPU smoke
 # Back home: mkdir -p runs && tar -xzf k2020.tgz -C runs   (the chapters then find the finished cells)
 set -uo pipefail

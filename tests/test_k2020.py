@@ -218,6 +218,8 @@ def test_cli_validates_up_front():
         paper.prepare_train(ns(profile="lab"))
     with pytest.raises(ConfigError, match="leaves no room for an evaluation"):  # evaluations start with 240 s left
         paper.prepare_train(ns(profile="lab", time_limit=290))
+    with pytest.raises(ConfigError, match="--last-call decides .* give --time-limit too"):
+        paper.prepare_train(ns(last_call=True))
     with pytest.raises(ConfigError, match="--gpu H100 estimates a dry run"):
         paper.prepare_train(ns(gpu="H100"))
     with pytest.raises(ConfigError, match="valid choices: H100, H200"):

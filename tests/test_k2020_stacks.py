@@ -280,3 +280,47 @@ def test_measured_speeds_can_be_those_of_one_card(tmp_path):
     assert measured_step_ms(tmp_path, "H200") == {"s": 15.0}
     with pytest.raises(ConfigError, match="valid choices: H100, H200"):
         measured_step_ms(tmp_path, "A100")
+
+
+def test_what_is_left_of_a_checkpointed_stack_is_estimated_from_its_progress(tmp_path):
+    """100 steps at a measured 1000 ms a model-step, 2 models: 200 s + 45 s start-up; at step 75, a quarter of the
+    steps is left: 50 s + 45 s."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.config import STACK_OVERHEAD_SECONDS
+    from xlrepro.papers.k2020.stacks import stack_folder, stack_seconds_left
+    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
+    stack = [(cell, 0), (cell, 1)]
+    measured = {cell.size.name: 1000.0}
+    assert STACK_OVERHEAD_SECONDS == 45.0
+    assert stack_seconds_left(stack, measured) == 245.0
+    stack_folder(stack).mkdir(parents=True)
+    (stack_folder(stack) / "progress.json").write_text(json.dumps({"step": 75, "steps": 100}))
+    assert stack_seconds_left(stack, measured) == 95.0
+
+
+def test_on_the_last_call_a_stack_that_cannot_be_evaluated_in_time_is_not_started(tmp_path, capsys):
+    """A 245 s stack needs 245 + EVAL_MARGIN (240) = 485 s: with 484 s left it is too long, with 486 s not. With 400 s
+    left a last call leaves it queued and says so (its worker would evaluate instead; nothing else is queued here, so
+    the worker stops at once). An evaluation is never too long by this test (EVAL_MARGIN itself guards it)."""
+    import time
+
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.config import EVAL_MARGIN
+    from xlrepro.papers.k2020.stacks import too_long, work
+    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
+    cells, measured = {cell.name: cell}, {cell.size.name: 1000.0}
+    spec = {"kind": "stack", "members": [[cell.name, 0], [cell.name, 1]]}
+    assert EVAL_MARGIN == 240
+    assert too_long(spec, cells, 484.0, measured, "H200") and not too_long(spec, cells, 486.0, measured, "H200")
+    assert not too_long({"kind": "eval", "members": [[cell.name, 0]]}, cells, 1.0, measured, "H200")
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    (queue / "0000.json").write_text(json.dumps(spec))
+    (tmp_path / "stacks" / "x").mkdir(parents=True)
+    (tmp_path / "stacks" / "x" / "timing.json").write_text(json.dumps({"shape": cell.size.name,
+                                                                        "ms_per_model_step": 1000.0}))
+    start = time.time()
+    work(queue, cells, "cpu", "cpu_0", deadline=time.time() + 400, last_call=True, poll=0.01)
+    assert time.time() - start < 30  # it did not wait for the deadline
+    assert [p.name for p in queue.iterdir()] == ["0000.json"] and not cell.pretrained()
+    assert "not started: stack" in capsys.readouterr().out

@@ -34,6 +34,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="more worker processes per GPU that take evaluations only (an evaluation keeps a GPU about a "
                         "tenth busy); the stack plan depends on --workers-per-gpu alone (changes no number)")
     p.add_argument("--max-stack", type=int, default=None, help="models per stack (default: stacks.MAX_STACK)")
+    p.add_argument("--last-call", action="store_true",
+                   help="the machine's last call (its models and checkpoints go with it): start no stack or NSP model "
+                        "that cannot finish and be evaluated before --time-limit; those workers evaluate instead "
+                        "(changes no number)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the stacks still to train with their estimated seconds and the jobs left; train nothing")
     p.add_argument("--gpus", type=int, default=None,
@@ -71,6 +75,8 @@ def prepare_train(a: argparse.Namespace):
     if gpus_planned is not None and (gpus_planned < 1 or not getattr(a, "dry_run", False)):
         raise ConfigError(f"--gpus plans a dry run for that many GPUs: give it with --dry-run and >= 1; got "
                           f"{gpus_planned}{'' if getattr(a, 'dry_run', False) else ' without --dry-run'}")
+    if getattr(a, "last_call", False) and a.time_limit is None:
+        raise ConfigError("--last-call decides what can still finish before the time limit: give --time-limit too")
     gpu = getattr(a, "gpu", None)
     if gpu is not None:
         if not getattr(a, "dry_run", False):
@@ -99,7 +105,7 @@ def prepare_train(a: argparse.Namespace):
         out = run_part(a.part, a.profile, a.seeds, device, a.time_limit, progress=True, devices=gpus or None,
                        workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
                        graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK,
-                       eval_workers_per_gpu=eval_workers)
+                       eval_workers_per_gpu=eval_workers, last_call=getattr(a, "last_call", False))
         text = f"{len(out)} result rows"
         if a.part == "pilot" and len(out):
             text += "\n" + pilot_gate(out).to_string(index=False)

@@ -138,6 +138,12 @@ def stack_key(members) -> str:
     return hashlib.sha1(",".join(f"{c.key}/{s}" for c, s in members).encode()).hexdigest()[:12]
 
 
+def stack_folder(members, root: Path | None = None) -> Path:
+    """Where a stack of (cell, seed) members keeps its checkpoint, progress.json and timing.json."""
+    base = Path(root) if root is not None else members[0][0].dir.parent
+    return base / "stacks" / stack_key(members)
+
+
 def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[list]:
     """(cell, seed) members grouped by `stack_shape`, each group cut into stacks of at most `max_stack`. The `slots`
     (GPUs x workers) are shared out among the groups by their sizes, at least one each, and a group is cut into as
@@ -178,8 +184,7 @@ class StackTrainer:
         self.graphs = graphs and self.device.type == "cuda"
         cell0 = members[0][0]
         self.size, self.p = cell0.size, cell0.profile.pretrain
-        base = Path(root) if root is not None else cell0.dir.parent
-        self.folder = base / "stacks" / stack_key(members)
+        self.folder = stack_folder(members, root)
 
     def _device_data(self):
         """The tables of the stack's distinct cells on the device, one after the other; member m's rows start at
@@ -281,6 +286,7 @@ class StackTrainer:
                 with atomic.atomic_path(ckpt) as tmp:
                     torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start,
                                 "loss_curve": curve}, tmp)
+                atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps})
                 last_save = time.time()
             if over and stack.step_count < p.steps:
                 bar.close()
@@ -299,6 +305,7 @@ class StackTrainer:
             "compile": self.compile or "none", "graphs": self.graphs, "torch": torch.__version__,
             "loss_every": LOSS_EVERY, "mlm_loss_curve": {str(k): v for k, v in sorted(curve.items())}})
         ckpt.unlink(missing_ok=True)
+        (self.folder / "progress.json").unlink(missing_ok=True)
         return True
 
 
@@ -334,11 +341,23 @@ def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float
     return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
 
 
+def stack_seconds_left(stack, measured: dict[str, float], gpu: str = "H200") -> float:
+    """`stack_seconds` for what is left of a stack: the steps after its last checkpoint (progress.json), plus the
+    start-up again."""
+    total = stack_seconds(stack, measured, gpu)
+    progress = stack_folder(stack) / "progress.json"
+    if not progress.exists():
+        return total
+    done = json.loads(progress.read_text())
+    share = max(0.0, 1 - done["step"] / done["steps"])
+    return (total - STACK_OVERHEAD_SECONDS) * share + STACK_OVERHEAD_SECONDS
+
+
 def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str | None = None) -> str:
     """What a call would do, without training: every stack still to train (shape, models, estimated seconds, the
     slot it would take if each slot took the next job when free), the NSP models and evaluations left, and the
-    busiest slot's training time (the call's lower bound before evaluations). Every stack is counted from its
-    first step: one paused with a checkpoint needs less. `gpu` ("H100", "H200") uses only the speeds measured on
+    busiest slot's training time (the call's lower bound before evaluations). A stack paused with a checkpoint is
+    counted from its last checkpoint (`stack_seconds_left`). `gpu` ("H100", "H200") uses only the speeds measured on
     such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200)."""
     by_name = {c.name: c for c in cells}
     measured = measured_step_ms(cells[0].dir.parent / "stacks", gpu) if cells else {}
@@ -346,7 +365,7 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     loads, rows = [0.0] * slots, []
     for job in (j for j in jobs if j["kind"] == "stack"):
         stack = [(by_name[n], s) for n, s in job["members"]]
-        est = stack_seconds(stack, measured, gpu or "H200")
+        est = stack_seconds_left(stack, measured, gpu or "H200")
         slot = loads.index(min(loads))
         loads[slot] += est
         shape = stack[0][0].size.name
@@ -404,15 +423,18 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
              progress: bool = True, cache_dir=None, root=None, devices=None, workers_per_gpu: int = 1,
              compile=None, graphs: bool = True, max_stack: int = MAX_STACK,
-             eval_workers_per_gpu: int = 0) -> pd.DataFrame:
+             eval_workers_per_gpu: int = 0, last_call: bool = False) -> pd.DataFrame:
     """Every cell of a part (resumable): data prepared once on the CPU, then stacks, NSP models and evaluations,
     in this process (one device, one worker) or in `workers_per_gpu` worker processes per device, plus
     `eval_workers_per_gpu` that take evaluations only (an evaluation keeps a GPU about a tenth busy, so several run
-    side by side; they do not change the stack plan, which depends on `workers_per_gpu` alone). Returns the part's
-    finished results with their majority baselines, as one long frame."""
+    side by side; they do not change the stack plan, which depends on `workers_per_gpu` alone). `last_call`: see
+    `work` (needs a `time_limit`). Returns the part's finished results with their majority baselines, as one long
+    frame."""
     if workers_per_gpu < 1 or eval_workers_per_gpu < 0:
         raise ConfigError(f"workers_per_gpu must be >= 1 and eval_workers_per_gpu >= 0; got {workers_per_gpu}, "
                           f"{eval_workers_per_gpu}")
+    if last_call and time_limit is None:
+        raise ConfigError("last_call decides what can still finish before the time limit: give a time_limit too")
     compile_mode(compile)
     t0 = time.time()
     cells = part_cells(part, profile, seeds, cache_dir, root)
@@ -423,9 +445,12 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     by_name = {c.name: c for c in cells}
     left = lambda: None if time_limit is None else time_limit - (time.time() - t0)  # noqa: E731
     if slots == 1 and not eval_workers_per_gpu:
+        gpu, measured = card_speeds(cells[0].dir.parent / "stacks", devices[0])
         for job in jobs:
             if left() is not None and left() <= 0:
                 break
+            if last_call and too_long(job, by_name, left(), measured, gpu):
+                continue  # its models could not be evaluated in this call
             if do_job(job, by_name, devices[0], left(), progress, compile, graphs) is False:
                 break
     elif jobs:
@@ -443,6 +468,7 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
         args += ["--deadline", repr(t0 + time_limit)] if time_limit is not None else []
         args += ["--compile", compile_mode(compile, "cuda") or "none"] if compile else []
         args += [] if graphs else ["--no-graphs"]
+        args += ["--last-call"] if last_call else []
         # CPU threads shared out among the workers (each would otherwise start one per core); changes no number
         threads = max(1, (os.cpu_count() or 1) // (len(devices) * (workers_per_gpu + eval_workers_per_gpu)))
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
@@ -528,21 +554,58 @@ def release(job: Path) -> None:
     os.rename(job, job.with_name(job.name.split("-", 2)[2]))
 
 
+def card_speeds(folder: Path, device) -> tuple[str, dict[str, float]]:
+    """The card `device` is (one of GPUS; "H200" for anything else, the FLOP model's reference) and the measured
+    ms per model-step to plan with: that card's where a shape was timed on it, else every card's."""
+    from xlrepro.models import device_name
+    gpu = next((g for g in GPUS if g in device_name(device)), "H200")
+    return gpu, {**measured_step_ms(folder), **measured_step_ms(folder, gpu)}
+
+
+def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str, float], gpu: str) -> bool:
+    """Whether a stack or NSP job cannot finish and still leave `EVAL_MARGIN` to evaluate its models in `left`
+    seconds (by `stack_seconds_left`, or NSP_STEP_MS for an NSP model). Evaluations are never too long here."""
+    members = [(cells[n], s) for n, s in spec["members"]]
+    if spec["kind"] == "stack":
+        need = stack_seconds_left(members, measured, gpu)
+    elif spec["kind"] == "nsp":
+        from .config import NSP_STEP_MS
+        need = members[0][0].profile.pretrain.steps * NSP_STEP_MS / 1000
+    else:
+        return False
+    return need + EVAL_MARGIN > left
+
+
 def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: float | None = None,
-         compile=None, graphs: bool = True, poll: float = 2.0, kinds=None) -> None:
+         compile=None, graphs: bool = True, poll: float = 2.0, kinds=None, last_call: bool = False) -> None:
     """A worker's loop: claim jobs (of `kinds` only, when given) until none is left or the `deadline` (a `time.time()`
     value, shared by every worker of a call, so a worker's own start-up counts against it) has passed. An evaluation
     whose model another worker is still training goes back to the queue; while only such jobs remain, the worker
-    waits for them."""
+    waits for them. With `last_call` (no call follows on this machine, so a model not evaluated by the deadline is
+    lost with it), a stack or NSP job that cannot finish with time left to evaluate (`too_long`) is not started: the
+    worker takes evaluations instead."""
+    never: set = set()  # jobs too long for what is left of the call: they only get longer
+    gpu, measured = "H200", None
     while True:
         left = None if deadline is None else deadline - time.time()
         if left is not None and left <= 0:
             return
-        skip: set = set()
+        skip: set = set(never)
         ran = False
         while (job := claim(queue, tag, skip, kinds)) is not None:
             spec = json.loads(job.read_text())
             left = None if deadline is None else deadline - time.time()
+            if last_call and left is not None and spec["kind"] != "eval":
+                if measured is None:
+                    gpu, measured = card_speeds(next(iter(cells.values())).dir.parent / "stacks", device)
+                if too_long(spec, cells, left, measured, gpu):
+                    release(job)
+                    name = job.name.split("-", 2)[2]
+                    never.add(name)
+                    skip.add(name)
+                    print(f"[{tag}] not started: {spec['kind']} {spec['members'][:3]} cannot finish and be "
+                          f"evaluated in the {left:.0f} s left", flush=True)
+                    continue
             t_job = time.time()
             done = do_job(spec, cells, device, left, False, compile, graphs)
             if done is None:  # its model is not trained yet
@@ -558,7 +621,7 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
             else:
                 release(job)
                 return
-        if not skip:
-            return  # nothing left
+        if not skip - never:
+            return  # nothing left that this worker may start
         if not ran:
             time.sleep(poll)

@@ -22,11 +22,13 @@ def main(argv=None) -> None:
     ap.add_argument("--compile", choices=["none", "regional", "full"], default="none")
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--kinds", nargs="*", choices=["stack", "nsp", "eval"], help="take only these jobs (default: all)")
+    ap.add_argument("--last-call", action="store_true",
+                    help="start no stack or NSP model that cannot finish and be evaluated before the deadline")
     a = ap.parse_args(argv)
     cells = part_cells(a.part, a.profile, a.seeds, a.cache_dir, a.root)
     work(Path(a.queue), {c.name: c for c in cells}, a.device, a.tag, a.deadline,
          compile=None if a.compile == "none" else a.compile, graphs=not a.no_graphs,
-         kinds=set(a.kinds) if a.kinds else None)
+         kinds=set(a.kinds) if a.kinds else None, last_call=a.last_call)
 
 
 if __name__ == "__main__":
