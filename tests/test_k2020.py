@@ -304,11 +304,11 @@ def test_id_shift_reading_compares_both_fake_englishes_with_en_x_by_hand():
     results = pd.DataFrame([{"experiment": e, "seed": i % 3, "language": e.split("-")[1].split("/")[0],
                              "task": "sections", "metric": "accuracy", "value": v} for i, (e, v) in enumerate(rows)])
     text = id_shift_reading(results).replace("\u00a0", " ")
-    assert "ru: en-ru 32.0 ± 2.0; removing the overlap by the id shift (enfake-ru/id 21.0 ± 3.0) costs 11.0" in text
-    assert "by the Unicode shift (enfake-ru 22.0 ± 2.0) 10.0" in text
+    assert "- ru: en-ru 32.0 ± 2.0. The id shift, enfake-ru/id, 21.0 ± 3.0: 11.0 points lower" in text
+    assert "the Unicode shift, enfake-ru, 22.0 ± 2.0: 10.0 points lower" in text
     # 2 SE of the difference: 2 * sqrt(4/3 + 9/3) = 4.2; -1.0 is within it
     assert "differ by -1.0 points, within 2 SE (4.2)" in text
-    assert "es: en-es 50.0 (1 seed)" in text and "one seed of the id shift" in text
+    assert "- es: en-es 50.0 (1 seed)" in text and "One seed of the id shift" in text
     assert "hi:" not in text  # en-hi alone
     assert id_shift_reading(results[~results.experiment.str.endswith("/id")]) == ""
 
@@ -322,7 +322,7 @@ def test_mixed_reading_places_the_mixed_pairs_between_the_monolingual_ones_by_ha
                              "metric": "accuracy", "value": v} for i, (l, v) in enumerate(rows)])
     text = mixed_reading(results).replace("\u00a0", " ")
     # ru 22, Fake-English 82: 52 is 50% of the way, 42 is 33%
-    assert "ru: ru pairs 22.0 ± 2.0, enfake>ru 52.0 ± 2.0, ru>enfake 42.0 ± 2.0, Fake-English pairs 82.0 ± 2.0" in text
+    assert "- ru: ru pairs 22.0 ± 2.0, enfake>ru 52.0 ± 2.0, ru>enfake 42.0 ± 2.0, Fake-English pairs 82.0 ± 2.0" in text
     assert "lie 50% and 33% of the way" in text and "es:" not in text
     assert mixed_reading(results[results.language != "ru>enfake"]) == ""
 

@@ -212,17 +212,17 @@ def id_shift_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
         gap = idv.mean() - uni.mean()
         if len(uni) > 1 and len(idv) > 1:
             se2 = 2 * (uni.var() / len(uni) + idv.var() / len(idv)) ** 0.5
-            noise = (f"; the two Fake-Englishes differ by {gap:+.1f} points, "
-                     f"{'within' if abs(gap) <= se2 else 'beyond'} 2 SE ({se2:.1f})")
+            noise = (f"The two Fake-Englishes differ by {gap:+.1f} points, "
+                     f"{'within' if abs(gap) <= se2 else 'beyond'} 2 SE ({se2:.1f}).")
         else:
-            noise = "; one seed of the id shift so far, so no spread to judge the difference by"
-        parts.append(f"{t}: en-{t} {seeds_text(en, planned)}; removing the overlap by the id shift "
-                     f"(enfake-{t}/id {seeds_text(idv, planned)}) costs {en.mean() - idv.mean():.1f} points, by the "
-                     f"Unicode shift (enfake-{t} {seeds_text(uni, planned)}) {en.mean() - uni.mean():.1f}{noise}.")
+            noise = "One seed of the id shift so far: no spread to judge the difference by."
+        parts.append(f"- {t}: en-{t} {seeds_text(en, planned)}. The id shift, enfake-{t}/id, "
+                     f"{seeds_text(idv, planned)}: {en.mean() - idv.mean():.1f} points lower; the Unicode shift, "
+                     f"enfake-{t}, {seeds_text(uni, planned)}: {en.mean() - uni.mean():.1f} points lower. {noise}")
     if not parts:
         return ""
     return ("**Sharing or segmentation?** (accuracy on the target, %; `enfake-X/id` keeps en-X's word pieces and "
-            "only gives Fake-English its own copies of them, so it removes the sharing alone) " + " ".join(parts))
+            "only gives Fake-English its own copies of them, so it removes the sharing alone)\n\n" + "\n".join(parts))
 
 
 def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
@@ -240,14 +240,14 @@ def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
             continue
         low, high = v[t].mean(), v["enfake"].mean()
         where = [100 * (v[k].mean() - low) / (high - low) for k in (f"enfake>{t}", f"{t}>enfake")]
-        parts.append(f"{t}: {t} pairs {seeds_text(v[t], planned)}, enfake>{t} {seeds_text(v[f'enfake>{t}'], planned)}, "
+        parts.append(f"- {t}: {t} pairs {seeds_text(v[t], planned)}, enfake>{t} {seeds_text(v[f'enfake>{t}'], planned)}, "
                      f"{t}>enfake {seeds_text(v[f'{t}>enfake'], planned)}, Fake-English pairs "
                      f"{seeds_text(v['enfake'], planned)}: the mixed pairs lie {where[0]:.0f}% and {where[1]:.0f}% of "
                      f"the way from the target's pairs to Fake-English's.")
     if not parts:
         return ""
     return ("**Where the mixed pairs fall** (accuracy, %, of each enfake-X cell on the same test pairs in four "
-            "language settings) " + " ".join(parts))
+            "language settings)\n\n" + "\n".join(parts))
 
 
 def seed_delta(acc: pd.DataFrame) -> pd.Series:
