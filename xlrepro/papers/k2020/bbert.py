@@ -222,7 +222,8 @@ class Cell:
 
     def _pretrain_nsp(self, todo, device, time_limit, progress) -> bool:
         """NSP needs a second head, which the fused stack has not: HF's `BertForPreTraining`, one seed at a time,
-        with the same pairs, whole-word masking rule and optimiser (PyTorch's generator for the masks)."""
+        with the same pairs, whole-word masking rule, optimiser and precision (bf16 autocast on a GPU; PyTorch's
+        generator for the masks)."""
         from safetensors.torch import save_model
         from tqdm.auto import tqdm
         from transformers import BertForPreTraining
@@ -263,8 +264,10 @@ class Cell:
                 rnd = torch.randint(self.vocab_size, x.shape, device=device, generator=gen)
                 inputs, labels = whole_word_mask(x, mk, ws, u, r, rnd, self.ids["[MASK]"], p.mlm_probability)
                 model.train()
-                out = model(input_ids=inputs, attention_mask=(pos < lengths[rows][:, None]).long(),
-                            token_type_ids=tt, labels=labels, next_sentence_label=1 - is_next[rows])
+                # bf16 autocast on a GPU, as the stacks train the cells NSP is compared with (ModelStack.bf16)
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                    out = model(input_ids=inputs, attention_mask=(pos < lengths[rows][:, None]).long(),
+                                token_type_ids=tt, labels=labels, next_sentence_label=1 - is_next[rows])
                 out.loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
