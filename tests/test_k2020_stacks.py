@@ -324,3 +324,34 @@ def test_on_the_last_call_a_stack_that_cannot_be_evaluated_in_time_is_not_starte
     assert time.time() - start < 30  # it did not wait for the deadline
     assert [p.name for p in queue.iterdir()] == ["0000.json"] and not cell.pretrained()
     assert "not started: stack" in capsys.readouterr().out
+
+
+def test_on_the_last_call_an_evaluation_waits_only_for_a_model_someone_trains(tmp_path):
+    """The evaluation of a model whose stack nobody will start in this call (too long, unclaimed) is given up at
+    once, so the worker does not idle until the deadline; one whose stack is claimed (being trained) is waited for."""
+    import time
+
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import training_job, work
+    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
+    (tmp_path / "stacks" / "x").mkdir(parents=True)
+    (tmp_path / "stacks" / "x" / "timing.json").write_text(json.dumps({"shape": cell.size.name,
+                                                                        "ms_per_model_step": 1000.0}))
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    stack = {"kind": "stack", "members": [[cell.name, 0], [cell.name, 1]]}
+    (queue / "0000.json").write_text(json.dumps(stack))
+    (queue / "0001.json").write_text(json.dumps({"kind": "eval", "members": [[cell.name, 0]]}))
+    assert training_job(queue, [cell.name, 0]) == (queue / "0000.json", stack)
+    assert training_job(queue, [cell.name, 2]) is None
+    start = time.time()
+    work(queue, {cell.name: cell}, "cpu", "cpu_eval0", deadline=time.time() + 400, kinds={"eval"}, last_call=True,
+         poll=0.01)
+    assert time.time() - start < 30
+    assert sorted(p.name for p in queue.iterdir()) == ["0000.json", "0001.json"]
+    # the same stack claimed by a training worker: the evaluation waits for it (until this short deadline)
+    (queue / "0000.json").rename(queue / "claimed-cpu_0-0000.json")
+    start = time.time()
+    work(queue, {cell.name: cell}, "cpu", "cpu_eval0", deadline=time.time() + 1.5, kinds={"eval"}, last_call=True,
+         poll=0.01)
+    assert time.time() - start >= 1.4

@@ -445,7 +445,7 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     by_name = {c.name: c for c in cells}
     left = lambda: None if time_limit is None else time_limit - (time.time() - t0)  # noqa: E731
     if slots == 1 and not eval_workers_per_gpu:
-        gpu, measured = card_speeds(cells[0].dir.parent / "stacks", devices[0])
+        gpu, measured = card_speeds(cells[0].dir.parent / "stacks", devices[0]) if last_call else ("H200", {})
         for job in jobs:
             if left() is not None and left() <= 0:
                 break
@@ -562,6 +562,23 @@ def card_speeds(folder: Path, device) -> tuple[str, dict[str, float]]:
     return gpu, {**measured_step_ms(folder), **measured_step_ms(folder, gpu)}
 
 
+def training_job(queue: Path, member) -> tuple[Path, dict] | None:
+    """The queued stack or NSP job (claimed or not) that trains `member` ([cell name, seed]), or None."""
+    for _ in range(3):  # a job renamed (claimed, released) during the scan is looked for again
+        moved = False
+        for f in sorted(queue.glob("*.json")):
+            try:
+                spec = json.loads(f.read_text())
+            except FileNotFoundError:
+                moved = True
+                continue
+            if spec["kind"] != "eval" and list(member) in [list(m) for m in spec["members"]]:
+                return f, spec
+        if not moved:
+            break
+    return None
+
+
 def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str, float], gpu: str) -> bool:
     """Whether a stack or NSP job cannot finish and still leave `EVAL_MARGIN` to evaluate its models in `left`
     seconds (by `stack_seconds_left`, or NSP_STEP_MS for an NSP model). Evaluations are never too long here."""
@@ -611,6 +628,13 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
             if done is None:  # its model is not trained yet
                 release(job)
                 skip.add(job.name.split("-", 2)[2])
+                if last_call and left is not None:
+                    if measured is None:
+                        gpu, measured = card_speeds(next(iter(cells.values())).dir.parent / "stacks", device)
+                    trainer = training_job(queue, spec["members"][0])
+                    if trainer is None or (not trainer[0].name.startswith("claimed-")
+                                           and too_long(trainer[1], cells, left, measured, gpu)):
+                        never.add(job.name.split("-", 2)[2])  # nobody will train its model in this call
                 continue
             ran = True
             until = "" if deadline is None else f", {deadline - time.time():.0f} s to the deadline"
