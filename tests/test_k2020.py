@@ -327,6 +327,39 @@ def test_mixed_reading_places_the_mixed_pairs_between_the_monolingual_ones_by_ha
     assert mixed_reading(results[results.language != "ru>enfake"]) == ""
 
 
+def test_compute_notes_share_a_stack_among_its_members_and_count_a_retrained_model_once(tmp_path, monkeypatch):
+    import json
+
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.report import compute_notes, run_folder
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))
+    stacks = run_folder("lab") / "stacks"
+    for key, members, seconds, device in (
+            ("a", ["en-es/0", "en-es/1", "enfake-ru/L12H12/3.2%/0"], 600.0, "NVIDIA H100"),  # 200 s each
+            ("b", ["en-es/1", "en-hi/0"], 300.0, "NVIDIA H200"),   # en-es/1 again (150 s): counted at (200 + 150) / 2
+            ("c", ["en-ru/0"], 999.0, "NVIDIA A100")):             # en-ru is not in the chapter's results
+        (stacks / key).mkdir(parents=True)
+        (stacks / key / "timing.json").write_text(json.dumps({"members": members, "train_seconds": seconds,
+                                                              "device": device}))
+    nsp = Cell(None, "lab", "enfake-es/nsp").dir
+    nsp.mkdir(parents=True)
+    (nsp / "timing_0.json").write_text(json.dumps({"seeds": [0], "seconds": 90.0, "device": "NVIDIA H200"}))
+    rows = [("en-es", 0, "accuracy", 0.5), ("en-es", 0, "finetune_seconds", 60.0), ("en-es", 1, "accuracy", 0.5),
+            ("en-es", 1, "finetune_seconds", 120.0), ("enfake-ru/L12H12/3.2%", 0, "accuracy", 0.2),
+            ("enfake-es/nsp", 0, "finetune_seconds", 60.0), ("en-hi", 1, "accuracy", 0.3),  # en-hi/1 has no record
+            ("majority/en-es", -1, "accuracy", 0.25)]
+    results = pd.DataFrame([{"experiment": e, "seed": s, "language": "es", "task": "sections", "metric": m,
+                             "value": v} for e, s, m, v in rows])
+    notes = compute_notes(results, ["en-es", "enfake-ru/L12H12/3.2%", "enfake-es/nsp", "en-hi", "en-ru"])
+    # 200 + 175 + 200 + 90 = 665 s = 11 minutes; en-hi/1 has no record; fine-tuning 240 s = 4 minutes
+    assert notes["pre-training"] == ("11 worker-minutes for the 4 of its 5 published models whose training record "
+                                     "came back (1 trained twice, counted once)")
+    assert notes["fine-tuning"] == "4 worker-minutes for 3 fine-tunings (every task)"
+    assert notes["training devices"] == "NVIDIA H100, NVIDIA H200"
+    empty = compute_notes(results.iloc[:0], ["en-es"])
+    assert empty["pre-training"] == "no training record" and empty["fine-tuning"] == "no fine-tuning record"
+
+
 def test_trend_frames_hold_only_complete_series():
     from xlrepro.papers.k2020.config import experiments_of, load_plan
     from xlrepro.papers.k2020.report import derived

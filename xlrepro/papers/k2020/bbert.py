@@ -228,7 +228,7 @@ class Cell:
         from tqdm.auto import tqdm
         from transformers import BertForPreTraining
 
-        from xlrepro.models import bert_config
+        from xlrepro.models import bert_config, device_name
         from xlrepro.training.stacked import linear_schedule
 
         t0 = time.time()
@@ -247,11 +247,11 @@ class Cell:
             opt = torch.optim.AdamW(model.parameters(), lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6)
             sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(warmup, p.steps))
             gen = torch.Generator(device=device).manual_seed(seed)
-            step = 0
+            step, elapsed, t_seed = 0, 0.0, time.time()  # elapsed: this seed's training seconds in earlier calls
             if ckpt.exists():
                 st = torch.load(ckpt, map_location=device, weights_only=False)
                 model.load_state_dict(st["model"]), opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
-                step = st["step"]
+                step, elapsed = st["step"], st.get("elapsed", 0.0)
                 gen.manual_seed(seed * 1_000_003 + step)
             bar = tqdm(total=p.steps, initial=step, disable=not progress, desc=f"{self.name} seed {seed} (NSP)")
             last_save = time.time()
@@ -277,7 +277,7 @@ class Cell:
                 if over or time.time() - last_save > CHECKPOINT_SECONDS:
                     with atomic.atomic_path(ckpt) as tmp:
                         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                                    "step": step}, tmp)
+                                    "step": step, "elapsed": elapsed + time.time() - t_seed}, tmp)
                     last_save = time.time()
                 if over and step < p.steps:
                     bar.close()
@@ -286,8 +286,10 @@ class Cell:
             with atomic.atomic_path(self.dir / f"model_{seed}.safetensors") as tmp:
                 save_model(model.bert.to(torch.bfloat16).cpu(), str(tmp))
             ckpt.unlink(missing_ok=True)
-            atomic.write_json(self.dir / f"timing_{seed}.json", {"seeds": [seed], "seconds": time.time() - t0,
-                                                                 "device": str(device), "steps": p.steps})
+            seconds = elapsed + time.time() - t_seed
+            atomic.write_json(self.dir / f"timing_{seed}.json", {
+                "seeds": [seed], "seconds": seconds, "ms_per_step": 1000 * seconds / p.steps,
+                "device": device_name(device), "steps": p.steps, "torch": torch.__version__})
         return True
 
     def encoder(self, seed: int):

@@ -2,6 +2,7 @@
 are trained, and the claims. The chapters never train at the lab profile; they read finished cells."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -248,6 +249,46 @@ def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
         return ""
     return ("**Where the mixed pairs fall** (accuracy, %, of each enfake-X cell on the same test pairs in four "
             "language settings)\n\n" + "\n".join(parts))
+
+
+def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[str, str]:
+    """The run record's account of what this chapter's published models cost, from the training records under
+    `run_folder(profile)`: pre-training (a stack's seconds shared equally among its members; an NSP model's own) and
+    fine-tuning (`finetune_seconds` of the results, every task), in minutes of the workers that ran them, and the
+    devices. Several workers shared each GPU, so these are not minutes of a GPU to oneself. A model trained twice (a
+    first copy lost with its machine before evaluation) counts once, at the mean of its records."""
+    r = results[results["experiment"].isin(list(names)) & (results["seed"] >= 0)] if len(results) else results
+    published = {(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set()
+    per_model: dict[tuple[str, int], list[float]] = {}
+    devices = set()
+    folder = run_folder(profile)
+    for f in sorted(folder.glob("stacks/*/timing.json")):
+        t = json.loads(f.read_text())
+        for m in t["members"]:
+            name, seed = m.rsplit("/", 1)
+            if (name, int(seed)) in published:
+                per_model.setdefault((name, int(seed)), []).append(t["train_seconds"] / len(t["members"]))
+                devices.add(t.get("device", "unknown"))
+    for name in dict.fromkeys(e for e, _ in published):  # NSP models, one at a time, time themselves
+        for f in sorted(Cell(None, profile, name).dir.glob("timing_*.json")):
+            t = json.loads(f.read_text())
+            for seed in t["seeds"]:
+                if (name, int(seed)) in published:
+                    per_model.setdefault((name, int(seed)), []).append(t["seconds"])
+                    devices.add(t.get("device", "unknown"))
+    fine = r[r["metric"] == "finetune_seconds"]["value"] if len(r) else pd.Series(dtype=float)
+    twice = sum(len(v) > 1 for v in per_model.values())
+    pretrain = sum(sum(v) / len(v) for v in per_model.values()) / 60
+    which = (f"its {len(published)} published models" if len(per_model) == len(published) else
+             f"the {len(per_model)} of its {len(published)} published models whose training record came back")
+    return {
+        "training devices": ", ".join(sorted(devices)) or "none recorded",
+        "pre-training": (f"{pretrain:.0f} worker-minutes for {which}"
+                         + (f" ({twice} trained twice, counted once)" if twice else "")
+                         if per_model else "no training record"),
+        "fine-tuning": (f"{fine.sum() / 60:.0f} worker-minutes for {len(fine)} fine-tunings (every task)"
+                        if len(fine) else "no fine-tuning record"),
+    }
 
 
 def seed_delta(acc: pd.DataFrame) -> pd.Series:
