@@ -355,3 +355,22 @@ def test_on_the_last_call_an_evaluation_waits_only_for_a_model_someone_trains(tm
     work(queue, {cell.name: cell}, "cpu", "cpu_eval0", deadline=time.time() + 1.5, kinds={"eval"}, last_call=True,
          poll=0.01)
     assert time.time() - start >= 1.4
+
+
+def test_a_dry_run_adds_the_evaluations_at_the_measured_fine_tuning_time(tmp_path):
+    """One evaluated seed measured 60 s (section task) and the NER stand-in 200 s elsewhere: the three evaluations
+    left (section task only) need 3 x 60 s = 3 worker-minutes."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import dry_run, measured_finetune_seconds
+    plan = smoke_plan(steps=100)
+    deep, shallow = (Cell(plan, "smoke", n, [0, 1], root=tmp_path) for n in ("enfake-ru/L12H1", "enfake-ru/L1H12"))
+    assert deep.exp.tasks == ("sections",) and shallow.exp.tasks == ("sections",)
+    deep.dir.mkdir(parents=True)
+    row = "experiment,seed,language,task,metric,value\n"
+    (deep.dir / "results_0.csv").write_text(row + "enfake-ru/L12H1,0,enfake,sections,finetune_seconds,60.0\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "results_ner-x_0.csv").write_text(row + "other,0,enfake,ner,finetune_seconds,200.0\n")
+    assert measured_finetune_seconds(tmp_path) == {"sections": 60.0, "ner": 200.0}
+    last = dry_run([deep, shallow], slots=1).splitlines()[-1]
+    assert last.startswith("evaluations: about 3 worker-minutes of fine-tuning for the 3 left")
+    assert "ner 200 s, sections 60 s" in last

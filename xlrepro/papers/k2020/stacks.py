@@ -43,7 +43,7 @@ from xlrepro.config import ConfigError, choose
 from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
-from .bbert import CHECKPOINT_SECONDS, RESULT_COLUMNS, Cell, whole_word_mask
+from .bbert import CHECKPOINT_SECONDS, NER_TASK, RESULT_COLUMNS, TASK, Cell, whole_word_mask
 from .config import EVAL_MARGIN, GPUS, PADDED_WIDTH, STACK_OVERHEAD_SECONDS, stack_caps, step_ms
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
@@ -341,6 +341,18 @@ def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float
     return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
 
 
+def measured_finetune_seconds(folder: Path) -> dict[str, float]:
+    """Median `finetune_seconds` of each task (the section task, the NER stand-in) over the results files of the
+    cells under `folder` (a profile's run folder): what one fine-tuning took, beside whatever shared its GPU."""
+    times: dict[str, list[float]] = {}
+    for f in Path(folder).glob("*/results_*.csv"):
+        r = pd.read_csv(f)
+        r = r[r["metric"] == "finetune_seconds"]
+        for task, v in zip(r["task"], r["value"]):
+            times.setdefault(task, []).append(float(v))
+    return {task: float(np.median(v)) for task, v in times.items()}
+
+
 def stack_seconds_left(stack, measured: dict[str, float], gpu: str = "H200") -> float:
     """`stack_seconds` for what is left of a stack: the steps after its last checkpoint (progress.json), plus the
     start-up again."""
@@ -373,14 +385,23 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
                      "speed": "measured" if shape in measured else "FLOP model",
                      "cells": ", ".join(sorted({n for n, _ in job["members"]}))})
     count = lambda kind: sum(j["kind"] == kind for j in jobs)  # noqa: E731
+    evals = [by_name[j["members"][0][0]] for j in jobs if j["kind"] == "eval"]
+    eval_line = ""
+    if evals:
+        med = measured_finetune_seconds(cells[0].dir.parent)
+        if med:
+            secs = sum(med.get(TASK, 0.0) + (med.get(NER_TASK, 0.0) if "ner" in c.exp.tasks else 0.0) for c in evals)
+            eval_line = (f"\nevaluations: about {secs / 60:.0f} worker-minutes of fine-tuning for the {len(evals)} left "
+                         f"(median measured fine-tuning: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(med.items()))
+                         + "; data and testing on top), shared by the evaluation workers")
     head = (f"{count('stack')} stacks ({sum(r['models'] for r in rows)} models), {count('nsp')} NSP models and "
             f"{count('eval')} evaluations left over {slots} slots"
             f"{'' if gpu is None else f' (speeds measured on {gpu}s only)'}")
     if not rows:
-        return head
+        return head + eval_line
     table = pd.DataFrame(rows).to_string(index=False, max_colwidth=70)
     return (f"{head}\n{table}\nbusiest slot: about {max(loads) / 60:.1f} minutes of training "
-            f"(evaluations and NSP models come on top)")
+            f"(evaluations and NSP models come on top){eval_line}")
 
 
 def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[dict]:
