@@ -374,3 +374,59 @@ def test_a_dry_run_adds_the_evaluations_at_the_measured_fine_tuning_time(tmp_pat
     last = dry_run([deep, shallow], slots=1).splitlines()[-1]
     assert last.startswith("evaluations: about 3 worker-minutes of fine-tuning for the 3 left")
     assert "ner 200 s, sections 60 s" in last
+
+
+def _results(folder, name, task, values, seed=0):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = "".join(f"x,{seed},enfake,{task},finetune_seconds,{v}\n" for v in values)
+    (folder / name).write_text("experiment,seed,language,task,metric,value\n" + rows)
+
+
+def test_an_evaluation_is_estimated_from_its_own_cell_else_from_all_scaled_to_its_depth(tmp_path):
+    """Smoke sizes: enfake-ru/L12H1 has 2 layers, enfake-ru/L1H12 1, enfake-ru 2 (section task and NER stand-in).
+    Own fine-tuning 1000 s: 1000 x 1.25 + 20 = 1270 s. Elsewhere the section task took 40 s three times (median of
+    40, 40, 40 and 1000 is 40) and NER 200 s: the 1-layer cell 40 x (0.1 + 0.9 / 12) = 7 s, x 1.25 + 20 = 28.75 s;
+    the 2-layer base (40 + 200) x (0.1 + 0.9 x 2 / 12) = 60 s, x 1.25 + 20 = 95 s. Nothing measured: EVAL_MARGIN."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import eval_seconds
+    plan = smoke_plan(steps=100)
+    deep, shallow, base = (Cell(plan, "smoke", n, [0, 1], root=tmp_path)
+                           for n in ("enfake-ru/L12H1", "enfake-ru/L1H12", "enfake-ru"))
+    assert (deep.size.layers, shallow.size.layers, base.size.layers) == (2, 1, 2)
+    assert eval_seconds(deep) == 240.0 and eval_seconds(base) == 240.0
+    _results(deep.dir, "results_0.csv", "sections", [1000.0])
+    _results(deep.dir.parent / "other", "results_0.csv", "sections", [40.0, 40.0, 40.0])
+    assert eval_seconds(deep) == 1270.0
+    assert eval_seconds(shallow) == pytest.approx(28.75)
+    assert eval_seconds(base) == 240.0  # the NER stand-in was never measured
+    _results(deep.dir.parent / "other", "results_ner-x_0.csv", "ner", [200.0])
+    assert eval_seconds(base) == pytest.approx(95.0)
+
+
+def test_an_evaluation_that_cannot_finish_is_left_and_a_shorter_one_taken(tmp_path, monkeypatch, capsys):
+    """400 s left: the 2-layer cell's evaluation (1270 s by its own 1000 s) stays queued for a later call, and the
+    worker goes on to the 1-layer cell's (28.75 s) instead of stopping."""
+    import time
+
+    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = smoke_plan(steps=100)
+    deep, shallow = (Cell(plan, "smoke", n, [0, 1], root=tmp_path) for n in ("enfake-ru/L12H1", "enfake-ru/L1H12"))
+    _results(deep.dir, "results_0.csv", "sections", [1000.0])
+    _results(deep.dir.parent / "other", "results_0.csv", "sections", [40.0, 40.0, 40.0])
+    for c in (deep, shallow):
+        (c.dir / "model_1.safetensors").parent.mkdir(parents=True, exist_ok=True)
+        (c.dir / "model_1.safetensors").write_bytes(b"")
+    queue = tmp_path / "queue"
+    queue.mkdir()
+    (queue / "0000.json").write_text(json.dumps({"kind": "eval", "members": [[deep.name, 1]]}))
+    (queue / "0001.json").write_text(json.dumps({"kind": "eval", "members": [[shallow.name, 1]]}))
+    ran = []
+    monkeypatch.setattr(stacks, "do_job", lambda spec, *a, **k: ran.append(spec["members"]) or True)
+    start = time.time()
+    stacks.work(queue, {deep.name: deep, shallow.name: shallow}, "cpu", "cpu_eval0", deadline=time.time() + 400,
+                kinds={"eval"}, poll=0.01)
+    assert time.time() - start < 30
+    assert ran == [[[shallow.name, 1]]]
+    assert [p.name for p in queue.iterdir()] == ["0000.json"]
+    assert "not started: eval" in capsys.readouterr().out

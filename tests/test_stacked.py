@@ -83,3 +83,39 @@ def test_state_round_trip():
     assert c.step_count == 4
     for k in a.params:
         torch.testing.assert_close(a.params[k], c.params[k], rtol=1e-5, atol=1e-6)
+
+
+def test_a_failed_compiled_step_is_run_again_eagerly_and_the_stack_stays_eager():
+    """Should a compiled step fail (here after its backward has already written gradients), the step runs again on
+    the eager path of the same loss with clean gradients: losses and weights equal a twin that never failed."""
+    import pytest
+    g = torch.Generator().manual_seed(3)
+    steps = [batch(g, 2) for _ in range(2)]
+    twin = ModelStack([tiny(1, "eager"), tiny(2, "eager")], OPT, "cpu", seeds=[1, 2])
+    failing = ModelStack([tiny(1, "eager"), tiny(2, "eager")], OPT, "cpu", seeds=[1, 2])
+    calls = []
+
+    def broken(p, b, *inputs):  # an Inductor stride check failing in the backward, after some gradients were written
+        failing._eager_losses(p, b, *inputs).sum().backward()
+        calls.append(1)
+        raise AssertionError("expected size 3==3, stride 401408==573440 at dim=0")
+
+    failing.compiled, failing._losses = "regional", broken
+    for ids, attend, pos, types, sel, lab in steps:
+        additive = torch.where(attend, 0.0, -1e9)
+        expected = twin.train_step(ids, additive, pos, types, sel, lab)
+        if not calls:
+            with pytest.warns(UserWarning, match="compiled step failed .*continues eagerly"):
+                got = failing.train_step(ids, additive, pos, types, sel, lab)
+        else:
+            got = failing.train_step(ids, additive, pos, types, sel, lab)
+        torch.testing.assert_close(got, expected)
+    assert calls == [1] and failing.compiled is None  # the broken path was tried once only
+    for k in twin.params:
+        torch.testing.assert_close(failing.params[k], twin.params[k], msg=k)
+    # without compilation a failure is the caller's to see
+    eager = ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1])
+    eager._losses = broken
+    with pytest.raises(AssertionError, match="stride"):
+        eager.train_step(*(x[:1] for x in steps[0][:1]), torch.where(steps[0][1][:1], 0.0, -1e9),
+                         *(x[:1] for x in steps[0][2:]))

@@ -170,6 +170,13 @@ class ModelStack:
                                                                     noise=noise, **options)
         if self.compiled:
             import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
+            import torch._inductor.config as inductor
+            # Inductor pads strides to 8 elements ("comprehensive padding"). With the width compiled as a symbol,
+            # a padded stride of a hidden size not a multiple of 8 was once computed from the first width seen and
+            # failed its own check at another (a resumed 16-layer stack of hidden size 53, torch 2.11 on an H200:
+            # "expected size 3==3, stride 401408==573440"). Aligned sizes are never padded, so this costs them
+            # nothing.
+            inductor.comprehensive_padding = False
             for limit in ("cache_size_limit", "recompile_limit"):
                 if hasattr(dynamo.config, limit):
                     setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 64))
@@ -188,6 +195,8 @@ class ModelStack:
                     return compiled(p, b, *inputs)
 
                 self._losses = losses
+        self._eager_losses = lambda p, b, *inputs: stacked_mlm_losses(
+            p, self.template.config, self.base.training, *inputs, regions=EAGER, noise=noise, **options)
 
     def _set_lr(self) -> None:
         lr = self.base_lr * self.lr_factor(self.step_count)
@@ -196,6 +205,20 @@ class ModelStack:
                 group["lr"].fill_(lr)
             else:
                 group["lr"] = lr
+
+    def _guarded_body(self, make_inputs) -> torch.Tensor:
+        """`_body`, and should a compiled step fail (an Inductor bug; never out of memory), the same step again on
+        the eager path of the same loss, which the stack then keeps: a compiler failure costs speed, not the run."""
+        try:
+            return self._body(make_inputs())
+        except Exception as err:  # noqa: BLE001 - Inductor raises AssertionError, RuntimeError, BackendCompilerFailed
+            if not self.compiled or isinstance(err, torch.OutOfMemoryError):
+                raise
+            warnings.warn(f"a compiled step failed ({type(err).__name__}: {str(err)[:200]}); this stack continues "
+                          f"eagerly")
+            self.compiled, self._losses = None, self._eager_losses
+            self.optimizer.zero_grad(set_to_none=True)
+            return self._body(make_inputs())
 
     def _body(self, inputs) -> torch.Tensor:
         """Forward, backward, per-model clipping and the AdamW update; gradients must be None on entry."""
@@ -222,11 +245,11 @@ class ModelStack:
         if self.noise is not None:
             self.noise.step.fill_(self.step_count)
         if graph_key is None or self._stream is None:
-            losses = self._body(make_inputs())
+            losses = self._guarded_body(make_inputs)
         elif self._warm < WARMUP_STEPS or graph_key not in self._warm_keys:
             self._stream.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(self._stream):
-                losses = self._body(make_inputs())
+                losses = self._guarded_body(make_inputs)
             torch.cuda.current_stream(self.device).wait_stream(self._stream)
             self._warm += 1
             self._warm_keys.add(graph_key)

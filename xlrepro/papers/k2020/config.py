@@ -280,6 +280,15 @@ def step_ms(hidden: int, layers: int, width: int, rows: int, batch: int = 128, g
 # resumable; measured 166-188 s with two side by side on one H200, 135-150 s with six side by side, 217-235 s for
 # a base model with four evaluations and two training stacks on one H100)
 EVAL_MARGIN = 240
+# Once fine-tuning has been measured, an evaluation is estimated cell by cell (`stacks.eval_seconds`): the median
+# fine-tuning of each of its tasks x EVAL_SLACK, plus EVAL_TESTING_SECONDS (data and testing). On four H200s a base
+# model's two tasks took 146-170 s against 140-180 s of fine-tuning; the slack covers an H100 and busier neighbours.
+EVAL_SLACK = 1.25
+EVAL_TESTING_SECONDS = 20
+# A cell not yet evaluated takes the median of every cell measured (mostly 12 layers) scaled to its depth L as
+# FINETUNE_FIXED_SHARE + (1 - FINETUNE_FIXED_SHARE) * L / 12: the section task's medians measured 13 s at 1 layer,
+# 36 s at 4, 44 s at 6, about 72 s at 12 and 147 s at 24.
+FINETUNE_FIXED_SHARE = 0.1
 
 
 def stack_caps(group_sizes: list[int], slots: int, max_stack: int) -> list[int]:

@@ -44,7 +44,8 @@ from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .bbert import CHECKPOINT_SECONDS, NER_TASK, RESULT_COLUMNS, TASK, Cell, whole_word_mask
-from .config import EVAL_MARGIN, GPUS, PADDED_WIDTH, STACK_OVERHEAD_SECONDS, stack_caps, step_ms
+from .config import (EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS, PADDED_WIDTH,
+                     STACK_OVERHEAD_SECONDS, stack_caps, step_ms)
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
 LOSS_EVERY = 200  # steps: each model's mean MLM loss goes into timing.json (a diverged model shows there)
@@ -341,16 +342,37 @@ def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float
     return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
 
 
-def measured_finetune_seconds(folder: Path) -> dict[str, float]:
+def measured_finetune_seconds(folder: Path, pattern: str = "*/results_*.csv") -> dict[str, float]:
     """Median `finetune_seconds` of each task (the section task, the NER stand-in) over the results files of the
-    cells under `folder` (a profile's run folder): what one fine-tuning took, beside whatever shared its GPU."""
+    cells under `folder` (a profile's run folder; a cell's own folder with `pattern` "results_*.csv"): what one
+    fine-tuning took, beside whatever shared its GPU."""
     times: dict[str, list[float]] = {}
-    for f in Path(folder).glob("*/results_*.csv"):
+    for f in Path(folder).glob(pattern):
         r = pd.read_csv(f)
         r = r[r["metric"] == "finetune_seconds"]
         for task, v in zip(r["task"], r["value"]):
             times.setdefault(task, []).append(float(v))
     return {task: float(np.median(v)) for task, v in times.items()}
+
+
+def eval_seconds(cell: Cell, measured: dict[str, float] | None = None) -> float:
+    """Estimated wall seconds of one evaluation of `cell` (fine-tuning on each of its tasks, then testing; not
+    resumable): each task's median fine-tuning over the cell's own evaluated seeds where it has any, else over every
+    cell measured (`measured`; default: `measured_finetune_seconds` of the cell's profile folder) scaled to the cell's
+    depth (`config.FINETUNE_FIXED_SHARE`); times EVAL_SLACK, plus EVAL_TESTING_SECONDS. EVAL_MARGIN while a task has
+    no measurement at all."""
+    own = measured_finetune_seconds(cell.dir, "results_*.csv")
+    everywhere = measured_finetune_seconds(cell.dir.parent) if measured is None else measured
+    depth = FINETUNE_FIXED_SHARE + (1 - FINETUNE_FIXED_SHARE) * cell.size.layers / 12
+    secs = 0.0
+    for task in [TASK] + ([NER_TASK] if "ner" in cell.exp.tasks else []):
+        if task in own:
+            secs += own[task]
+        elif task in everywhere:
+            secs += everywhere[task] * depth
+        else:
+            return float(EVAL_MARGIN)
+    return secs * EVAL_SLACK + EVAL_TESTING_SECONDS
 
 
 def stack_seconds_left(stack, measured: dict[str, float], gpu: str = "H200") -> float:
@@ -435,7 +457,7 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
         return cell._pretrain_nsp([seed], device, time_limit, progress)
     if not (cell.dir / f"model_{seed}.safetensors").exists():
         return None
-    if time_limit is not None and time_limit < EVAL_MARGIN:
+    if time_limit is not None and time_limit < eval_seconds(cell):
         return False
     cell.evaluate_seed(seed, device, progress)
     return True
@@ -601,8 +623,9 @@ def training_job(queue: Path, member) -> tuple[Path, dict] | None:
 
 
 def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str, float], gpu: str) -> bool:
-    """Whether a stack or NSP job cannot finish and still leave `EVAL_MARGIN` to evaluate its models in `left`
-    seconds (by `stack_seconds_left`, or NSP_STEP_MS for an NSP model). Evaluations are never too long here."""
+    """Whether a stack or NSP job cannot finish and still leave time to evaluate its models (`eval_seconds`) in
+    `left` seconds (by `stack_seconds_left`, or NSP_STEP_MS for an NSP model). Evaluations are never too long here
+    (`work` holds them to `eval_seconds` itself)."""
     members = [(cells[n], s) for n, s in spec["members"]]
     if spec["kind"] == "stack":
         need = stack_seconds_left(members, measured, gpu)
@@ -611,7 +634,7 @@ def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str
         need = members[0][0].profile.pretrain.steps * NSP_STEP_MS / 1000
     else:
         return False
-    return need + EVAL_MARGIN > left
+    return need + eval_seconds(members[0][0]) > left
 
 
 def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: float | None = None,
@@ -643,6 +666,16 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
                     skip.add(name)
                     print(f"[{tag}] not started: {spec['kind']} {spec['members'][:3]} cannot finish and be "
                           f"evaluated in the {left:.0f} s left", flush=True)
+                    continue
+            if spec["kind"] == "eval" and left is not None:
+                cell, seed = cells[spec["members"][0][0]], spec["members"][0][1]
+                if (cell.dir / f"model_{seed}.safetensors").exists() and left < (need := eval_seconds(cell)):
+                    release(job)  # not resumable: leave it for the next call; a shorter one may still fit
+                    name = job.name.split("-", 2)[2]
+                    never.add(name)
+                    skip.add(name)
+                    print(f"[{tag}] not started: eval {spec['members']} needs about {need:.0f} s, {left:.0f} s "
+                          f"left", flush=True)
                     continue
             t_job = time.time()
             done = do_job(spec, cells, device, left, False, compile, graphs)
