@@ -270,6 +270,20 @@ def test_ours_table_shows_seed_counts_and_baselines_by_hand():
     assert "majority/en-ru" in ours_table(other, ["en-es", "en-ru"]).index  # 25.4 and 30.0 in es: kept apart
 
 
+def test_ner_tables_give_the_papers_f1_then_ours_where_they_exist():
+    """Table 8 reports NER (the paper's enfake-es/nsp F1 on es is 62.6), Table 11 does not; our F1 of two seeds
+    (0.70, 0.74) reads 72.0 ± 2.8 (2 seeds); without our NER results only the paper's table is shown."""
+    from xlrepro.papers.k2020.report import ner_tables
+    results = pd.DataFrame([{"experiment": "enfake-es/nsp", "seed": s, "language": "enfake", "task": "ner",
+                             "metric": "f1", "value": v} for s, v in ((0, 0.70), (1, 0.74))])
+    shown = ner_tables("Table 8", results, ["enfake-es", "enfake-es/nsp"])
+    assert [c.split("**")[1] for c, _ in shown] == ["Table 8, the paper, NER", "Table 8, ours, NER"]
+    assert shown[0][1].data.loc["enfake-es/nsp", "es"] == 62.6
+    assert shown[1][1].loc["enfake-es/nsp", "enfake"].replace("\u00a0", " ") == "72.0 ± 2.8 (2 seeds)"
+    assert ner_tables("Table 11", results.iloc[:0], ["enfake-es"]) == []
+    assert len(ner_tables("Table 8", results.iloc[:0], ["enfake-es"])) == 1
+
+
 def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
     from xlrepro.papers.k2020.report import overlap_reading
     rows = [("en-es", 0, 0.50), ("en-es", 1, 0.52), ("en-es", 2, 0.54), ("enfake-es", 0, 0.30),

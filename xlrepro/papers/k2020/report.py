@@ -148,6 +148,23 @@ def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> 
     return table
 
 
+NER_OURS = ("entity F1 of the NER stand-in on the fine-tuning language, %, mean ± sd over seeds; the targets have no "
+            "labels, so this is how well each B-BERT learns the source task, not transfer")
+
+
+def ner_tables(table: str, results: pd.DataFrame, rows) -> list[tuple[str, object]]:
+    """The paper's NER F1 of `table` and ours for `rows`, as (caption, frame) pairs to display in that order: the
+    paper's where it reports NER, ours where our cells have NER results; empty where neither has any."""
+    shown = []
+    paper = paper_table(table, "f1")
+    if not paper.empty:
+        shown.append((f"**{table}, the paper, NER** (entity F1, %)", paper.style.format(precision=1, na_rep="")))
+    ours = ours_table(results, rows, "f1")
+    if not ours.empty:
+        shown.append((f"**{table}, ours, NER** ({NER_OURS})", ours))
+    return shown
+
+
 def overlap_reading(results: pd.DataFrame, paper: pd.DataFrame, targets=("es", "hi", "ru"), suffix: str = "",
                     title: str = "Word-piece overlap in the trained cells") -> str:
     """Table 1's word-piece overlap in words, from the trained cells alone: for each target whose en-X and enfake-X
