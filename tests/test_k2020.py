@@ -284,6 +284,30 @@ def test_ner_tables_give_the_papers_f1_then_ours_where_they_exist():
     assert len(ner_tables("Table 8", results.iloc[:0], ["enfake-es"])) == 1
 
 
+def test_word_order_reading_by_hand():
+    """es: p = 0 at 40/42/44 (42.0 ± 2.0, 16.6 above the majority class 25.4, 2 SE = 2 x 2/sqrt 3 = 2.3), p = 1 at
+    29/30/31: a fall of 12.0 beyond 2 SE (2 sqrt(4/3 + 1/3) = 2.6), the paper's 70.9 - 62.5 = 8.4. hi: 24/26 then
+    24/25: 0.4 below the majority class, so no transfer to remove. ru has no p = 1 and is left out."""
+    from xlrepro.papers.k2020.report import word_order_reading
+    cells = {("enfake-es", "es"): [0.40, 0.42, 0.44], ("enfake-es/perm1", "es"): [0.29, 0.30, 0.31],
+             ("enfake-hi", "hi"): [0.24, 0.26], ("enfake-hi/perm1", "hi"): [0.24, 0.25], ("enfake-ru", "ru"): [0.3]}
+    rows = [{"experiment": e, "seed": k, "language": lang, "task": "sections", "metric": "accuracy", "value": v}
+            for (e, lang), vs in cells.items() for k, v in enumerate(vs)]
+    rows += [{"experiment": f"majority/{e}", "seed": -1, "language": lang, "task": "sections", "metric": "accuracy",
+              "value": 0.254} for e, lang in cells]
+    text = word_order_reading(pd.DataFrame(rows))
+    lines = text.split("\n")
+    assert lines[0].startswith("**Word order in the trained cells**") and len(lines) == 4
+    assert lines[2] == ("- es: p = 0: 42.0 ± 2.0, p = 1: 30.0 ± 1.0. At p = 0 the model stands 16.6 points above the "
+                        "majority class (25.4; 2 SE 2.3); from p = 0 to p = 1 accuracy falls 12.0 points, beyond 2 SE "
+                        "(2.6); the paper's fall: 8.4.")
+    assert lines[3].startswith("- hi: p = 0: 25.0 ± 1.4 (2 seeds), p = 1: 24.5 ± 0.7 (2 seeds). At p = 0 the model "
+                               "stands 0.4 points below the majority class")
+    assert "falls 0.5 points, within 2 SE (2.2)" in lines[3]
+    assert lines[3].endswith("Without transfer at p = 0 there is none for the permutation to remove.")
+    assert word_order_reading(pd.DataFrame(rows[:3])) == ""
+
+
 def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
     from xlrepro.papers.k2020.report import overlap_reading
     rows = [("en-es", 0, 0.50), ("en-es", 1, 0.52), ("en-es", 2, 0.54), ("enfake-es", 0, 0.30),

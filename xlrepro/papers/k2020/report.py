@@ -502,6 +502,40 @@ def word_order_frame(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def word_order_reading(results: pd.DataFrame) -> str:
+    """Table 2 in words: for each target with results at p = 0 and p = 1, the mean ± sd at every share p trained, how
+    far p = 0 stands above the majority class, and the fall from p = 0 to p = 1 against twice its standard error
+    and the paper's fall. Where p = 0 itself is not above the majority class beyond 2 SE there is no transfer for
+    the permutation to remove, and the reading says so. Empty until some target has both ends."""
+    frame = word_order_frame(results)
+    if frame.empty:
+        return ""
+    ours, paper = frame[frame["source"] == "ours"], frame[frame["source"] == "paper"]
+    planned = len(load_plan().seeds)
+    parts = []
+    for lang, g in ours.groupby("language", sort=False):
+        by_p = {p: x["accuracy"] for p, x in g.groupby("p")}
+        if 0 not in by_p or 1 not in by_p:
+            continue
+        first, last, major = by_p[0], by_p[1], g["majority"].iloc[0]
+        se = lambda x: x.std() / len(x) ** 0.5 if len(x) > 1 else float("nan")  # noqa: E731
+        above, fall = first.mean() - major, first.mean() - last.mean()
+        steps = ", ".join(f"p = {p:g}: {seeds_text(x, planned)}" for p, x in sorted(by_p.items()))
+        two_se_above, two_se_fall = 2 * se(first), 2 * (se(first) ** 2 + se(last) ** 2) ** 0.5
+        pp = paper[paper["language"] == lang].set_index("p")["accuracy"]
+        theirs = f"; the paper's fall: {pp[0] - pp[1]:.1f}" if 0 in pp.index and 1 in pp.index else ""
+        text = (f"- {lang}: {steps}. At p = 0 the model stands {abs(above):.1f} points "
+                f"{'above' if above >= 0 else 'below'} the majority class ({major:.1f}; 2 SE {two_se_above:.1f}); "
+                f"from p = 0 to p = 1 accuracy {'falls' if fall >= 0 else 'rises'} {abs(fall):.1f} points, "
+                f"{'beyond' if fall > two_se_fall else 'within'} 2 SE ({two_se_fall:.1f}){theirs}.")
+        if not above > two_se_above:
+            text += " Without transfer at p = 0 there is none for the permutation to remove."
+        parts.append(text)
+    if not parts:
+        return ""
+    return "**Word order in the trained cells** (accuracy on the target, %, mean ± sd over seeds)\n\n" + "\n".join(parts)
+
+
 def word_order_figure(results: pd.DataFrame):
     """Table 2 as a picture: target accuracy against the share p of permuted word pieces, one line per target
     language; the paper's XNLI accuracy (left, 3 classes: chance 33.3 %) beside our section task (right: the mean
