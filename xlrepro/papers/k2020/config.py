@@ -250,7 +250,9 @@ PADDED_WIDTH = {"wordpiece": 76, "word": 72, "char": 128}
 # spread is mostly what shared the GPU (stack sizes, evaluations beside), not the card.
 H100_SLOWDOWN = 1.3
 GPUS = ("H100", "H200")  # the cards the estimates know
-NSP_STEP_MS = 15.0  # NSP cells: HF's eager BertForPreTraining, one model at a time (an assumption, to measure)
+# NSP cells: HF's BertForPreTraining in bf16, one model at a time. Measured on 4 x H200 (beside two training and
+# four evaluation workers per GPU): 49.3-54.0 ms per step, 197-216 s per model; it was 15 ms by assumption before.
+NSP_STEP_MS = 52.0
 # GPU seconds of one (cell, seed)'s fine-tuning. The pilot (H200, two evaluations side by side, the GPU 12-14 % busy)
 # measured 78-85 s for the section task and 73-84 s for the NER stand-in; Tables 3-6's run (4 x H200, six evaluations
 # per GPU beside two training workers) 13-149 s (mean 59) and 58-84 s (mean 69) of wall time for the fine-tuning
