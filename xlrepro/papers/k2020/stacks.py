@@ -646,6 +646,14 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
     lost with it), a stack or NSP job that cannot finish with time left to evaluate (`too_long`) is not started: the
     worker takes evaluations instead."""
     never: set = set()  # jobs too long for what is left of the call: they only get longer
+
+    def leave(job: Path, why: str) -> None:  # back to the queue for a later call; not tried again in this one
+        release(job)
+        name = job.name.split("-", 2)[2]
+        never.add(name)
+        skip.add(name)
+        print(f"[{tag}] not started: {why}", flush=True)
+
     gpu, measured = "H200", None
     while True:
         left = None if deadline is None else deadline - time.time()
@@ -660,22 +668,13 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
                 if measured is None:
                     gpu, measured = card_speeds(next(iter(cells.values())).dir.parent / "stacks", device)
                 if too_long(spec, cells, left, measured, gpu):
-                    release(job)
-                    name = job.name.split("-", 2)[2]
-                    never.add(name)
-                    skip.add(name)
-                    print(f"[{tag}] not started: {spec['kind']} {spec['members'][:3]} cannot finish and be "
-                          f"evaluated in the {left:.0f} s left", flush=True)
+                    leave(job, f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the "
+                               f"{left:.0f} s left")
                     continue
-            if spec["kind"] == "eval" and left is not None:
+            if spec["kind"] == "eval" and left is not None:  # not resumable: a shorter one may still fit
                 cell, seed = cells[spec["members"][0][0]], spec["members"][0][1]
                 if (cell.dir / f"model_{seed}.safetensors").exists() and left < (need := eval_seconds(cell)):
-                    release(job)  # not resumable: leave it for the next call; a shorter one may still fit
-                    name = job.name.split("-", 2)[2]
-                    never.add(name)
-                    skip.add(name)
-                    print(f"[{tag}] not started: eval {spec['members']} needs about {need:.0f} s, {left:.0f} s "
-                          f"left", flush=True)
+                    leave(job, f"eval {spec['members']} needs about {need:.0f} s, {left:.0f} s left")
                     continue
             t_job = time.time()
             done = do_job(spec, cells, device, left, False, compile, graphs)
