@@ -430,3 +430,20 @@ def test_an_evaluation_that_cannot_finish_is_left_and_a_shorter_one_taken(tmp_pa
     assert ran == [[[shallow.name, 1]]]
     assert [p.name for p in queue.iterdir()] == ["0000.json"]
     assert "not started: eval" in capsys.readouterr().out
+
+
+def test_an_unmeasured_shape_borrows_the_speed_of_a_measured_one_of_its_depth_and_width(tmp_path):
+    """Smoke sizes: enfake-ru/L12H1 is L2H1d24. A measured L2H2d24 (same depth and width; the FLOP model ignores
+    heads) gives its 10.0 ms exactly, and is preferred to a farther L2H2d28 at 50 ms. Another depth (L3H1d24) or a
+    width 29 % off (L2H1d31) does not count: the FLOP model answers, and says so."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import shape_step_ms, stack_seconds
+    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L12H1", [0, 1], root=tmp_path)
+    assert cell.size.name == "L2H1d24"
+    assert shape_step_ms(cell, {"L2H1d24": 7.0}) == (7.0, "measured")
+    assert shape_step_ms(cell, {"L2H2d24": 10.0, "L2H2d28": 50.0}) == (10.0, "similar shape")
+    flop, source = shape_step_ms(cell, {"L3H1d24": 10.0, "L2H1d31": 10.0})
+    assert source == "FLOP model" and flop != 10.0
+    assert shape_step_ms(cell, {}) == (flop, "FLOP model")
+    from xlrepro.papers.k2020.config import STACK_OVERHEAD_SECONDS
+    assert stack_seconds([(cell, 0), (cell, 1)], {"L2H2d24": 10.0}) == 2 * 100 * 10.0 / 1000 + STACK_OVERHEAD_SECONDS

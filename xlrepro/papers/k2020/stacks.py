@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -332,13 +333,35 @@ def measured_step_ms(folder: Path, gpu: str | None = None) -> dict[str, float]:
     return {shape: float(np.median(v)) for shape, v in times.items()}
 
 
+SIMILAR_WIDTH = 0.25  # a measured shape of the same depth calibrates the FLOP model within this relative width
+
+
+def shape_step_ms(c: Cell, measured: dict[str, float], gpu: str = "H200") -> tuple[float, str]:
+    """Milliseconds per model-step of cell `c`'s shape and where the number comes from: "measured"; else "similar
+    shape": the FLOP model calibrated on the measured shape of the same depth nearest in width (within SIMILAR_WIDTH;
+    deep narrow shapes ran about twice the FLOP model's time, which the calibration carries over); else "FLOP model"
+    for `gpu`. Shape names are `config.model_size`'s L{layers}H{heads}d{hidden}."""
+    if c.size.name in measured:
+        return measured[c.size.name], "measured"
+    flop = lambda hidden, layers: step_ms(hidden, layers, PADDED_WIDTH[c.exp.tokenization], c.vocab_rows,  # noqa: E731
+                                          c.profile.pretrain.batch_size, gpu=gpu)
+    near = []
+    for shape, ms in measured.items():
+        m = re.fullmatch(r"L(\d+)H(\d+)d(\d+)", shape)
+        if m and int(m[1]) == c.size.layers and abs(int(m[3]) / c.size.hidden - 1) <= SIMILAR_WIDTH:
+            ratio = flop(c.size.hidden, c.size.layers) / flop(int(m[3]), int(m[1]))
+            near.append((abs(int(m[3]) - c.size.hidden), ms * ratio))
+    if near:
+        return min(near)[1], "similar shape"
+    return flop(c.size.hidden, c.size.layers), "FLOP model"
+
+
 def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float:
-    """Estimated training seconds of a stack of (cell, seed) members, all steps: the shape's measured milliseconds per
-    model-step (`measured_step_ms`; two training workers per GPU) where known, else the FLOP model's for `gpu`, plus
-    the start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
+    """Estimated training seconds of a stack of (cell, seed) members, all steps: the shape's milliseconds per
+    model-step (`shape_step_ms`: measured with two training workers per GPU, else calibrated on a similar measured
+    shape, else the FLOP model's for `gpu`), plus the start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
     c = stack[0][0]
-    ms = measured.get(c.size.name) or step_ms(c.size.hidden, c.size.layers, PADDED_WIDTH[c.exp.tokenization],
-                                              c.vocab_rows, c.profile.pretrain.batch_size, gpu=gpu)
+    ms, _ = shape_step_ms(c, measured, gpu)
     return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
 
 
@@ -404,7 +427,7 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
         loads[slot] += est
         shape = stack[0][0].size.name
         rows.append({"slot": slot, "shape": shape, "models": len(stack), "estimated s": round(est),
-                     "speed": "measured" if shape in measured else "FLOP model",
+                     "speed": shape_step_ms(stack[0][0], measured, gpu or "H200")[1],
                      "cells": ", ".join(sorted({n for n, _ in job["members"]}))})
     count = lambda kind: sum(j["kind"] == kind for j in jobs)  # noqa: E731
     evals = [by_name[j["members"][0][0]] for j in jobs if j["kind"] == "eval"]
