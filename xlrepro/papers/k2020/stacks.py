@@ -694,13 +694,16 @@ def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: f
                     leave(job, f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the "
                                f"{left:.0f} s left")
                     continue
+            held = False  # an evaluation held to `eval_seconds` here (do_job's own check could read newer results)
             if spec["kind"] == "eval" and left is not None:  # not resumable: a shorter one may still fit
                 cell, seed = cells[spec["members"][0][0]], spec["members"][0][1]
-                if (cell.dir / f"model_{seed}.safetensors").exists() and left < (need := eval_seconds(cell)):
-                    leave(job, f"eval {spec['members']} needs about {need:.0f} s, {left:.0f} s left")
-                    continue
+                if (cell.dir / f"model_{seed}.safetensors").exists():
+                    if left < (need := eval_seconds(cell)):
+                        leave(job, f"eval {spec['members']} needs about {need:.0f} s, {left:.0f} s left")
+                        continue
+                    held = True
             t_job = time.time()
-            done = do_job(spec, cells, device, left, False, compile, graphs)
+            done = do_job(spec, cells, device, None if held else left, False, compile, graphs)
             if done is None:  # its model is not trained yet
                 release(job)
                 skip.add(job.name.split("-", 2)[2])
