@@ -378,14 +378,13 @@ def measured_finetune_seconds(folder: Path, pattern: str = "*/results_*.csv") ->
     return {task: float(np.median(v)) for task, v in times.items()}
 
 
-def eval_seconds(cell: Cell, measured: dict[str, float] | None = None) -> float:
+def eval_seconds(cell: Cell) -> float:
     """Estimated wall seconds of one evaluation of `cell` (fine-tuning on each of its tasks, then testing; not
     resumable): each task's median fine-tuning over the cell's own evaluated seeds where it has any, else over every
-    cell measured (`measured`; default: `measured_finetune_seconds` of the cell's profile folder) scaled to the cell's
-    depth (`config.FINETUNE_FIXED_SHARE`); times EVAL_SLACK, plus EVAL_TESTING_SECONDS. EVAL_MARGIN while a task has
-    no measurement at all."""
+    cell of its profile (`measured_finetune_seconds`) scaled to the cell's depth (`config.FINETUNE_FIXED_SHARE`);
+    times EVAL_SLACK, plus EVAL_TESTING_SECONDS. EVAL_MARGIN while a task has no measurement at all."""
     own = measured_finetune_seconds(cell.dir, "results_*.csv")
-    everywhere = measured_finetune_seconds(cell.dir.parent) if measured is None else measured
+    everywhere = measured_finetune_seconds(cell.dir.parent)
     depth = FINETUNE_FIXED_SHARE + (1 - FINETUNE_FIXED_SHARE) * cell.size.layers / 12
     secs = 0.0
     for task in [TASK] + ([NER_TASK] if "ner" in cell.exp.tasks else []):
