@@ -111,6 +111,27 @@ def test_a_failing_engine_leaves_its_row_and_a_rerun_keeps_other_cases(tiny_case
     assert df["speedup_vs_best_hf"].isna().tolist() == [True, True, False, False]  # no HF row, no headline
 
 
+def test_a_row_timed_after_a_compiled_step_failed_says_so(tiny_cases, tmp_path, monkeypatch):
+    """A compiled step that fails runs on eagerly (`ModelStack._guarded_body`): its time is then not the engine's."""
+    real = bench._ours_step
+
+    def failing_once(*args):
+        step, rows, stack = real(*args)
+
+        def broken(*inputs):
+            raise AssertionError("expected size 3==3, stride 1==2 at dim=0\nmore")
+
+        stack.compiled, stack._losses = "regional", broken
+        return step, rows, stack
+
+    monkeypatch.setattr(bench, "_ours_step", failing_once)
+    with pytest.warns(UserWarning, match="compiled step failed"):
+        df = pd.read_csv(write_bench(["small"], ["hf-bf16", "ours"], steps=1, repeats=1, warmup=1, folder=tmp_path,
+                                     device="cpu"))
+    assert df["status"].tolist() == ["ok", "eager fallback: AssertionError: expected size 3==3, stride 1==2 at dim=0"]
+    assert df["speedup_vs_best_hf"].isna().tolist() == [False, True]  # no headline for a fallen-back row
+
+
 def test_mfu_is_useful_flops_per_model_step_over_the_peak(tiny_cases, tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "peak_flops", lambda device: 1e9)
     df = pd.read_csv(write_bench(["base-ragged"], ["hf-bf16", "ours-packed"], steps=1, repeats=1, warmup=0,

@@ -171,6 +171,47 @@ def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(mu
     assert res[1]["value"][keep].to_numpy() == pytest.approx(res[0]["value"][keep].to_numpy(), abs=1e-6)
 
 
+def test_a_stack_cut_short_resumes_and_its_timing_keeps_a_compile_fallback_of_the_first_call(multilingual_cache,
+                                                                                               tmp_path, monkeypatch):
+    """Call 1 fails its first compiled step (run again eagerly), stops at the time limit and checkpoints; call 2
+    resumes to the end. timing.json names the failure, and the models equal those of a run never interrupted."""
+    from safetensors.torch import load_file
+
+    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = smoke_plan(steps=4)
+    whole = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "whole")
+    assert stacks.StackTrainer([(whole, 0)]).run(progress=False)
+    cut = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "cut")
+    cut.dir.mkdir(parents=True)
+    shutil.copy(whole.dir / "tokenizer.json", cut.dir / "tokenizer.json")  # the same vocabulary (see above)
+    new_stack = stacks.StackTrainer._new_stack
+
+    def failing(self):
+        stack = new_stack(self)
+
+        def broken(*inputs):
+            raise AssertionError("expected size 3==3, stride 1==2 at dim=0")
+
+        stack.compiled, stack._losses = "regional", broken
+        return stack
+
+    monkeypatch.setattr(stacks.StackTrainer, "_new_stack", failing)
+    with pytest.warns(UserWarning, match="compiled step failed at step 0"):
+        assert not stacks.StackTrainer([(cut, 0)]).run(time_limit=0, progress=False)  # one step, then a checkpoint
+    monkeypatch.setattr(stacks.StackTrainer, "_new_stack", new_stack)
+    assert not (cut.dir / "model_0.safetensors").exists()
+    assert stacks.StackTrainer([(cut, 0)]).run(progress=False)
+    timing = json.loads(next((cut.dir.parent / "stacks").glob("*/timing.json")).read_text())
+    assert timing["compile_fallbacks"] == [{"step": 0, "error": "AssertionError: expected size 3==3, stride 1==2 "
+                                                                "at dim=0"}]
+    whole_timing = json.loads(next((whole.dir.parent / "stacks").glob("*/timing.json")).read_text())
+    assert whole_timing["compile_fallbacks"] == []
+    a, b = (load_file(str(c.dir / "model_0.safetensors")) for c in (whole, cut))
+    for k in a:
+        torch.testing.assert_close(a[k].float(), b[k].float(), rtol=2e-2, atol=2e-3)
+
+
 @pytest.mark.slow  # ~35 s on 2 cores: worker processes import torch and prepare three cells each
 def test_run_part_in_worker_processes_trains_and_evaluates_every_cell(multilingual_cache, tmp_path):
     """Two CPU 'devices', one worker each: the queue hands out the stack and the evaluations; a second call finds

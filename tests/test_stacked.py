@@ -111,6 +111,10 @@ def test_a_failed_compiled_step_is_run_again_eagerly_and_the_stack_stays_eager()
             got = failing.train_step(ids, additive, pos, types, sel, lab)
         torch.testing.assert_close(got, expected)
     assert calls == [1] and failing.compiled is None  # the broken path was tried once only
+    # the failure is recorded (for the timing record): at step 0, with the error's first line
+    assert failing.fallbacks == [{"step": 0, "error": "AssertionError: expected size 3==3, stride 401408==573440 "
+                                                      "at dim=0"}]
+    assert twin.fallbacks == []
     for k in twin.params:
         torch.testing.assert_close(failing.params[k], twin.params[k], msg=k)
     # without compilation a failure is the caller's to see

@@ -234,7 +234,7 @@ def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
     ids, positions, labels = (t[None].expand(m, *t.shape) for t in (ids, positions, labels))
     sel, lab = select_masked(labels, masked_capacity(int(inputs.real.sum()), 0.15))
     batch = (ids, mask, positions, torch.zeros_like(ids), sel, lab)
-    return lambda: stack.step(lambda: batch, graph_key="bench"), ids.shape[1]
+    return lambda: stack.step(lambda: batch, graph_key="bench"), ids.shape[1], stack
 
 
 def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup: int, budget_s: float | None = None,
@@ -261,11 +261,14 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
                 raise _Skip("skipped: torch.compile is timed on a GPU only")
             if e.attention == "flex" and not cuda:
                 raise _Skip("skipped: FlexAttention trains on a GPU only (no backward on the CPU)")
+            stack = None
             if e.family == "hf":
                 step = _hf_step(case, inputs, device, key)
             else:
-                step, row["rows"] = _ours_step(case, inputs, device, e)
+                step, row["rows"], stack = _ours_step(case, inputs, device, e)
             warm, times = measure(step, device, steps, repeats, warmup)
+            if stack is not None and stack.fallbacks:  # timed (mostly) on the eager path: not the engine's speed
+                row["status"] = f"eager fallback: {stack.fallbacks[0]['error']}"
             med = statistics.median(times)
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
@@ -278,7 +281,7 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
         except Exception as err:  # noqa: BLE001 - one engine's failure (OOM, compile error) must not lose the others
             row["status"] = f"failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
         finally:
-            step = None  # the model, optimiser, stack and CUDA graphs of this engine go before the next one
+            step = stack = None  # the model, optimiser, stack and CUDA graphs of this engine go before the next one
             gc.collect()
             if cuda:
                 torch.cuda.empty_cache()

@@ -162,6 +162,8 @@ class ModelStack:
         if compile not in (None, False, "none", "regional", "full"):
             raise ValueError(f"compile={compile!r}: valid values are None, False, True, 'regional', 'full'")
         self.compiled = None if compile in (None, False, "none") else compile
+        # Each compiled step that failed and ran again eagerly: {"step", "error"} (a record of speed, not of results)
+        self.fallbacks: list[dict] = []
         noise = self.noise
         options = {} if levers is None else {"attention": levers.attention, "fused_qkv": levers.fused_qkv}
         if (noise is not None or levers is not None) and not self.compiled:
@@ -214,8 +216,9 @@ class ModelStack:
         except Exception as err:  # noqa: BLE001 - Inductor raises AssertionError, RuntimeError, BackendCompilerFailed
             if not self.compiled or isinstance(err, torch.OutOfMemoryError):
                 raise
-            warnings.warn(f"a compiled step failed ({type(err).__name__}: {str(err)[:200]}); this stack continues "
-                          f"eagerly")
+            error = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+            warnings.warn(f"a compiled step failed at step {self.step_count} ({error}); this stack continues eagerly")
+            self.fallbacks.append({"step": self.step_count, "error": error})
             self.compiled, self._losses = None, self._eager_losses
             self.optimizer.zero_grad(set_to_none=True)
             return self._body(make_inputs())

@@ -257,6 +257,7 @@ class StackTrainer:
             stack.load_state_dict(state["stack"])
             elapsed = state["elapsed"]
             curve = state.get("loss_curve", {})
+            stack.fallbacks = state.get("fallbacks", [])  # earlier calls' (each call compiles afresh)
         label = ",".join(sorted({c.name for c, _ in self.members}))
         bar = tqdm(total=p.steps, initial=stack.step_count, disable=not progress,
                    desc=f"{len(self.members)}x {self.size.name} ({label[:60]})")
@@ -287,7 +288,7 @@ class StackTrainer:
             if over or time.time() - last_save > CHECKPOINT_SECONDS:
                 with atomic.atomic_path(ckpt) as tmp:
                     torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start,
-                                "loss_curve": curve}, tmp)
+                                "loss_curve": curve, "fallbacks": stack.fallbacks}, tmp)
                 atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps})
                 last_save = time.time()
             if over and stack.step_count < p.steps:
@@ -305,6 +306,8 @@ class StackTrainer:
             "train_seconds": seconds, "ms_per_model_step": 1000 * seconds / (p.steps * len(self.members)),
             "padding_share_this_call": 1 - tokens / max(padded, 1), "device": device_name(self.device),
             "compile": self.compile or "none", "graphs": self.graphs, "torch": torch.__version__,
+            # compiled steps that failed: the stack went on eagerly (same losses, lower speed) from that step
+            "compile_fallbacks": stack.fallbacks,
             "loss_every": LOSS_EVERY, "mlm_loss_curve": {str(k): v for k, v in sorted(curve.items())}})
         ckpt.unlink(missing_ok=True)
         (self.folder / "progress.json").unlink(missing_ok=True)
