@@ -6,7 +6,7 @@
 # Usage (repository root, on the node): bash scripts/device_bench.sh [main|small|ragged] [COMMIT]
 #   main   (default) base, mBERT, small: every HF row, ours, ours + no mask, ours + no mask + fused QKV,
 #          and 16 stacked small models; about 8 minutes on an H100 (estimate: compiles dominate).
-#   small  the small case alone (every HF row, ours, 16 stacked small models), about 6 minutes: in main, the
+#   small  the small case alone (every HF row, ours, 16 stacked small models), 150 s on an H200 (2026-11-27): in main, the
 #          stack's compile did not fit small's 130 s. Its CSV has the same columns: replace main's small rows.
 #   ragged the packing levers on base-ragged (HF padded against ours packed with SDPA and FlexAttention, with and
 #          without fused QKV); about 5 minutes. Its CSV has the same columns: append its rows to main's.
