@@ -308,6 +308,26 @@ def test_word_order_reading_by_hand():
     assert word_order_reading(pd.DataFrame(rows[:3])) == ""
 
 
+def test_nsp_reading_by_hand():
+    """es: no NSP 30/32/34 (32.0 ± 2.0), NSP 40/42/44: +10.0, 2 SE = 2 sqrt(2 x 4/3) = 3.3, the paper 70.9 - 72.7 =
+    -1.8; on Fake-English 88/88/88 against 86/87/88: -1.0 within 2 SE (2 x 1/sqrt 3 = 1.2), the paper 78.5 - 78.7.
+    hi has no NSP cell and is left out; ru's NSP cell has one seed, so no SE."""
+    from xlrepro.papers.k2020.report import nsp_reading
+    cells = {("enfake-es", "es"): [0.30, 0.32, 0.34], ("enfake-es/nsp", "es"): [0.40, 0.42, 0.44],
+             ("enfake-es", "enfake"): [0.88, 0.88, 0.88], ("enfake-es/nsp", "enfake"): [0.86, 0.87, 0.88],
+             ("enfake-hi", "hi"): [0.3, 0.3, 0.3], ("enfake-ru", "ru"): [0.20, 0.22], ("enfake-ru/nsp", "ru"): [0.3]}
+    rows = pd.DataFrame([{"experiment": e, "seed": k, "language": lang, "task": "sections", "metric": "accuracy",
+                          "value": v} for (e, lang), vs in cells.items() for k, v in enumerate(vs)])
+    lines = nsp_reading(rows).split("\n")
+    assert lines[0].startswith("**What NSP changes in the trained cells**") and len(lines) == 4
+    assert lines[2] == ("- enfake-es: accuracy on es 32.0 ± 2.0 without NSP, 42.0 ± 2.0 with: +10.0 (beyond 2 SE, "
+                        "3.3; the paper -1.8); on Fake-English 88.0 ± 0.0 without NSP, 87.0 ± 1.0 with: -1.0 (within "
+                        "2 SE, 1.2; the paper -0.2).")
+    assert lines[3] == ("- enfake-ru: accuracy on ru 21.0 ± 1.4 (2 seeds) without NSP, 30.0 (1 seed) with: +9.0 (no SE "
+                        "from one seed; the paper -1.0).")
+    assert nsp_reading(rows[rows["experiment"] != "enfake-es/nsp"].iloc[:6]) == ""
+
+
 def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
     from xlrepro.papers.k2020.report import overlap_reading
     rows = [("en-es", 0, 0.50), ("en-es", 1, 0.52), ("en-es", 2, 0.54), ("enfake-es", 0, 0.30),

@@ -536,6 +536,42 @@ def word_order_reading(results: pd.DataFrame) -> str:
     return "**Word order in the trained cells** (accuracy on the target, %, mean ± sd over seeds)\n\n" + "\n".join(parts)
 
 
+def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
+    """Table 8 in words: for each target X whose enfake-X and enfake-X/nsp both have results, what NSP changes (NSP
+    minus no-NSP, points, beside 2 SE of that difference of means and the paper's change) in accuracy on X, in
+    accuracy on Fake-English and in the Fake-English NER F1. Empty until some target has both cells."""
+    planned = len(load_plan().seeds)
+    paper = paper_numbers(NAME, "Table 8").set_index(["experiment", "language", "metric"])["mean"]
+    se = lambda x: x.std() / len(x) ** 0.5 if len(x) > 1 else float("nan")  # noqa: E731
+
+    def change(target, tested, metric, what):
+        plain, nsp = (100 * results[(results["experiment"] == name) & (results["language"] == tested)
+                                    & (results["metric"] == metric)]["value"].astype(float)
+                      for name in (f"enfake-{target}", f"enfake-{target}/nsp"))
+        if not len(plain) or not len(nsp):
+            return None
+        d, two_se = nsp.mean() - plain.mean(), 2 * (se(plain) ** 2 + se(nsp) ** 2) ** 0.5
+        theirs = [paper.get((name, tested, metric)) for name in (f"enfake-{target}/nsp", f"enfake-{target}")]
+        theirs = "" if None in theirs else f"; the paper {theirs[0] - theirs[1]:+.1f}"
+        spread = "no SE from one seed" if two_se != two_se else \
+            f"{'beyond' if abs(d) > two_se else 'within'} 2 SE, {two_se:.1f}"
+        return (f"{what} {seeds_text(plain, planned)} without NSP, {seeds_text(nsp, planned)} with: {d:+.1f} "
+                f"({spread}{theirs})")
+
+    parts = []
+    for t in targets:
+        on_target = change(t, t, "accuracy", f"accuracy on {t}")
+        if on_target is None:
+            continue
+        others = [c for c in (change(t, "enfake", "accuracy", "on Fake-English"),
+                              change(t, "enfake", "f1", "Fake-English NER F1")) if c]
+        parts.append(f"- enfake-{t}: " + "; ".join([on_target, *others]) + ".")
+    if not parts:
+        return ""
+    return ("**What NSP changes in the trained cells** (NSP minus no-NSP, points; mean ± sd over seeds)\n\n"
+            + "\n".join(parts))
+
+
 def word_order_figure(results: pd.DataFrame):
     """Table 2 as a picture: target accuracy against the share p of permuted word pieces, one line per target
     language; the paper's XNLI accuracy (left, 3 classes: chance 33.3 %) beside our section task (right: the mean
