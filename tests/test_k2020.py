@@ -328,6 +328,29 @@ def test_nsp_reading_by_hand():
     assert nsp_reading(rows[rows["experiment"] != "enfake-es/nsp"].iloc[:6]) == ""
 
 
+def test_four_language_reading_by_hand():
+    """Base es 50/52/54 (52.0 ± 2.0), hi 24/25/26 (25.0 ± 1.0: not above the majority class 25.4), ru 30/30/30;
+    L16H3 es 40/42/44: -10.0, beyond 2 SE (2 sqrt(4/3 + 4/3) = 3.3); hi 24/25/26: +0.0; ru 31/31/31: +1.0,
+    beyond 2 SE (0: no spread). The paper's changes: es 65.3 - 70.0 = -4.7, hi 51.1 - 50.7 = +0.4, ru 60.3 - 65.2 =
+    -4.9. L36H1 has no ru and is left out."""
+    from xlrepro.papers.k2020.report import four_language_reading
+    cells = {("en-es-hi-ru", "es"): [0.50, 0.52, 0.54], ("en-es-hi-ru", "hi"): [0.24, 0.25, 0.26],
+             ("en-es-hi-ru", "ru"): [0.30, 0.30, 0.30], ("en-es-hi-ru/L16H3", "es"): [0.40, 0.42, 0.44],
+             ("en-es-hi-ru/L16H3", "hi"): [0.24, 0.25, 0.26], ("en-es-hi-ru/L16H3", "ru"): [0.31, 0.31, 0.31],
+             ("en-es-hi-ru/L36H1", "es"): [0.4, 0.4, 0.4], ("en-es-hi-ru/L36H1", "hi"): [0.2, 0.2, 0.2]}
+    rows = [{"experiment": e, "seed": k, "language": lang, "task": "sections", "metric": "accuracy", "value": v}
+            for (e, lang), vs in cells.items() for k, v in enumerate(vs)]
+    rows += [{"experiment": f"majority/{e}", "seed": -1, "language": lang, "task": "sections", "metric": "accuracy",
+              "value": 0.254} for e, lang in cells]
+    head, lines = four_language_reading(pd.DataFrame(rows)).split("\n\n")
+    assert head.startswith("**Deep narrow models in the trained cells** (accuracy on the target, %). The four-language "
+                           "base reaches es 52.0 ± 2.0, hi 25.0 ± 1.0, ru 30.0 ± 0.0 (the majority class: 25.4). On hi "
+                           "the base is not above the majority class beyond 2 SE")
+    assert head.endswith("2 of 3 changes lie beyond 2 SE of the difference, 1 of them below the base:")
+    assert lines == "- en-es-hi-ru/L16H3: es -10.0 (-4.7), hi +0.0 (+0.4), ru +1.0 (-4.9)"
+    assert four_language_reading(pd.DataFrame(rows[:9])) == ""  # no deep narrow cell with every target
+
+
 def test_overlap_reading_compares_trained_pairs_with_the_paper_by_hand():
     from xlrepro.papers.k2020.report import overlap_reading
     rows = [("en-es", 0, 0.50), ("en-es", 1, 0.52), ("en-es", 2, 0.54), ("enfake-es", 0, 0.30),

@@ -442,6 +442,53 @@ def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab
     return " ".join(out)
 
 
+def four_language_reading(results: pd.DataFrame, base: str = "en-es-hi-ru", targets=("es", "hi", "ru")) -> str:
+    """Table 7 in words: the four-language base on each target against the majority class, then each deep narrow
+    cell's change from the base on each target (points, ours beside the paper's), and how many of those changes lie
+    beyond 2 SE of the difference of two means. A target where the base itself is not above the majority class
+    beyond 2 SE is flagged: a deep narrow model has no transfer there to keep. Empty until the base and one deep
+    narrow cell are trained."""
+    acc = results[results["metric"] == "accuracy"] if len(results) else results
+    if acc.empty:
+        return ""
+    planned = len(load_plan().seeds)
+    paper = paper_table("Table 7")
+    se = lambda x: x.std() / len(x) ** 0.5 if len(x) > 1 else float("nan")  # noqa: E731
+
+    def cell(name, lang):
+        return 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"].astype(float)
+
+    deep = [n for n in paper.index if n != base and all(len(cell(n, t)) for t in targets)]
+    if not deep or not all(len(cell(base, t)) for t in targets):
+        return ""
+    lead, flat = [], []
+    for t in targets:
+        b, major = cell(base, t), cell(f"majority/{base}", t).mean()
+        lead.append(f"{t} {seeds_text(b, planned)}")
+        if not b.mean() - major > 2 * se(b):
+            flat.append(t)
+    major = cell(f"majority/{base}", targets[0]).mean()
+    out = [f"**Deep narrow models in the trained cells** (accuracy on the target, %). The four-language base reaches "
+           f"{', '.join(lead)} (the majority class: {major:.1f})."]
+    if flat:
+        out.append(f"On {', '.join(flat)} the base is not above the majority class beyond 2 SE: there is no transfer "
+                   f"for a smaller model to keep, so {'that gap says' if len(flat) == 1 else 'those gaps say'} "
+                   f"little.")
+    lines, beyond, below = [], 0, 0
+    for n in deep:
+        gaps = []
+        for t in targets:
+            d, b = cell(n, t), cell(base, t)
+            gap, two_se = d.mean() - b.mean(), 2 * (se(d) ** 2 + se(b) ** 2) ** 0.5
+            beyond += abs(gap) > two_se
+            below += gap < -two_se
+            gaps.append(f"{t} {gap:+.1f} ({paper.loc[n, t] - paper.loc[base, t]:+.1f})")
+        lines.append(f"- {n}: " + ", ".join(gaps))
+    out.append(f"Change from the base, ours (the paper's in brackets), points; {beyond} of {len(deep) * len(targets)} "
+               f"changes lie beyond 2 SE of the difference, {below} of them below the base:")
+    return " ".join(out) + "\n\n" + "\n".join(lines)
+
+
 def architecture_figure(results: pd.DataFrame, experiments, profile: str = "lab"):
     """Tables 4-6 as a picture: Russian accuracy per seed (dots) and mean (line) against depth (Table 4, fixed
     parameters), heads (Table 5) and the share of the base's parameters (Table 6, one line per depth), the majority
