@@ -123,3 +123,15 @@ def test_a_failed_compiled_step_is_run_again_eagerly_and_the_stack_stays_eager()
     with pytest.raises(AssertionError, match="stride"):
         eager.train_step(*(x[:1] for x in steps[0][:1]), torch.where(steps[0][1][:1], 0.0, -1e9),
                          *(x[:1] for x in steps[0][2:]))
+
+
+def test_a_compiled_stack_turns_inductor_padding_off_and_an_eager_one_leaves_it(monkeypatch):
+    """Padded strides of unaligned hidden sizes failed Inductor's own checks when the width changed (single-head
+    stacks on H200s): a compiled stack turns both kinds of padding off; an eager stack touches no compiler setting."""
+    import torch._inductor.config as inductor
+    monkeypatch.setattr(inductor, "comprehensive_padding", True)
+    monkeypatch.setattr(inductor, "shape_padding", True)
+    ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1])
+    assert inductor.comprehensive_padding and inductor.shape_padding
+    ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1], compile="regional")
+    assert not inductor.comprehensive_padding and not inductor.shape_padding

@@ -173,12 +173,16 @@ class ModelStack:
         if self.compiled:
             import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
             import torch._inductor.config as inductor
-            # Inductor pads strides to 8 elements ("comprehensive padding"). With the width compiled as a symbol,
-            # a padded stride of a hidden size not a multiple of 8 was once computed from the first width seen and
-            # failed its own check at another (a resumed 16-layer stack of hidden size 53, torch 2.11 on an H200:
-            # "expected size 3==3, stride 401408==573440"). Aligned sizes are never padded, so this costs them
-            # nothing.
+            # Inductor pads strides to 8 elements ("comprehensive padding") and pads the operands of matrix products
+            # to aligned sizes ("shape padding", pad_mm). With the width compiled as a symbol, a padded stride of a
+            # hidden size not a multiple of 8 was computed from one width and failed its own check at another
+            # (torch 2.11 on H200s: "expected size 3==3, stride 401408==573440" = 128 rows x 56 x widths 56 and
+            # 80, 56 being the hidden sizes 51-53 padded). It hit the single-head stacks (L16H1, L24H1, L36H1) in
+            # two sessions, the second with comprehensive padding already off: shape padding goes off too. Aligned
+            # sizes are never padded, so this costs them nothing. Should a compiled step still fail, the stack goes
+            # on eagerly (`_guarded_body`) and records it (`fallbacks`).
             inductor.comprehensive_padding = False
+            inductor.shape_padding = False
             for limit in ("cache_size_limit", "recompile_limit"):
                 if hasattr(dynamo.config, limit):
                     setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 64))
