@@ -439,6 +439,16 @@ def test_compute_notes_share_a_stack_among_its_members_and_count_a_retrained_mod
     assert notes["training devices"] == "NVIDIA H100, NVIDIA H200"
     empty = compute_notes(results.iloc[:0], ["en-es"])
     assert empty["pre-training"] == "no training record" and empty["fine-tuning"] == "no fine-tuning record"
+    # by table: en-es and en-hi serve Table 1 (200 + 175 s = 6.25 min pre-training, 180 s fine-tuning); the borrowed
+    # cells go under their own first table, after it: L12H12/3.2% (Table 6) 200 s, enfake-es/nsp (Table 8) 90 + 60 s;
+    # en-ru has no result and no row
+    from xlrepro.papers.k2020.report import cost_by_table
+    names = ["en-es", "enfake-ru/L12H12/3.2%", "enfake-es/nsp", "en-hi", "en-ru"]
+    table = cost_by_table(results, names, ["Table 1"])
+    assert table.to_dict("list") == {
+        "table": ["Table 1", "Table 6", "Table 8"], "experiments": [2, 1, 1], "models": [3, 1, 1],
+        "pre-training worker-min": [6.2, 3.3, 1.5], "models with a training record": [2, 1, 1],
+        "fine-tunings": [2, 0, 1], "fine-tuning worker-min": [3.0, 0.0, 1.0]}
 
 
 def test_trend_frames_hold_only_complete_series():
@@ -583,3 +593,13 @@ def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(cha
     assert named.split(", ") == parts
     assert int(minutes) == round(float(gpu_plan(load_plan(), parts, gpu="H200")["GPU-min"].sum()))
     assert f"--part {','.join(parts)} --time-limit 540" in text and f"--part {','.join(parts)} --dry-run" in text
+
+
+def test_every_table_of_the_plan_has_one_chapter():
+    from xlrepro.papers.k2020 import CHAPTERS
+    from xlrepro.papers.k2020.config import load_plan
+    from xlrepro.papers.k2020.report import CHAPTER_TABLES
+    assert set(CHAPTER_TABLES) == set(CHAPTERS)
+    served = {t for e in load_plan().experiments.values() for t in e.table}
+    listed = [t for ts in CHAPTER_TABLES.values() for t in ts]
+    assert sorted(listed) == sorted(served) == sorted(f"Table {k}" for k in range(1, 12))

@@ -268,18 +268,13 @@ def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
             "language settings)\n\n" + "\n".join(parts))
 
 
-def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[str, str]:
-    """The run record's account of what this chapter's published models cost, from the training records under
-    `run_folder(profile)`: pre-training (a stack's seconds shared equally among its members; an NSP model's own) and
-    fine-tuning (`finetune_seconds` of the results, every task), in minutes of the workers that ran them, and the
-    devices. Several workers shared each GPU, so these are not minutes of a GPU to oneself. A model trained twice (a
-    first copy lost with its machine before evaluation) counts once, at the mean of its records."""
-    r = results[results["experiment"].isin(list(names)) & (results["seed"] >= 0)] if len(results) else results
-    published = {(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set()
+def _model_seconds(published: set, profile: str) -> tuple[dict, set]:
+    """Pre-training seconds of each published (experiment, seed) from the training records under
+    `run_folder(profile)` (a stack's seconds shared equally among its members; an NSP model's own), one entry per
+    record, and the devices that ran them."""
     per_model: dict[tuple[str, int], list[float]] = {}
     devices = set()
-    folder = run_folder(profile)
-    for f in sorted(folder.glob("stacks/*/timing.json")):
+    for f in sorted(run_folder(profile).glob("stacks/*/timing.json")):
         t = json.loads(f.read_text())
         for m in t["members"]:
             name, seed = m.rsplit("/", 1)
@@ -293,6 +288,22 @@ def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[st
                 if (name, int(seed)) in published:
                     per_model.setdefault((name, int(seed)), []).append(t["seconds"])
                     devices.add(t.get("device", "unknown"))
+    return per_model, devices
+
+
+def _published(results: pd.DataFrame, names) -> pd.DataFrame:
+    return results[results["experiment"].isin(list(names)) & (results["seed"] >= 0)] if len(results) else results
+
+
+def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[str, str]:
+    """The run record's account of what this chapter's published models cost, from the training records under
+    `run_folder(profile)`: pre-training (a stack's seconds shared equally among its members; an NSP model's own) and
+    fine-tuning (`finetune_seconds` of the results, every task), in minutes of the workers that ran them, and the
+    devices. Several workers shared each GPU, so these are not minutes of a GPU to oneself. A model trained twice (a
+    first copy lost with its machine before evaluation) counts once, at the mean of its records."""
+    r = _published(results, names)
+    published = {(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set()
+    per_model, devices = _model_seconds(published, profile)
     fine = r[r["metric"] == "finetune_seconds"]["value"] if len(r) else pd.Series(dtype=float)
     twice = sum(len(v) > 1 for v in per_model.values())
     pretrain = sum(sum(v) / len(v) for v in per_model.values()) / 60
@@ -306,6 +317,30 @@ def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[st
         "fine-tuning": (f"{fine.sum() / 60:.0f} worker-minutes for {len(fine)} fine-tunings (every task)"
                         if len(fine) else "no fine-tuning record"),
     }
+
+
+def cost_by_table(results: pd.DataFrame, names, tables, profile: str = "lab") -> pd.DataFrame:
+    """`compute_notes` split by the paper's table: each published model (and its fine-tunings) is counted once,
+    under the first of `tables` its experiment serves (the base cells serve several), or, serving none of them (a
+    cell the chapter borrows), under its own first table, in a row after them. Worker-minutes, as there."""
+    r = _published(results, names)
+    plan = load_plan()
+    home = {n: next((t for t in tables if t in plan.experiments[n].table), plan.experiments[n].table[0])
+            for n in names}
+    published = {(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set()
+    per_model, _ = _model_seconds(published, profile)
+    rows = []
+    for table in dict.fromkeys([*tables, *home.values()]):
+        models = {(e, s) for e, s in published if home.get(e) == table}
+        if not models:
+            continue
+        trained = [sum(v) / len(v) for k, v in per_model.items() if k in models]
+        fine = r[(r["metric"] == "finetune_seconds") & r["experiment"].map(home).eq(table)]["value"]
+        rows.append({"table": table, "experiments": len({e for e, _ in models}), "models": len(models),
+                     "pre-training worker-min": round(sum(trained) / 60, 1),
+                     "models with a training record": len(trained), "fine-tunings": len(fine),
+                     "fine-tuning worker-min": round(fine.sum() / 60, 1)})
+    return pd.DataFrame(rows)
 
 
 def seed_delta(acc: pd.DataFrame) -> pd.Series:
@@ -358,6 +393,11 @@ def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
 # ----------------------------------------------------------------------------------------------- the architecture
 LEARNED_MARGIN = 0.02  # a seed whose source accuracy is within this of the majority class learnt nothing
 TABLES_4_6 = ("Table 4", "Table 5", "Table 6")
+CHAPTER_TABLES = {"linguistic": ("Table 1", "Table 2", "Table 3"),
+                  "architecture": ("Table 4", "Table 5", "Table 6", "Table 7"),
+                  "input_objective": ("Table 8", "Table 9", "Table 10"), "mixed_pairs": ("Table 11",)}
+COST_CAPTION = ("**What each table cost** (minutes of the workers that ran them: several shared each GPU, so these "
+                "are not minutes of a GPU to oneself; a model serving several tables counts once, under the first)")
 
 
 def failed_seeds(results: pd.DataFrame) -> pd.DataFrame:
