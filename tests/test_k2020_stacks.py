@@ -201,6 +201,8 @@ def test_a_stack_cut_short_resumes_and_its_timing_keeps_a_compile_fallback_of_th
         assert not stacks.StackTrainer([(cut, 0)]).run(time_limit=0, progress=False)  # one step, then a checkpoint
     monkeypatch.setattr(stacks.StackTrainer, "_new_stack", new_stack)
     assert not (cut.dir / "model_0.safetensors").exists()
+    progress = json.loads(next((cut.dir.parent / "stacks").glob("*/progress.json")).read_text())
+    assert progress["step"] == 1 and progress["compile_fallbacks"][0]["step"] == 0  # a check can read it mid-run
     assert stacks.StackTrainer([(cut, 0)]).run(progress=False)
     timing = json.loads(next((cut.dir.parent / "stacks").glob("*/timing.json")).read_text())
     assert timing["compile_fallbacks"] == [{"step": 0, "error": "AssertionError: expected size 3==3, stride 1==2 "

@@ -289,7 +289,9 @@ class StackTrainer:
                 with atomic.atomic_path(ckpt) as tmp:
                     torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start,
                                 "loss_curve": curve, "fallbacks": stack.fallbacks}, tmp)
-                atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps})
+                atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps,
+                                                                  "shape": self.size.name,
+                                                                  "compile_fallbacks": stack.fallbacks})
                 last_save = time.time()
             if over and stack.step_count < p.steps:
                 bar.close()

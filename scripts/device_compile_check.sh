@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Do compiled stacks of every Table 7 shape stay compiled? (Inductor's stride checks failed on the single-head,
+# unaligned shapes L16H1, L24H1, L36H1 in two GPU sessions; the stack then went on eagerly, slower.) Trains K et al.'s
+# t7 cells from scratch in a throw-away runs folder, compiled and with CUDA graphs as the real runs train, for SECONDS,
+# then prints each stack's shape, steps and compile fallbacks from its progress.json and writes them to
+# $OUT/compile_check.json. Nothing of the book's runs is read or written; the models are thrown away.
+# Usage (repository root, on a GPU node set up by scripts/node_setup.sh): bash scripts/device_compile_check.sh [SECONDS]
+# A pass: every stack reports "fallbacks: none". On 4 GPUs (8 slots) all seven t7 stacks train at once.
+set -uo pipefail
+limit=${1:-150}
+py=${PYTHON:-python3}
+out=${OUT:-/tmp/out}
+check=$(mktemp -d)
+mkdir -p "$out"
+XLREPRO_RUNS=$check $py -m xlrepro.cli train k2020 --part t7 --time-limit "$limit" --compile --workers-per-gpu 2 \
+    --eval-workers-per-gpu 0 --max-stack 3 2>&1 | grep -v "it/s\]$" | grep -i "fail\|error\|paused\|done" | tail -n 20
+CHECK=$check OUT_FILE=$out/compile_check.json $py - <<'EOF'
+import json, os
+from pathlib import Path
+rows = []
+for f in sorted(Path(os.environ["CHECK"]).glob("k2020/lab/stacks/*/progress.json")):
+    p = json.loads(f.read_text())
+    rows.append({"shape": p.get("shape"), "step": p["step"], "fallbacks": p.get("compile_fallbacks", [])})
+    print(f"{p.get('shape')}: {p['step']} steps, fallbacks: "
+          f"{'; '.join(x['error'][:120] + ' at step ' + str(x['step']) for x in rows[-1]['fallbacks']) or 'none'}")
+Path(os.environ["OUT_FILE"]).write_text(json.dumps(rows, indent=1))
+print(f"{len(rows)} stacks checked")
+EOF
+rm -rf "$check"
