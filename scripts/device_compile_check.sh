@@ -5,16 +5,18 @@
 # then prints each stack's shape, steps and compile fallbacks from its progress.json and writes them to
 # $OUT/compile_check.json. Nothing of the book's runs is read or written; the models are thrown away.
 # Usage (repository root, on a GPU node set up by scripts/node_setup.sh): bash scripts/device_compile_check.sh [SECONDS]
-# A pass: every stack reports "fallbacks: none". On 4 GPUs (8 slots) all seven t7 stacks train at once.
+# SECONDS: at least 300 (`xlrepro train` refuses shorter limits); no t7 stack finishes in 300 s, so none is evaluated.
+# A pass: every stack reports "fallbacks: none". On 4 GPUs (8 slots) all seven t7 stacks train at once; exit 1 when
+# no stack reported (the training's own last lines say why).
 set -uo pipefail
-limit=${1:-150}
+limit=${1:-300}
 py=${PYTHON:-python3}
 out=${OUT:-/tmp/out}
 check=$(mktemp -d)
 mkdir -p "$out"
 XLREPRO_RUNS=$check $py -m xlrepro.cli train k2020 --part t7 --time-limit "$limit" --compile --workers-per-gpu 2 \
-    --eval-workers-per-gpu 0 --max-stack 3 2>&1 | grep -v "it/s\]$" | grep -i "fail\|error\|paused\|done" | tail -n 20
-CHECK=$check OUT_FILE=$out/compile_check.json $py - <<'EOF'
+    --eval-workers-per-gpu 0 --max-stack 3 2>&1 | grep -v "it/s\]$" | grep -v -i "warn\|^$" | tail -n 20
+CHECK=$check OUT_FILE=$out/compile_check.json $py - <<'PY'
 import json, os
 from pathlib import Path
 rows = []
@@ -25,5 +27,8 @@ for f in sorted(Path(os.environ["CHECK"]).glob("k2020/lab/stacks/*/progress.json
           f"{'; '.join(x['error'][:120] + ' at step ' + str(x['step']) for x in rows[-1]['fallbacks']) or 'none'}")
 Path(os.environ["OUT_FILE"]).write_text(json.dumps(rows, indent=1))
 print(f"{len(rows)} stacks checked")
-EOF
+raise SystemExit(0 if rows else 1)
+PY
+rc=$?
 rm -rf "$check"
+exit $rc
