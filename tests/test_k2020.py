@@ -577,6 +577,30 @@ def test_word_order_figure_from_hand_made_results():
     plt.close(fig)
 
 
+def test_variants_figure_from_hand_made_results():
+    """One panel per target; the base's es seeds (20, 30) as dots at x = 0 with their mean (25) as a bar, NSP's one
+    seed (40) at x = 1, the majority class (25.4) dashed; a variant without results draws nothing; no results, no
+    figure. The source language (enfake) is never plotted."""
+    import matplotlib.pyplot as plt
+    from xlrepro.papers.k2020.report import variants_figure
+    row = lambda e, s, v, lang="es": {"experiment": e, "seed": s, "language": lang, "task": "sections",  # noqa: E731
+                                      "metric": "accuracy", "value": v}
+    columns = [("base", "enfake-{t}"), ("NSP", "enfake-{t}/nsp"), ("char", "enfake-{t}/char")]
+    results = pd.DataFrame([row("enfake-es", 0, 0.20), row("enfake-es", 1, 0.30), row("enfake-es/nsp", 0, 0.40),
+                            row("enfake-es", 0, 0.90, "enfake"), row("majority/enfake-es", -1, 0.254)])
+    assert variants_figure(results.iloc[:0], columns) is None
+    assert variants_figure(results[results["experiment"] == "majority/enfake-es"], columns) is None
+    fig = variants_figure(results, columns, targets=("es", "ru"))
+    es, ru = fig.axes
+    dots = [c.get_offsets().tolist() for c in es.collections]
+    assert dots == [[[0, 20], [0, 30]], [[1, 40]]] and not ru.collections
+    bars = [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in es.lines]
+    assert bars[0] == ([-0.3, 0.3], pytest.approx([25, 25])) and bars[1] == ([0.7, 1.3], pytest.approx([40, 40]))
+    assert list(bars[2][1]) == pytest.approx([25.4, 25.4])  # the majority class, dashed
+    assert [t.get_text() for t in es.get_xticklabels()] == ["base", "NSP", "char"]
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("chapter", ["linguistic", "architecture", "input_objective", "mixed_pairs"])
 def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(chapter):
     """The box's parts are the chapter's PARTS, its commands one joined part string, and its GPU-minutes what

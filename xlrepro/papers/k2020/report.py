@@ -692,6 +692,45 @@ def word_order_figure(results: pd.DataFrame):
     return fig
 
 
+# The variants of Tables 7 and 8-10 that the chapters plot: (label, experiment; "{t}" is the target language)
+FOUR_LANGUAGE_COLUMNS = [("base", "en-es-hi-ru")] + [
+    (shape, f"en-es-hi-ru/{shape}") for shape in ("L16H1", "L16H3", "L24H1", "L24H3", "L36H1", "L36H3")]
+INPUT_COLUMNS = [("base (WP)", "enfake-{t}"), ("NSP", "enfake-{t}/nsp"), ("lang-id", "enfake-{t}/langid"),
+                 ("char", "enfake-{t}/char"), ("word", "enfake-{t}/word")]
+
+
+def variants_figure(results: pd.DataFrame, columns, targets=("es", "hi", "ru")):
+    """Accuracy on each target (one panel per target) of each variant in `columns` ((label, experiment), "{t}" in
+    the experiment standing for the target): each seed a dot, the mean a bar across it, the majority class of the
+    first column's experiment dashed. None when no variant has results."""
+    import matplotlib.pyplot as plt
+    acc = results[results["metric"] == "accuracy"] if len(results) else results
+    if acc.empty:
+        return None
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.6 * len(targets), 3.4), sharey=True, squeeze=False)
+    plotted = False
+    for ax, t in zip(axes[0], targets):
+        for k, (label, pattern) in enumerate(columns):
+            v = 100 * acc[(acc["experiment"] == pattern.format(t=t)) & (acc["language"] == t)]["value"].astype(float)
+            if len(v):
+                ax.scatter([k] * len(v), v, color=f"C{k}", alpha=0.5, s=18)
+                ax.plot([k - 0.3, k + 0.3], [v.mean()] * 2, color=f"C{k}", lw=2)
+                plotted = True
+        major = acc[(acc["experiment"] == f"majority/{columns[0][1].format(t=t)}") & (acc["language"] == t)]["value"]
+        if len(major):
+            ax.axhline(100 * major.mean(), color="grey", ls="--", lw=1)
+            ax.annotate("majority class", (0.02, 100 * major.mean()), xycoords=("axes fraction", "data"),
+                        xytext=(0, 3), textcoords="offset points", fontsize=8, color="grey")
+        ax.set_xticks(range(len(columns)), [label for label, _ in columns], rotation=30, fontsize=8)
+        ax.set_title(f"target {t}", fontsize=10)
+    axes[0][0].set_ylabel("accuracy on the target (%)")
+    fig.tight_layout()
+    if not plotted:
+        plt.close(fig)
+        return None
+    return fig
+
+
 def gate_table(results: pd.DataFrame) -> pd.DataFrame:
     """The pilot gate (`bbert.pilot_gate`: each pilot experiment's target dev accuracy, mean over its seeds, against
     the majority class; it passes at GATE_MARGIN) on the trained pilot cells, in %, with the seed count."""
