@@ -493,7 +493,6 @@ def four_language_reading(results: pd.DataFrame, base: str = "en-es-hi-ru", targ
         return ""
     planned = len(load_plan().seeds)
     paper = paper_table("Table 7")
-    se = lambda x: x.std() / len(x) ** 0.5 if len(x) > 1 else float("nan")  # noqa: E731
 
     def cell(name, lang):
         return 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"].astype(float)
@@ -505,7 +504,7 @@ def four_language_reading(results: pd.DataFrame, base: str = "en-es-hi-ru", targ
     for t in targets:
         b, major = cell(base, t), cell(f"majority/{base}", t).mean()
         lead.append(f"{t} {seeds_text(b, planned)}")
-        if not b.mean() - major > 2 * se(b):
+        if not b.mean() - major > 2 * b.sem():
             flat.append(t)
     major = cell(f"majority/{base}", targets[0]).mean()
     out = [f"**Deep narrow models in the trained cells** (accuracy on the target, %). The four-language base reaches "
@@ -519,7 +518,7 @@ def four_language_reading(results: pd.DataFrame, base: str = "en-es-hi-ru", targ
         gaps = []
         for t in targets:
             d, b = cell(n, t), cell(base, t)
-            gap, two_se = d.mean() - b.mean(), 2 * (se(d) ** 2 + se(b) ** 2) ** 0.5
+            gap, two_se = d.mean() - b.mean(), 2 * (d.sem() ** 2 + b.sem() ** 2) ** 0.5
             beyond += abs(gap) > two_se
             below += gap < -two_se
             gaps.append(f"{t} {gap:+.1f} ({paper.loc[n, t] - paper.loc[base, t]:+.1f})")
@@ -605,10 +604,9 @@ def word_order_reading(results: pd.DataFrame) -> str:
         if 0 not in by_p or 1 not in by_p:
             continue
         first, last, major = by_p[0], by_p[1], g["majority"].iloc[0]
-        se = lambda x: x.std() / len(x) ** 0.5 if len(x) > 1 else float("nan")  # noqa: E731
         above, fall = first.mean() - major, first.mean() - last.mean()
         steps = ", ".join(f"p = {p:g}: {seeds_text(x, planned)}" for p, x in sorted(by_p.items()))
-        two_se_above, two_se_fall = 2 * se(first), 2 * (se(first) ** 2 + se(last) ** 2) ** 0.5
+        two_se_above, two_se_fall = 2 * first.sem(), 2 * (first.sem() ** 2 + last.sem() ** 2) ** 0.5
         pp = paper[paper["language"] == lang].set_index("p")["accuracy"]
         theirs = f"; the paper's fall: {pp[0] - pp[1]:.1f}" if 0 in pp.index and 1 in pp.index else ""
         text = (f"- {lang}: {steps}. At p = 0 the model stands {abs(above):.1f} points "
@@ -629,7 +627,6 @@ def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     accuracy on Fake-English and in the Fake-English NER F1. Empty until some target has both cells."""
     planned = len(load_plan().seeds)
     paper = paper_numbers(NAME, "Table 8").set_index(["experiment", "language", "metric"])["mean"]
-    se = lambda x: x.std() / len(x) ** 0.5 if len(x) > 1 else float("nan")  # noqa: E731
 
     def change(target, tested, metric, what):
         plain, nsp = (100 * results[(results["experiment"] == name) & (results["language"] == tested)
@@ -637,7 +634,7 @@ def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
                       for name in (f"enfake-{target}", f"enfake-{target}/nsp"))
         if not len(plain) or not len(nsp):
             return None
-        d, two_se = nsp.mean() - plain.mean(), 2 * (se(plain) ** 2 + se(nsp) ** 2) ** 0.5
+        d, two_se = nsp.mean() - plain.mean(), 2 * (plain.sem() ** 2 + nsp.sem() ** 2) ** 0.5
         theirs = [paper.get((name, tested, metric)) for name in (f"enfake-{target}/nsp", f"enfake-{target}")]
         theirs = "" if None in theirs else f"; the paper {theirs[0] - theirs[1]:+.1f}"
         spread = "no SE from one seed" if two_se != two_se else \
