@@ -167,6 +167,12 @@ def test_unknown_variant_key_is_an_error():
         Experiment(pretrain=("en", "es"), finetune="en", test=("hi",))
 
 
+def test_nsp_and_its_control_exclude_each_other():
+    Experiment(pretrain=("enfake", "es"), finetune="enfake", test=("es",), single=True)
+    with pytest.raises(ConfigError, match="single is for the no-NSP control"):
+        Experiment(pretrain=("enfake", "es"), finetune="enfake", test=("es",), nsp=True, single=True)
+
+
 def test_heads_must_divide_hidden():
     with pytest.raises(ConfigError, match="5 heads do not divide hidden 192; valid head counts: 1, 2, 3, 4, 6, 8"):
         check_shape(192, 12, 5)
@@ -326,6 +332,14 @@ def test_nsp_reading_by_hand():
     assert lines[3] == ("- enfake-ru: accuracy on ru 21.0 ± 1.4 (2 seeds) without NSP, 30.0 (1 seed) with: +9.0 (no SE "
                         "from one seed; the paper -1.0).")
     assert nsp_reading(rows[rows["experiment"] != "enfake-es/nsp"].iloc[:6]) == ""
+    # the control, es 36/37/38 (37.0 ± 1.0): NSP minus it 42 - 37 = +5.0, 2 SE = 2 sqrt(4/3 + 1/3) = 2.6; it minus
+    # the base 37 - 32 = +5.0, the same 2 SE; the paper has no control
+    control = pd.DataFrame([{"experiment": "enfake-es/single", "seed": k, "language": "es", "task": "sections",
+                             "metric": "accuracy", "value": v} for k, v in enumerate([0.36, 0.37, 0.38])])
+    line = nsp_reading(pd.concat([rows, control])).split("\n")[2]
+    assert line == lines[2][:-1] + ("; the control (no NSP, trained as the NSP cells are) 37.0 ± 1.0 on es: NSP minus "
+                                    "the control +5.0 (beyond 2 SE, 2.6), the control minus the base +5.0 (beyond 2 "
+                                    "SE, 2.6).")
 
 
 def test_four_language_reading_by_hand():
@@ -541,6 +555,10 @@ def test_a_cells_run_key_leaves_out_its_tables_and_tasks_but_not_what_it_compute
     base = key()
     assert key(table=("Table 1",)) == key(tasks=("sections",)) == base  # presentation and schedule only
     assert key(permute=0.5) != base and key(layers=3) != base
+    assert key(single=True) != base  # a field added later enters the key when set only ...
+    # ... so the trained lab cells keep their folders (these keys name folders of the published runs)
+    assert [Cell(plan, "lab", n, root=tmp_path).key for n in ("enfake-es", "enfake-es/nsp")] == [
+        "929195bccb7159f2", "dbd5ed49ebbf2664"]
 
 
 def test_the_pending_note_gives_one_command_for_all_parts():
@@ -612,8 +630,8 @@ def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(cha
     from xlrepro.papers.k2020.config import gpu_plan, load_plan
     nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "k2020" / f"{chapter}.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in nb["cells"])
-    parts = re.findall(r"'(t\d+g?)'", re.search(r"CHAPTER, PARTS = \"\w+\", (\[.*?\])", text).group(1))
-    minutes, named = re.search(r"about (\d+) GPU-minutes on an H200 for the B-BERTs of ([t0-9g, ]+?) and", text).groups()
+    parts = re.findall(r"'(t\d+[gc]?)'", re.search(r"CHAPTER, PARTS = \"\w+\", (\[.*?\])", text).group(1))
+    minutes, named = re.search(r"about (\d+) GPU-minutes on an H200 for the B-BERTs of ([t0-9gc, ]+?) and", text).groups()
     assert named.split(", ") == parts
     assert int(minutes) == round(float(gpu_plan(load_plan(), parts, gpu="H200")["GPU-min"].sum()))
     assert f"--part {','.join(parts)} --time-limit 540" in text and f"--part {','.join(parts)} --dry-run" in text

@@ -86,10 +86,10 @@ def test_plan_groups_by_shape_and_spreads_over_slots(multilingual_cache, tmp_pat
     from xlrepro.papers.k2020.bbert import Cell
     from xlrepro.papers.k2020.stacks import plan_stacks, stack_shape
     plan = smoke_plan()
-    names = ["en-es", "enfake-es", "enfake-ru/L12H1", "enfake-es/nsp"]
+    names = ["en-es", "enfake-es", "enfake-ru/L12H1", "enfake-es/nsp", "enfake-es/single"]
     cells = {n: Cell(plan, "smoke", n, [0, 1, 2], root=tmp_path) for n in names}
     members = [(c, s) for c in cells.values() for s in c.seeds]
-    assert stack_shape(cells["enfake-es/nsp"]) is None
+    assert stack_shape(cells["enfake-es/nsp"]) is None and stack_shape(cells["enfake-es/single"]) is None
     stacks = plan_stacks(members, slots=1)
     got = sorted(sorted(f"{c.name}/{s}" for c, s in st) for st in stacks)
     assert got == [["en-es/0", "en-es/1", "en-es/2", "enfake-es/0", "enfake-es/1", "enfake-es/2"],
@@ -212,6 +212,30 @@ def test_a_stack_cut_short_resumes_and_its_timing_keeps_a_compile_fallback_of_th
     a, b = (load_file(str(c.dir / "model_0.safetensors")) for c in (whole, cut))
     for k in a:
         torch.testing.assert_close(a[k].float(), b[k].float(), rtol=2e-2, atol=2e-3)
+
+
+def test_the_nsp_control_trains_one_model_at_a_time_on_mlm_alone(multilingual_cache, tmp_path):
+    """enfake-es/single and enfake-es/nsp train on the same trainer from the same initial weights (seed 0): the
+    control's pooler (the NSP head's input) gets no gradient and keeps them, the NSP cell's moves; both encoders
+    learn. Both are single-model jobs, never stacked."""
+    from safetensors.torch import load_file
+    from transformers import BertForPreTraining
+
+    from xlrepro.models import bert_config
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of
+    plan = smoke_plan(steps=3)
+    cells = [Cell(plan, "smoke", n, [0], root=tmp_path) for n in ("enfake-es/single", "enfake-es/nsp")]
+    assert [j["kind"] for j in jobs_of(cells, slots=2)][:2] == ["nsp", "nsp"]
+    torch.manual_seed(0)
+    init = BertForPreTraining(bert_config(cells[0].size, cells[0].vocab_rows,
+                                          positions=cells[0].profile.pretrain.max_length)).bert.state_dict()
+    for cell, pooler_moves in zip(cells, (False, True)):
+        assert cell.pretrain(progress=False)
+        got = load_file(str(cell.dir / "model_0.safetensors"))
+        moved = lambda k: not torch.equal(got[k], init[k].to(got[k].dtype))  # noqa: E731 (saved in bf16)
+        assert moved("pooler.dense.weight") == pooler_moves, cell.name
+        assert moved("encoder.layer.0.attention.self.query.weight"), cell.name
 
 
 @pytest.mark.slow  # ~35 s on 2 cores: worker processes import torch and prepare three cells each

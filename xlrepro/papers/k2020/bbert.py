@@ -61,6 +61,8 @@ def whole_word_mask(ids, maskable, word_start, u_select, u_action, random_ids, m
 
 
 KEY_FREE_FIELDS = ("table", "tasks")  # Experiment fields left out of a cell's run key (see Cell.__init__)
+# Experiment fields added after cells were trained: in the run key only when set, so that those cells keep their keys
+KEY_WHEN_SET = ("single",)
 
 
 class Cell:
@@ -78,7 +80,8 @@ class Cell:
         # the folder is keyed without the seeds (a seed's files are its own, and more seeds extend a cell) and without
         # what only presents or schedules a cell: the tables it serves and the tasks it is evaluated on (each task's
         # results have their own files); those two are kept in config.json under "recorded"
-        experiment_key = {k: v for k, v in canonical(self.exp).items() if k not in KEY_FREE_FIELDS}
+        experiment_key = {k: v for k, v in canonical(self.exp).items()
+                          if k not in KEY_FREE_FIELDS and (v or k not in KEY_WHEN_SET)}
         self.config = {"paper": NAME, "engine": ENGINE, "experiment": experiment_key, "size": self.size,
                        "pretrain": self.profile.pretrain, "finetune": self.profile.finetune,
                        "half_seed": self.plan.half_seed, "task": TASK}
@@ -214,7 +217,7 @@ class Cell:
         todo = [s for s in self.seeds if s not in self.pretrained()]
         if not todo:
             return True
-        if self.exp.nsp:
+        if self.exp.alone:
             return self._pretrain_nsp(todo, device, time_limit, progress)
         from .stacks import StackTrainer
         return StackTrainer([(self, s) for s in todo], device, compile=compile, graphs=graphs).run(time_limit,
@@ -223,7 +226,8 @@ class Cell:
     def _pretrain_nsp(self, todo, device, time_limit, progress) -> bool:
         """NSP needs a second head, which the fused stack has not: HF's `BertForPreTraining`, one seed at a time,
         with the same pairs, whole-word masking rule, optimiser and precision (bf16 autocast on a GPU; PyTorch's
-        generator for the masks)."""
+        generator for the masks). A `single` cell (the control) trains the same way on the MLM loss alone: its
+        pairs are never random, and its NSP head and pooler get no gradient, so they keep their initial weights."""
         from safetensors.torch import save_model
         from tqdm.auto import tqdm
         from transformers import BertForPreTraining
@@ -253,7 +257,8 @@ class Cell:
                 model.load_state_dict(st["model"]), opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
                 step, elapsed = st["step"], st.get("elapsed", 0.0)
                 gen.manual_seed(seed * 1_000_003 + step)
-            bar = tqdm(total=p.steps, initial=step, disable=not progress, desc=f"{self.name} seed {seed} (NSP)")
+            bar = tqdm(total=p.steps, initial=step, disable=not progress,
+                       desc=f"{self.name} seed {seed} ({'NSP' if self.exp.nsp else 'one at a time, no NSP'})")
             last_save = time.time()
             while step < p.steps:
                 rows = torch.as_tensor(table.draw(seed, step, p.batch_size, p.length_bins), device=device)  # [B]
@@ -267,8 +272,12 @@ class Cell:
                 # bf16 autocast on a GPU, as the stacks train the cells NSP is compared with (ModelStack.bf16)
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
                     out = model(input_ids=inputs, attention_mask=(pos < lengths[rows][:, None]).long(),
-                                token_type_ids=tt, labels=labels, next_sentence_label=1 - is_next[rows])
-                out.loss.backward()
+                                token_type_ids=tt, labels=labels,
+                                next_sentence_label=1 - is_next[rows] if self.exp.nsp else None)
+                # HF's loss is MLM + NSP, and None without NSP labels: the control's loss is HF's MLM term alone
+                loss = out.loss if self.exp.nsp else torch.nn.functional.cross_entropy(
+                    out.prediction_logits.float().view(-1, out.prediction_logits.shape[-1]), labels.view(-1))
+                loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
                 step += 1

@@ -32,6 +32,9 @@ class Experiment:
     permute: float = field(default=0.0, metadata={"help": "share p: int((L-1)p) transpositions per line, all sides"})
     unigram: bool = field(default=False, metadata={"help": "target corpora sampled from their unigram distribution"})
     nsp: bool = field(default=False, metadata={"help": "next-sentence prediction on (50% random second lines)"})
+    single: bool = field(default=False, metadata={
+        "help": "no NSP, but trained as the NSP cells are (HF's BertForPreTraining, one seed at a time): a control "
+                "that tells that trainer from the NSP objective"})
     langid: bool = field(default=False, metadata={"help": "[SEP-<lang>] separators instead of [SEP]"})
     tokenization: str = field(default="wordpiece", metadata={"help": "wordpiece, char or word"})
     layers: int | None = field(default=None, metadata={"help": "depth (None: the base's)"})
@@ -67,6 +70,13 @@ class Experiment:
             raise ConfigError("fake: id shifts English ids: it needs enfake and no en among the pretrain languages")
         if self.hidden is not None and self.parameters is not None:
             raise ConfigError("give hidden or parameters, not both")
+        if self.nsp and self.single:
+            raise ConfigError("nsp cells train one seed at a time already: single is for the no-NSP control; drop it")
+
+    @property
+    def alone(self) -> bool:
+        """Trained one seed at a time by HF's BertForPreTraining (NSP cells and their control), not in a stack."""
+        return self.nsp or self.single
 
 
 @dataclass(frozen=True)
@@ -320,7 +330,7 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
         pre = nsp = 0.0
         for n in names:
             exp, size = plan.experiments[n], model_size(prof, plan.experiments[n])
-            if exp.nsp:
+            if exp.alone:
                 nsp += len(plan.seeds) * p.steps * NSP_STEP_MS / 1000
                 continue
             ms = step_ms(size.hidden, size.layers, PADDED_WIDTH[exp.tokenization], rows_, p.batch_size, gpu)

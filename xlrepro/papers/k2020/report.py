@@ -624,32 +624,43 @@ def word_order_reading(results: pd.DataFrame) -> str:
 def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     """Table 8 in words: for each target X whose enfake-X and enfake-X/nsp both have results, what NSP changes (NSP
     minus no-NSP, points, beside 2 SE of that difference of means and the paper's change) in accuracy on X, in
-    accuracy on Fake-English and in the Fake-English NER F1. Empty until some target has both cells."""
+    accuracy on Fake-English and in the Fake-English NER F1. Where the control enfake-X/single (no NSP, trained as
+    the NSP cells are) has results, its accuracy on X splits that change: the NSP cell minus the control (the
+    objective) and the control minus the base (the trainer). Empty until some target has both cells."""
     planned = len(load_plan().seeds)
     paper = paper_numbers(NAME, "Table 8").set_index(["experiment", "language", "metric"])["mean"]
 
-    def change(target, tested, metric, what):
-        plain, nsp = (100 * results[(results["experiment"] == name) & (results["language"] == tested)
-                                    & (results["metric"] == metric)]["value"].astype(float)
-                      for name in (f"enfake-{target}", f"enfake-{target}/nsp"))
-        if not len(plain) or not len(nsp):
-            return None
-        d, two_se = nsp.mean() - plain.mean(), 2 * (plain.sem() ** 2 + nsp.sem() ** 2) ** 0.5
-        theirs = [paper.get((name, tested, metric)) for name in (f"enfake-{target}/nsp", f"enfake-{target}")]
+    def cell(name, tested, metric):
+        return 100 * results[(results["experiment"] == name) & (results["language"] == tested)
+                             & (results["metric"] == metric)]["value"].astype(float)
+
+    def change(a, b, tested, metric="accuracy"):
+        """b minus a, points, with its spread against 2 SE and the paper's b minus a where it has both."""
+        x, y = cell(a, tested, metric), cell(b, tested, metric)
+        d, two_se = y.mean() - x.mean(), 2 * (x.sem() ** 2 + y.sem() ** 2) ** 0.5
+        theirs = [paper.get((name, tested, metric)) for name in (b, a)]
         theirs = "" if None in theirs else f"; the paper {theirs[0] - theirs[1]:+.1f}"
         spread = "no SE from one seed" if two_se != two_se else \
             f"{'beyond' if abs(d) > two_se else 'within'} 2 SE, {two_se:.1f}"
-        return (f"{what} {seeds_text(plain, planned)} without NSP, {seeds_text(nsp, planned)} with: {d:+.1f} "
-                f"({spread}{theirs})")
+        return f"{d:+.1f} ({spread}{theirs})"
 
     parts = []
     for t in targets:
-        on_target = change(t, t, "accuracy", f"accuracy on {t}")
-        if on_target is None:
+        base, nsp, control = f"enfake-{t}", f"enfake-{t}/nsp", f"enfake-{t}/single"
+        if not len(cell(base, t, "accuracy")) or not len(cell(nsp, t, "accuracy")):
             continue
-        others = [c for c in (change(t, "enfake", "accuracy", "on Fake-English"),
-                              change(t, "enfake", "f1", "Fake-English NER F1")) if c]
-        parts.append(f"- enfake-{t}: " + "; ".join([on_target, *others]) + ".")
+        said = [f"accuracy on {t} {seeds_text(cell(base, t, 'accuracy'), planned)} without NSP, "
+                f"{seeds_text(cell(nsp, t, 'accuracy'), planned)} with: {change(base, nsp, t)}"]
+        for tested, metric, what in (("enfake", "accuracy", "on Fake-English"), ("enfake", "f1", "Fake-English NER F1")):
+            if len(cell(base, tested, metric)) and len(cell(nsp, tested, metric)):
+                said.append(f"{what} {seeds_text(cell(base, tested, metric), planned)} without NSP, "
+                            f"{seeds_text(cell(nsp, tested, metric), planned)} with: "
+                            f"{change(base, nsp, tested, metric)}")
+        if len(cell(control, t, "accuracy")):
+            said.append(f"the control (no NSP, trained as the NSP cells are) "
+                        f"{seeds_text(cell(control, t, 'accuracy'), planned)} on {t}: NSP minus the control "
+                        f"{change(control, nsp, t)}, the control minus the base {change(base, control, t)}")
+        parts.append(f"- enfake-{t}: " + "; ".join(said) + ".")
     if not parts:
         return ""
     return ("**What NSP changes in the trained cells** (NSP minus no-NSP, points; mean ± sd over seeds)\n\n"

@@ -128,8 +128,9 @@ class PairTable:
 
 # ----------------------------------------------------------------------------------------------- planning
 def stack_shape(cell: Cell) -> tuple:
-    """What models of one stack must share: architecture, optimiser recipe, batch, table rows. NSP cells: None."""
-    if cell.exp.nsp:
+    """What models of one stack must share: architecture, optimiser recipe, batch, table rows. Cells trained one seed
+    at a time (NSP and its control): None."""
+    if cell.exp.alone:
         return None
     s, p = cell.size, cell.profile.pretrain
     return (s.hidden, s.layers, s.heads, s.ffn, s.lr, p.steps, p.warmup, p.weight_decay, p.batch_size, p.max_length,
@@ -467,7 +468,7 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[d
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
-    jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.nsp and needs(c, s)]
+    jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.alone and needs(c, s)]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
     return jobs
