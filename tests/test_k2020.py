@@ -567,6 +567,12 @@ def test_the_pending_note_gives_one_command_for_all_parts():
     note = pending_note(["t1", "t2"], ["en-hi", "enfake-hi"])
     assert "`bash scripts/device_k2020.sh t1,t2 480`" in note and note.count("device_k2020.sh") == 1
     assert "2 experiment(s)" in note and "(en-hi, enfake-hi)" in note
+    # the time is that of the two missing experiments (6 models), not of the parts' 19 experiments
+    import re
+
+    from xlrepro.papers.k2020.config import gpu_plan
+    minutes = int(re.search(r"about (\d+) GPU-minutes", note).group(1))
+    assert 0 < minutes < gpu_plan(load_plan(), ["t1", "t2"])["GPU-min"].sum() / 2
 
 
 def test_word_order_figure_from_hand_made_results():

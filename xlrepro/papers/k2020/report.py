@@ -95,16 +95,21 @@ def missing(results: pd.DataFrame, experiments) -> list[str]:
 
 
 def pending_note(parts, experiments_missing) -> str:
+    """The chapter's command for what is left, and the GPU time of the missing experiments alone (the trained cells
+    of the same parts are skipped by the command)."""
+    import dataclasses
+
     from .config import gpu_plan
     plan = load_plan()
-    est = gpu_plan(plan, parts)["GPU-min"].sum()
+    left = dataclasses.replace(plan, parts={**plan.parts, "_left": list(experiments_missing)})
+    est = gpu_plan(left, ["_left"])["GPU-min"].sum()
     cmd = f"bash scripts/device_k2020.sh {','.join(parts)} 480"
     return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
             f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
             f"Command (4 GPUs, resumable: repeat it, unchanged, until done; the parts make one plan, so their cells "
-            f"of one shape share stacks): `{cmd}`. Estimated GPU time of these parts: about "
-            f"{est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step against the project's measured stack speeds; "
-            f"every cell counted once).")
+            f"of one shape share stacks; trained cells are skipped): `{cmd}`. Estimated GPU time of the missing "
+            f"experiments: about {est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step against the project's "
+            f"measured stack speeds).")
 
 
 def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
