@@ -320,7 +320,7 @@ def test_a_dry_run_lists_the_stacks_with_their_estimates_and_the_busiest_slot(tm
         json.dumps({"shape": shallow.size.name, "ms_per_model_step": 1000.0}))
     text = dry_run([deep, shallow], slots=1).splitlines()
     assert STACK_OVERHEAD_SECONDS == 45.0
-    assert text[0] == "2 stacks (4 models), 0 NSP models and 4 evaluations left over 1 slots"
+    assert text[0] == "2 stacks (4 models), 0 models one at a time (NSP, control) and 4 evaluations left over 1 slots"
     first, second = text[2].split(), text[3].split()
     assert first[1:5] == [shallow.size.name, "2", "245", "measured"] and first[-1] == "enfake-ru/L1H12"
     assert second[1] == deep.size.name and "FLOP" in text[3] and float(second[3]) < 245
@@ -331,7 +331,8 @@ def test_a_dry_run_lists_the_stacks_with_their_estimates_and_the_busiest_slot(tm
         cell.dir.mkdir(parents=True, exist_ok=True)
         for seed in (0, 1):
             (cell.dir / f"results_{seed}.csv").write_text("evaluated elsewhere")
-    assert dry_run([deep, shallow], slots=1) == "0 stacks (0 models), 0 NSP models and 0 evaluations left over 1 slots"
+    assert dry_run([deep, shallow], slots=1) == ("0 stacks (0 models), 0 models one at a time (NSP, control) and 0 "
+                                                 "evaluations left over 1 slots")
 
 
 def test_measured_speeds_can_be_those_of_one_card(tmp_path):
