@@ -212,18 +212,19 @@ class Cell:
                  compile=None, graphs: bool = True) -> bool:
         """Pre-train the seeds that have no model yet; True when all are done (False: stopped, resumable).
         The seeds train as one stack (`stacks.StackTrainer`; other cells of the same shape may join it through
-        `stacks.run_stacks`, which changes no number); NSP cells train their seeds one by one (`_pretrain_nsp`)."""
+        `stacks.run_stacks`, which changes no number); NSP cells and their control train their seeds one by one
+        (`_pretrain_alone`)."""
         self._load()
         todo = [s for s in self.seeds if s not in self.pretrained()]
         if not todo:
             return True
         if self.exp.alone:
-            return self._pretrain_nsp(todo, device, time_limit, progress)
+            return self._pretrain_alone(todo, device, time_limit, progress)
         from .stacks import StackTrainer
         return StackTrainer([(self, s) for s in todo], device, compile=compile, graphs=graphs).run(time_limit,
                                                                                                    progress)
 
-    def _pretrain_nsp(self, todo, device, time_limit, progress) -> bool:
+    def _pretrain_alone(self, todo, device, time_limit, progress) -> bool:
         """NSP needs a second head, which the fused stack has not: HF's `BertForPreTraining`, one seed at a time,
         with the same pairs, whole-word masking rule, optimiser and precision (bf16 autocast on a GPU; PyTorch's
         generator for the masks). A `single` cell (the control) trains the same way on the MLM loss alone: its

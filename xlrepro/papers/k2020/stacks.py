@@ -482,7 +482,7 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
         return StackTrainer(members, device, compile=compile, graphs=graphs).run(time_limit, progress)
     cell, seed = members[0]
     if job["kind"] == "nsp":
-        return cell._pretrain_nsp([seed], device, time_limit, progress)
+        return cell._pretrain_alone([seed], device, time_limit, progress)
     if not (cell.dir / f"model_{seed}.safetensors").exists():
         return None
     if time_limit is not None and time_limit < eval_seconds(cell):
