@@ -296,8 +296,10 @@ def _model_seconds(published: set, profile: str) -> tuple[dict, set]:
     return per_model, devices
 
 
-def _published(results: pd.DataFrame, names) -> pd.DataFrame:
-    return results[results["experiment"].isin(list(names)) & (results["seed"] >= 0)] if len(results) else results
+def _published(results: pd.DataFrame, names) -> tuple[pd.DataFrame, set]:
+    """The results of `names`' trained seeds (no majority baselines), and their (experiment, seed) pairs."""
+    r = results[results["experiment"].isin(list(names)) & (results["seed"] >= 0)] if len(results) else results
+    return r, ({(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set())
 
 
 def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[str, str]:
@@ -306,8 +308,7 @@ def compute_notes(results: pd.DataFrame, names, profile: str = "lab") -> dict[st
     fine-tuning (`finetune_seconds` of the results, every task), in minutes of the workers that ran them, and the
     devices. Several workers shared each GPU, so these are not minutes of a GPU to oneself. A model trained twice (a
     first copy lost with its machine before evaluation) counts once, at the mean of its records."""
-    r = _published(results, names)
-    published = {(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set()
+    r, published = _published(results, names)
     per_model, devices = _model_seconds(published, profile)
     fine = r[r["metric"] == "finetune_seconds"]["value"] if len(r) else pd.Series(dtype=float)
     twice = sum(len(v) > 1 for v in per_model.values())
@@ -328,11 +329,10 @@ def cost_by_table(results: pd.DataFrame, names, tables, profile: str = "lab") ->
     """`compute_notes` split by the paper's table: each published model (and its fine-tunings) is counted once,
     under the first of `tables` its experiment serves (the base cells serve several), or, serving none of them (a
     cell the chapter borrows), under its own first table, in a row after them. Worker-minutes, as there."""
-    r = _published(results, names)
+    r, published = _published(results, names)
     plan = load_plan()
     home = {n: next((t for t in tables if t in plan.experiments[n].table), plan.experiments[n].table[0])
             for n in names}
-    published = {(e, int(s)) for e, s in zip(r["experiment"], r["seed"])} if len(r) else set()
     per_model, _ = _model_seconds(published, profile)
     rows = []
     for table in dict.fromkeys([*tables, *home.values()]):
