@@ -340,6 +340,20 @@ def test_nsp_reading_by_hand():
     assert line == lines[2][:-1] + ("; the control (no NSP, trained as the NSP cells are) 37.0 ± 1.0 on es: NSP minus "
                                     "the control +5.0 (beyond 2 SE, 2.6), the control minus the base +5.0 (beyond 2 "
                                     "SE, 2.6).")
+    told = nsp_reading(pd.concat([rows, control])).split("\n")[-1]
+    assert told == ("By the control, the change in target accuracy goes with: on es, both (each part beyond 2 SE).")
+    # a control at the base's level (31/32/33, 32.0 ± 1.0): NSP minus it +10.0 beyond 2 SE (2 sqrt(4/3 + 1/3) = 2.6),
+    # it minus the base +0.0 within: the change goes with the objective
+    level = control.assign(value=[0.31, 0.32, 0.33])
+    assert nsp_reading(pd.concat([rows, level])).split("\n")[-1] == (
+        "By the control, the change in target accuracy goes with: on es, the objective (NSP minus the control beyond "
+        "2 SE, the control minus the base within).")
+    # a control at the NSP cell's level (41/42/43): the trainer; one seed of it: not told apart
+    assert "on es, the trainer (the control minus the base beyond 2 SE" in nsp_reading(
+        pd.concat([rows, control.assign(value=[0.41, 0.42, 0.43])]))
+    assert nsp_reading(pd.concat([rows, level.iloc[:1]])).endswith("on es, not told apart (a cell has one seed).")
+    # without a control the reading ends with the last target's line
+    assert nsp_reading(rows).split("\n")[-1].startswith("- enfake-ru")
 
 
 def test_four_language_reading_by_hand():

@@ -639,17 +639,33 @@ def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
         return 100 * results[(results["experiment"] == name) & (results["language"] == tested)
                              & (results["metric"] == metric)]["value"].astype(float)
 
+    def difference(a, b, tested, metric="accuracy"):
+        """(b minus a, 2 SE of that difference of means), points; the SE is NaN where a cell has one seed."""
+        x, y = cell(a, tested, metric), cell(b, tested, metric)
+        return y.mean() - x.mean(), 2 * (x.sem() ** 2 + y.sem() ** 2) ** 0.5
+
     def change(a, b, tested, metric="accuracy"):
         """b minus a, points, with its spread against 2 SE and the paper's b minus a where it has both."""
-        x, y = cell(a, tested, metric), cell(b, tested, metric)
-        d, two_se = y.mean() - x.mean(), 2 * (x.sem() ** 2 + y.sem() ** 2) ** 0.5
+        d, two_se = difference(a, b, tested, metric)
         theirs = [paper.get((name, tested, metric)) for name in (b, a)]
         theirs = "" if None in theirs else f"; the paper {theirs[0] - theirs[1]:+.1f}"
         spread = "no SE from one seed" if two_se != two_se else \
             f"{'beyond' if abs(d) > two_se else 'within'} 2 SE, {two_se:.1f}"
         return f"{d:+.1f} ({spread}{theirs})"
 
-    parts = []
+    def split(base, nsp, control, t):
+        """Which part of NSP's change on t the control puts beyond 2 SE: the objective (NSP minus the control), the
+        trainer (the control minus the base), both or neither."""
+        parts = (difference(control, nsp, t), difference(base, control, t))  # (the objective, the trainer)
+        if any(two_se != two_se for _, two_se in parts):
+            return "not told apart (a cell has one seed)"
+        beyond = [abs(d) > two_se for d, two_se in parts]
+        return {(True, False): "the objective (NSP minus the control beyond 2 SE, the control minus the base within)",
+                (False, True): "the trainer (the control minus the base beyond 2 SE, NSP minus the control within)",
+                (True, True): "both (each part beyond 2 SE)",
+                (False, False): "neither part beyond 2 SE"}[tuple(beyond)]
+
+    parts, splits = [], []
     for t in targets:
         base, nsp, control = f"enfake-{t}", f"enfake-{t}/nsp", f"enfake-{t}/single"
         if not len(cell(base, t, "accuracy")) or not len(cell(nsp, t, "accuracy")):
@@ -665,11 +681,14 @@ def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
             said.append(f"the control (no NSP, trained as the NSP cells are) "
                         f"{seeds_text(cell(control, t, 'accuracy'), planned)} on {t}: NSP minus the control "
                         f"{change(control, nsp, t)}, the control minus the base {change(base, control, t)}")
+            splits.append(f"on {t}, {split(base, nsp, control, t)}")
         parts.append(f"- enfake-{t}: " + "; ".join(said) + ".")
     if not parts:
         return ""
+    told = "" if not splits else ("\n\nBy the control, the change in target accuracy goes with: " + "; ".join(splits)
+                                  + ".")
     return ("**What NSP changes in the trained cells** (NSP minus no-NSP, points; mean ± sd over seeds)\n\n"
-            + "\n".join(parts))
+            + "\n".join(parts) + told)
 
 
 def word_order_figure(results: pd.DataFrame):
