@@ -3,13 +3,16 @@
 # $OUT/bench.log. Each case runs in its own process (the rows of a case share one process, hence one machine
 # state), bounded twice: `xlrepro bench --budget-s` skips (and records as skipped) the engines that would start
 # too late, and `timeout` kills a case that overruns (its finished rows are already in the CSV, written row by row).
-# Usage (repository root, on the node): bash scripts/device_bench.sh [main|small|ragged] [COMMIT]
+# Usage (repository root, on the node): bash scripts/device_bench.sh [main|small|ragged|dp] [COMMIT]
 #   main   (default) base, mBERT, small: every HF row, ours, ours + no mask, ours + no mask + fused QKV,
 #          and 16 stacked small models; about 8 minutes on an H100 (estimate: compiles dominate).
 #   small  the small case alone (every HF row, ours, 16 stacked small models), 150 s on an H200 (2026-11-27): in main, the
 #          stack's compile did not fit small's 130 s. Its CSV has the same columns: replace main's small rows.
 #   ragged the packing levers on base-ragged (HF padded against ours packed with SDPA and FlexAttention, with and
 #          without fused QKV); about 5 minutes. Its CSV has the same columns: append its rows to main's.
+#   dp     data parallel on the first 2 visible GPUs (torchrun): base-dp, BERT-base 256 x 128 per GPU; rank 0 first
+#          times HF compiled and ours alone, then HF compiled in DDP, ours with an eager all-reduce and ours with the
+#          all-reduce in the CUDA graph on both GPUs. Its CSV has the same columns: append its rows to main's.
 # COMMIT: recorded in every row (the node's copy has no .git); default: git rev-parse HEAD where it works.
 set -uo pipefail
 part=${1:-main}
@@ -36,13 +39,18 @@ run_case() {
         return
     fi
     echo "== $case: up to $limit s, engines $*" | tee -a "$log"
-    timeout --signal=INT --kill-after=10 "$limit" $py -m xlrepro.cli bench --cases "$case" --engines "$@" \
+    timeout --signal=INT --kill-after=10 "$limit" $launch -m xlrepro.cli bench --cases "$case" --engines "$@" \
         --steps 50 --repeats 3 --warmup 10 --budget-s $(( limit - reserve )) --out "$out" "${commit_args[@]}" \
         2>&1 | grep -v "^W[0-9]" | tee -a "$log"
     echo "== $case: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s of the call" | tee -a "$log"
 }
 
+launch=$py
 case "$part" in
+    dp)
+        launch="$py -m torch.distributed.run --standalone --nproc_per_node 2"
+        run_case base-dp 480 60 hf-compile ours hf-compile-ddp ours-ddp ours-ddp-graph
+        ;;
     main)
         run_case base 200 75 hf-compile hf-bf16 ours ours-nomask ours-nomask-qkv hf-fp32
         run_case mbert 195 75 hf-compile hf-bf16 ours ours-nomask ours-nomask-qkv hf-fp32
@@ -55,7 +63,7 @@ case "$part" in
         run_case base-ragged 400 75 hf-compile hf-bf16 ours ours-packed ours-flex ours-packed-qkv ours-qkv hf-fp32
         ;;
     *)
-        echo "usage: bash scripts/device_bench.sh [main|small|ragged] [COMMIT]" >&2
+        echo "usage: bash scripts/device_bench.sh [main|small|ragged|dp] [COMMIT]" >&2
         exit 2
         ;;
 esac

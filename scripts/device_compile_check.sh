@@ -4,17 +4,19 @@
 # t7 cells from scratch in a throw-away runs folder, compiled and with CUDA graphs as the real runs train, for SECONDS,
 # then prints each stack's shape, steps and compile fallbacks from its progress.json and writes them to
 # $OUT/compile_check.json. Nothing of the book's runs is read or written; the models are thrown away.
-# Usage (repository root, on a GPU node set up by scripts/node_setup.sh): bash scripts/device_compile_check.sh [SECONDS]
+# Usage (repository root, on a GPU node set up by scripts/node_setup.sh):
+#   bash scripts/device_compile_check.sh [SECONDS] [WORKERS_PER_GPU]   (default 300 s, 2 workers per GPU)
 # SECONDS: at least 300 (`xlrepro train` refuses shorter limits); no t7 stack finishes in 300 s, so none is evaluated.
-# A pass: every stack reports "fallbacks: none". On 4 GPUs (8 slots) all seven t7 stacks train at once; exit 1 when
-# no stack reported (the training's own last lines say why).
+# A pass: every stack reports "fallbacks: none". All seven t7 stacks train at once with 8 slots (4 GPUs x 2 workers,
+# or 2 GPUs x 4); exit 1 when no stack reported (the training's own last lines say why).
 set -uo pipefail
 limit=${1:-300}
+workers=${2:-2}
 py=${PYTHON:-python3}
 out=${OUT:-/tmp/out}
 check=$(mktemp -d)
 mkdir -p "$out"
-XLREPRO_RUNS=$check $py -m xlrepro.cli train k2020 --part t7 --time-limit "$limit" --compile --workers-per-gpu 2 \
+XLREPRO_RUNS=$check $py -m xlrepro.cli train k2020 --part t7 --time-limit "$limit" --compile --workers-per-gpu "$workers" \
     --eval-workers-per-gpu 0 --max-stack 3 2>&1 | grep -v "it/s\]$" | grep -v -i "warn\|^$" | tail -n 20
 CHECK=$check OUT_FILE=$out/compile_check.json $py - <<'PY'
 import json, os

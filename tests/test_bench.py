@@ -1,4 +1,6 @@
 """Benchmark arithmetic on hand-computed cases, the rows' bookkeeping, and one tiny CPU run of every engine."""
+import os
+
 import pandas as pd
 import pytest
 import torch
@@ -38,6 +40,37 @@ def test_each_case_gets_its_engines():
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     ragged = engines_for("base-ragged")
     assert "ours-flex" in ragged and "ours-packed" in ragged and "ours-nomask" not in ragged
+
+
+def test_the_data_parallel_case_gets_its_references_and_data_parallel_engines():
+    assert engines_for("base-dp") == ["hf-compile", "ours", "hf-compile-ddp", "ours-ddp", "ours-ddp-graph"]
+    assert not any(bench.ENGINES[k].ddp for c in ("small", "base", "mbert", "base-ragged") for k in engines_for(c))
+
+
+def test_the_data_parallel_case_needs_torchrun_and_torchrun_only_it(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(ConfigError, match="torchrun --nproc_per_node 2 -m xlrepro.cli bench --cases base-dp"):
+        check_bench_args(["base-dp"])
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match=r"under torchrun only the data-parallel cases run \(base-dp\)"):
+        check_bench_args(["base-dp", "small"])
+    check_bench_args(["base-dp"])
+
+
+def test_headline_and_scaling_efficiency_by_hand():
+    """One GPU: HF compiled 60 ms, ours 50 ms (1.2x). Two GPUs, 256 rows each: HF DDP 75 ms (efficiency 60/75 =
+    0.8), ours 62.5 ms (50/62.5 = 0.8; 75/62.5 = 1.2x against the HF row of the same GPU count), ours with the graph
+    failed (no figures)."""
+    def row(key, gpus, ms, status="ok"):
+        e = bench.ENGINES[key]
+        return {"engine_key": key, "engine": e.label, "family": e.family, "gpus": gpus, "status": status,
+                "ms_per_step": ms, "ms_per_model_step": ms}
+    rows = [row("hf-compile", 1, 60.0), row("ours", 1, 50.0), row("hf-compile-ddp", 2, 75.0),
+            row("ours-ddp", 2, 62.5), row("ours-ddp-graph", 2, None, "failed: RuntimeError: capture")]
+    bench._headline(rows)
+    assert [r["speedup_vs_best_hf"] for r in rows] == pytest.approx([1.0, 1.2, 1.0, 1.2, None])
+    assert [r["best_hf_engine"] for r in rows] == ["HF bf16 + torch.compile"] * 2 + ["HF bf16 + torch.compile, DDP"] * 3
+    assert [r["scaling_efficiency"] for r in rows] == pytest.approx([None, None, 0.8, 0.8, None])
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -196,3 +229,34 @@ def test_equivalence_checks_flag_a_shifted_engine_and_keep_a_matching_one():
     expected = ttest_ind([v + 5 for v in pub], pub, equal_var=False).pvalue  # t = 5 with 8 df
     assert checks.loc["shifted", "welch p"] == expected < 0.01
     assert checks.loc["same", "welch p"] > 0.5 and pd.isna(checks.loc["one seed", "welch p"])
+
+
+def _data_parallel_rank(rank, rendezvous, folder):
+    import datetime
+
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    os.environ["WORLD_SIZE"] = "2"
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=120))
+    bench.CASES["base-dp"] = Case(TINY, 64, 4, 16, data_parallel=True)
+    write_bench(["base-dp"], ["ours", "ours-ddp", "ours-ddp-graph"], steps=2, repeats=2, warmup=1, folder=folder,
+                device="cpu", commit="abc123")
+    dist.destroy_process_group()
+
+
+def test_two_ranks_time_the_reference_alone_then_data_parallel(tmp_path):
+    """Two CPU ranks (gloo): rank 0 times `ours` alone (an all-reduce there would wait for ever: the other rank is
+    at the barrier), then both time `ours-ddp`; only rank 0 writes. The graph row needs a GPU."""
+    import torch.multiprocessing as mp
+    pd.DataFrame([{"case": "small", "engine": "HF fp32", "engine_key": "hf-fp32", "status": "skipped: budget"}]).to_csv(
+        tmp_path / "bench.csv", index=False)  # a row from before the gpus column: kept, one GPU
+    mp.spawn(_data_parallel_rank, args=(str(tmp_path / "rendezvous"), tmp_path), nprocs=2, join=True)
+    df = pd.read_csv(tmp_path / "bench.csv")
+    assert df[["case", "engine_key", "gpus"]].values.tolist() == [
+        ["small", "hf-fp32", 1], ["base-dp", "ours", 1], ["base-dp", "ours-ddp", 2], ["base-dp", "ours-ddp-graph", 2]]
+    one, two = df.iloc[1], df.iloc[2]
+    assert one["status"] == two["status"] == "ok" and df.iloc[3]["status"] == "skipped: CUDA graphs need a GPU"
+    assert two["scaling_efficiency"] == pytest.approx(one["ms_per_step"] / two["ms_per_step"])
+    assert two["tokens_per_s_all"] == pytest.approx(2 * 4 * 16 / (two["ms_per_step"] / 1e3))
+    assert one["tokens_per_s_all"] == pytest.approx(one["tokens_per_s_per_model"])

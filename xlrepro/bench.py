@@ -5,6 +5,10 @@ Cases:
   base        BERT-base with the same vocabulary, 256 x 128
   mbert       BERT-base with mBERT's 119,547-piece vocabulary, 32 x 512
   base-ragged BERT-base, 256 documents of 16..128 pieces (uniform, fixed seed): HF pads them to 128, ours may pack
+  base-dp     BERT-base, 256 x 128 on every GPU, under `torchrun --nproc_per_node N`: data parallel (weak scaling:
+              the global batch is N x 256). Rank 0 first times the one-GPU references (HF compiled, ours) alone, then
+              every rank times the data-parallel engines; `scaling_efficiency` = the reference's time per step over
+              the data-parallel row's (1.0: N GPUs do N times the work in the same time).
 Engines (rows; `ENGINES`), each applicable to some cases (`engines_for`):
   HF fp32          `BertForMaskedLM(labels=...)` in float32 (no TF32), SDPA attention, torch AdamW (foreach)
   HF bf16          the same under bf16 autocast, with fused AdamW
@@ -14,6 +18,9 @@ Engines (rows; `ENGINES`), each applicable to some cases (`engines_for`):
   ours + lever     the same with one speed lever of `fused_bert.Levers` or of the inputs (no attention mask on full
                    rows, fused QKV, packed documents with SDPA or FlexAttention), each measured, none assumed
   ours, stacked    16 small models in one stack (small only): per-stack and per-model figures
+  data parallel    (base-dp only) HF compiled inside DistributedDataParallel (`torch.compile(DDP(model))`, as
+                   PyTorch's DDP notes advise); ours with the gradient all-reduce after the backward, with eager
+                   steps or with the all-reduce captured in the step's CUDA graph
 Every engine trains with dropout 0.1 (hidden and attention) and clips gradients at norm 1, except the FlexAttention
 row, which has no attention dropout (FlexAttention has none; its label says so). Inputs are fixed random word pieces
 with 15% of the pieces labelled; the same for every engine of a case.
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -39,6 +47,7 @@ import torch
 
 from .config import ConfigError, ModelSize
 from .models import device_name, init_model
+from .training.distributed import any_rank, barrier, world
 
 SMALL = ModelSize("small", 64, 12, 1, 256, 2e-3)
 BASE = ModelSize("base", 768, 12, 12, 3072, 1e-4)
@@ -51,6 +60,7 @@ class Case:
     batch: int      # sentences (documents) per step
     length: int     # the row width; with ragged, the longest document
     ragged: bool = False
+    data_parallel: bool = False  # run under torchrun, one replica per GPU
 
     def lengths(self) -> list[int]:
         """Each document's length: all `length`, or (ragged) uniform in [length/8, length] from a fixed generator."""
@@ -65,6 +75,7 @@ CASES = {
     "base": Case(BASE, 4096, 256, 128),
     "mbert": Case(BASE, 119_547, 32, 512),
     "base-ragged": Case(BASE, 4096, 256, 128, ragged=True),
+    "base-dp": Case(BASE, 4096, 256, 128, data_parallel=True),
 }
 DEFAULT_CASES = ("small", "base", "mbert")
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12}  # dense bf16 tensor-core peak of the SXM parts (datasheets, no sparsity)
@@ -81,6 +92,9 @@ class Engine:
     attention: str | None = None
     fused_qkv: bool = False
     models: int = 1
+    ddp: bool = False           # data parallel over torchrun's ranks (the base-dp case)
+    ddp_graphs: bool = False    # ours: the all-reduce inside the step's CUDA graph
+    reference: str | None = None  # the one-GPU engine a data-parallel row's scaling efficiency is against
 
 
 ENGINES = {
@@ -96,18 +110,25 @@ ENGINES = {
     "ours-flex": Engine("ours + packed (FlexAttention, no attention dropout)", "ours", "ragged", packed=True,
                         attention="flex", fused_qkv=True),
     "ours-stack": Engine(f"ours, {STACK} stacked", "ours", "small", models=STACK),
+    "hf-compile-ddp": Engine("HF bf16 + torch.compile, DDP", "hf", "dp", ddp=True, reference="hf-compile"),
+    "ours-ddp": Engine("ours, data parallel (eager steps)", "ours", "dp", ddp=True, reference="ours"),
+    "ours-ddp-graph": Engine("ours, data parallel (all-reduce in the CUDA graph)", "ours", "dp", ddp=True,
+                             ddp_graphs=True, reference="ours"),
 }
+DP_REFERENCES = ("hf-compile", "ours")  # the one-GPU engines the data-parallel case times first, on rank 0 alone
 # The order a case runs its engines in: the rows the headline needs first, so that a time limit cuts the least
 # informative (fp32, at 0.4 s a step the slowest to time) last.
 RUN_ORDER = ("hf-compile", "hf-bf16", "ours", "ours-nomask-qkv", "ours-packed", "ours-flex", "ours-nomask",
-             "ours-qkv", "ours-packed-qkv", "ours-stack", "hf-fp32")
+             "ours-qkv", "ours-packed-qkv", "ours-stack", "hf-compile-ddp", "ours-ddp", "ours-ddp-graph", "hf-fp32")
 assert sorted(RUN_ORDER) == sorted(ENGINES)
 
 
 def engines_for(case: str) -> list[str]:
     """The engines that apply to a case, in `ENGINES` order."""
     c = CASES[case]
-    kind = {"all": True, "dense": not c.ragged, "ragged": c.ragged, "small": case == "small"}
+    if c.data_parallel:
+        return [k for k, e in ENGINES.items() if k in DP_REFERENCES or e.cases == "dp"]
+    kind = {"all": True, "dense": not c.ragged, "ragged": c.ragged, "small": case == "small", "dp": False}
     return [k for k, e in ENGINES.items() if kind[e.cases]]
 
 
@@ -122,6 +143,14 @@ def check_bench_args(cases, engines=None, steps: int = 50, repeats: int = 3, war
     for name, value, least in (("steps", steps, 1), ("repeats", repeats, 1), ("warmup", warmup, 0)):
         if not isinstance(value, int) or value < least:
             raise ConfigError(f"--{name} must be an integer >= {least}; got {value!r}")
+    parallel = [c for c in cases if CASES[c].data_parallel]
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if parallel and launched < 2:
+        raise ConfigError(f"the data-parallel case(s) {parallel} run under torchrun on 2 or more GPUs: "
+                          f"torchrun --nproc_per_node 2 -m xlrepro.cli bench --cases {' '.join(parallel)}")
+    if launched > 1 and len(parallel) != len(cases):
+        raise ConfigError(f"under torchrun only the data-parallel cases run "
+                          f"({', '.join(c for c in CASES if CASES[c].data_parallel)}); got {list(cases)}")
 
 
 def model_flops(size: ModelSize, vocab: int, batch: int, length: int, mlm: float = 0.15,
@@ -187,7 +216,13 @@ def _hf_step(case: Case, inputs: Inputs, device, engine: str):
     model = init_model(case.size, case.vocab, 0, attn="sdpa", positions=max(256, case.length)).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=case.size.lr, eps=1e-6, weight_decay=0.01,
                             fused=True if engine != "hf-fp32" else None)  # fp32: torch's default (foreach)
-    run = torch.compile(model) if engine == "hf-compile" else model
+    run = model
+    if ENGINES[engine].ddp:  # gradients averaged over the ranks, bucketed and overlapped with the backward
+        from torch.nn.parallel import DistributedDataParallel
+        index = torch.device(device).index
+        run = DistributedDataParallel(model, device_ids=None if index is None else [index])
+    if engine in ("hf-compile", "hf-compile-ddp"):
+        run = torch.compile(run)
     mask = inputs.real.long() if case.ragged else None  # full rows: no mask, as a user without padding passes
     bf16 = engine != "hf-fp32"
 
@@ -216,7 +251,8 @@ def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
             model.config.attention_probs_dropout_prob = 0.0
     stack = ModelStack(models, OptimConfig(case.size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device,
                        compile=compile_mode("regional", device), graphs=True,
-                       levers=Levers(attention=engine.attention, fused_qkv=engine.fused_qkv))
+                       levers=Levers(attention=engine.attention, fused_qkv=engine.fused_qkv),
+                       data_parallel=engine.ddp, ddp_graphs=engine.ddp_graphs)
     if engine.packed:  # [R, W] rows of whole documents; labels follow their pieces
         docs = [inputs.ids[i, :n] for i, n in enumerate(inputs.lengths)]
         packed = pack_documents(docs, case.length)
@@ -248,19 +284,28 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
     tokens = sum(inputs.lengths)
     flops = model_flops(case.size, case.vocab, case.batch, case.length, lengths=inputs.lengths)
     start = time.perf_counter()
+    rank, gpus = world()
     rows = []
     for key in sorted(engines, key=RUN_ORDER.index):
         e = ENGINES[key]
+        over = budget_s is not None and time.perf_counter() - start > budget_s
+        if case.data_parallel:
+            over = any_rank(over)  # every rank skips the same engines
+            if not e.ddp and rank != 0:  # rank 0 times the one-GPU references alone; the others wait
+                barrier()
+                continue
         row = {"case": case_name, "engine": e.label, "engine_key": key, "family": e.family, "models": e.models,
-               "status": "ok", "batch": case.batch, "width": case.length, "rows": case.batch, "tokens": tokens,
-               "padding_share": 1 - tokens / (case.batch * case.length)}
+               "gpus": gpus if e.ddp else 1, "status": "ok", "batch": case.batch, "width": case.length,
+               "rows": case.batch, "tokens": tokens, "padding_share": 1 - tokens / (case.batch * case.length)}
         try:
-            if budget_s is not None and time.perf_counter() - start > budget_s:
+            if over:
                 raise _Skip(f"skipped: the case's time budget of {budget_s:.0f} s was spent")
-            if key == "hf-compile" and not cuda and not compile_on_cpu:
+            if key in ("hf-compile", "hf-compile-ddp") and not cuda and not compile_on_cpu:
                 raise _Skip("skipped: torch.compile is timed on a GPU only")
             if e.attention == "flex" and not cuda:
                 raise _Skip("skipped: FlexAttention trains on a GPU only (no backward on the CPU)")
+            if e.ddp_graphs and not cuda:
+                raise _Skip("skipped: CUDA graphs need a GPU")
             stack = None
             if e.family == "hf":
                 step = _hf_step(case, inputs, device, key)
@@ -269,12 +314,15 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             warm, times = measure(step, device, steps, repeats, warmup)
             if stack is not None and stack.fallbacks:  # timed (mostly) on the eager path: not the engine's speed
                 row["status"] = f"eager fallback: {stack.fallbacks[0]['error']}"
+            elif e.ddp_graphs and stack is not None and not stack._graphs:  # the capture failed: eager steps
+                row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
             med = statistics.median(times)
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
                        ms_per_model_step=1e3 * per_model, tokens_per_s_stack=tokens * e.models / med,
                        tokens_per_s_per_model=tokens / med,  # how fast each model of the stack trains
-                       mfu=None if peak is None else flops / per_model / peak,
+                       tokens_per_s_all=tokens * e.models * row["gpus"] / med,  # every GPU of the row together
+                       mfu=None if peak is None else flops / per_model / peak,  # per GPU
                        warmup_s=warm)
         except _Skip as why:
             row["status"] = str(why)
@@ -291,6 +339,8 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
         _headline(rows)
         if on_row is not None:
             on_row(row)
+        if case.data_parallel:
+            barrier()
     return sorted(rows, key=lambda r: list(ENGINES).index(r["engine_key"]))
 
 
@@ -299,18 +349,27 @@ class _Skip(Exception):
 
 
 def _headline(rows: list[dict]) -> None:
-    """Fill best_hf_engine and speedup_vs_best_hf (fastest HF time per model-step / the row's) in place."""
-    hf = [r for r in rows if r["family"] == "hf" and r["status"] == "ok"]
-    best = min(hf, key=lambda r: r["ms_per_model_step"]) if hf else None
+    """Fill, in place, best_hf_engine and speedup_vs_best_hf (the fastest HF time per model-step over the row's, among
+    the rows of the same GPU count) and, for data-parallel rows, scaling_efficiency (the one-GPU reference engine's
+    time per step over the row's: with the same batch on every GPU, 1.0 is perfect scaling)."""
+    for gpus in {r.get("gpus", 1) for r in rows}:
+        group = [r for r in rows if r.get("gpus", 1) == gpus]
+        hf = [r for r in group if r["family"] == "hf" and r["status"] == "ok"]
+        best = min(hf, key=lambda r: r["ms_per_model_step"]) if hf else None
+        for r in group:
+            r["best_hf_engine"] = best["engine"] if best else None
+            ok = best is not None and r["status"] == "ok"
+            r["speedup_vs_best_hf"] = best["ms_per_model_step"] / r["ms_per_model_step"] if ok else None
     for r in rows:
-        r["best_hf_engine"] = best["engine"] if best else None
-        ok = best is not None and r["status"] == "ok"
-        r["speedup_vs_best_hf"] = best["ms_per_model_step"] / r["ms_per_model_step"] if ok else None
+        reference = ENGINES[r["engine_key"]].reference if r["engine_key"] in ENGINES else None
+        one = [x for x in rows if x["engine_key"] == reference and x.get("gpus", 1) == 1 and x["status"] == "ok"]
+        ok = bool(one) and r["status"] == "ok"
+        r["scaling_efficiency"] = one[0]["ms_per_step"] / r["ms_per_step"] if ok else None
 
 
-COLUMNS = ["case", "engine", "engine_key", "family", "models", "status", "ms_per_step", "ms_per_step_min",
-           "ms_per_step_max", "ms_per_model_step", "tokens_per_s_stack", "tokens_per_s_per_model", "mfu",
-           "speedup_vs_best_hf", "best_hf_engine", "warmup_s", "batch", "width", "rows", "tokens", "padding_share",
+COLUMNS = ["case", "engine", "engine_key", "family", "models", "gpus", "status", "ms_per_step", "ms_per_step_min",
+           "ms_per_step_max", "ms_per_model_step", "tokens_per_s_stack", "tokens_per_s_per_model", "tokens_per_s_all",
+           "mfu", "speedup_vs_best_hf", "best_hf_engine", "scaling_efficiency", "warmup_s", "batch", "width", "rows", "tokens", "padding_share",
            "steps", "repeats", "warmup_steps", "device", "peak_tflops", "torch", "transformers", "commit", "date"]
 
 
@@ -318,7 +377,8 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
                 folder: Path | None = None, device: str | None = None, budget_s: float | None = None,
                 commit: str | None = None, compile_on_cpu: bool = False) -> Path:
     """Run the benchmark and write `bench.csv` (and `bench.png`) in `folder` (default `book/results/bench`), after
-    every row (atomically), keeping the rows of cases not run now. engines: None = every engine of each case."""
+    every row (atomically), keeping the rows of cases not run now. engines: None = every engine of each case.
+    Under torchrun (the data-parallel case) every rank runs it and rank 0 alone writes."""
     import pandas as pd
     import transformers
 
@@ -338,7 +398,10 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
     kept = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=COLUMNS)
     if "engine_key" not in kept.columns:  # an older benchmark's layout: not comparable, replaced
         kept = pd.DataFrame(columns=COLUMNS)
+    kept = kept.reindex(columns=COLUMNS)  # rows from before the data-parallel columns: one GPU each
+    kept["gpus"] = kept["gpus"].fillna(1).astype(int)
     kept = kept[~kept["case"].isin(cases)]
+    writer = world()[0] == 0
     done: list[dict] = []
 
     def save(row=None):
@@ -355,9 +418,12 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
 
     for case in cases:
         chosen = [e for e in (engines or engines_for(case)) if e in engines_for(case)]
-        bench_case(case, chosen, device, steps, repeats, warmup, budget_s, compile_on_cpu, on_row=save)
-        print(summary(save()[lambda d: d["case"] == case]), flush=True)
-    _save_plot(save(), folder)
+        bench_case(case, chosen, device, steps, repeats, warmup, budget_s, compile_on_cpu,
+                   on_row=save if writer else None)
+        if writer:
+            print(summary(save()[lambda d: d["case"] == case]), flush=True)
+    if writer:
+        _save_plot(save(), folder)
     return path
 
 
@@ -372,8 +438,9 @@ def summary(df) -> str:
             continue
         mfu = "" if pd.isna(r.mfu) else f" MFU {r.mfu:5.1%}"
         speed = "" if pd.isna(r.speedup_vs_best_hf) else f"  {r.speedup_vs_best_hf:.2f}x vs {r.best_hf_engine}"
+        scaling = "" if pd.isna(r.scaling_efficiency) else f"  {r.gpus} GPUs: scaling efficiency {r.scaling_efficiency:.0%}"
         lines.append(f"{r.case:12s} {r.engine:52s} {r.ms_per_model_step:8.2f} ms/model-step "
-                     f"({r.ms_per_step_min / r.models:.2f}-{r.ms_per_step_max / r.models:.2f}){mfu}{speed}")
+                     f"({r.ms_per_step_min / r.models:.2f}-{r.ms_per_step_max / r.models:.2f}){mfu}{speed}{scaling}")
     return "\n".join(lines)
 
 
@@ -407,8 +474,10 @@ def plot_bench(df):
         err = [sub["ms_per_model_step"] - sub["ms_per_step_min"] / sub["models"],
                sub["ms_per_step_max"] / sub["models"] - sub["ms_per_model_step"]]
         bars = ax.barh(sub["engine"], sub["ms_per_model_step"], xerr=err, color=colours)
-        for bar, mfu, speed in zip(bars, sub["mfu"], sub["speedup_vs_best_hf"]):
-            text = ("" if pd.isna(speed) else f"{speed:.2f}x") + ("" if pd.isna(mfu) else f", MFU {mfu:.0%}")
+        for bar, mfu, speed, gpus, scaling in zip(bars, sub["mfu"], sub["speedup_vs_best_hf"], sub["gpus"],
+                                                  sub["scaling_efficiency"]):
+            text = ("" if pd.isna(speed) else f"{speed:.2f}x") + ("" if pd.isna(mfu) else f", MFU {mfu:.0%}") + \
+                ("" if pd.isna(scaling) else f", {gpus:.0f} GPUs: scaling {scaling:.0%}")
             ax.annotate(text, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                         textcoords="offset points", va="center", fontsize=7)
         ax.set_xlim(0, 1.45 * float((sub["ms_per_step_max"] / sub["models"]).max()))  # linear from 0: bar = time

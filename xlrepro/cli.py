@@ -7,6 +7,7 @@
   xlrepro run <paper>/<chapter> [-p NAME VALUE ...] [--publish]
   xlrepro reproduce [--papers ...] [-p NAME VALUE ...]   the published run: train, then run every chapter
   xlrepro bench [--cases small base mbert] [--engines ...] [--steps 50 --repeats 3] [--quick]
+  torchrun --nproc_per_node 2 -m xlrepro.cli bench --cases base-dp     data parallel: 1 GPU against 2
 
 Every command checks all of its arguments before it trains or loads anything. Training at the papers' full
 settings on a CPU stops with a message unless --allow-cpu is given. `xlrepro run` writes into book/ only with
@@ -28,9 +29,10 @@ from .config import PROFILES, ConfigError, check_profile, choose
 from .papers import get_paper, paper_of_chapter, papers
 from .paths import repo_root, runs_dir
 
-BENCH_CASES = ("small", "base", "mbert", "base-ragged")  # xlrepro.bench.CASES (checked in test_cli)
+BENCH_CASES = ("small", "base", "mbert", "base-ragged", "base-dp")  # xlrepro.bench.CASES (checked in test_cli)
 BENCH_ENGINES = ("hf-fp32", "hf-bf16", "hf-compile", "ours", "ours-nomask", "ours-qkv", "ours-nomask-qkv",
-                 "ours-packed", "ours-packed-qkv", "ours-flex", "ours-stack")  # xlrepro.bench.ENGINES (test_cli)
+                 "ours-packed", "ours-packed-qkv", "ours-flex", "ours-stack", "hf-compile-ddp", "ours-ddp",
+                 "ours-ddp-graph")  # xlrepro.bench.ENGINES (test_cli)
 
 
 def _value(text: str):
@@ -277,7 +279,9 @@ def main(argv=None) -> int:
             if a.budget_s is not None and a.budget_s <= 0:
                 raise ConfigError(f"--budget-s must be positive; got {a.budget_s}")
             out = a.out or (runs_dir() / "bench" / "quick" if a.quick else None)
-            print(write_bench(a.cases, a.engines, steps, repeats, warmup, out, a.device, a.budget_s, a.commit))
+            from .training.distributed import init_from_env
+            device = init_from_env() or a.device  # under torchrun: this rank's GPU
+            print(write_bench(a.cases, a.engines, steps, repeats, warmup, out, device, a.budget_s, a.commit))
     except ConfigError as err:
         print(f"xlrepro: {err}", file=sys.stderr)
         return 2

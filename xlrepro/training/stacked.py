@@ -94,13 +94,18 @@ class ModelStack:
 
     def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
                  bf16: bool | None = None, compile: str | bool | None = None, seeds: list[int] | None = None,
-                 graphs: bool = True, levers: Levers | None = None):
+                 graphs: bool = True, levers: Levers | None = None, data_parallel: bool | None = None,
+                 ddp_graphs: bool = False):
         """seeds: each model's own seed for dropout (and, through `noise`, masking): with seeds the step runs the
         fused loss (`fused_bert.py`) and every random draw is the model's own, whatever the stack; without, HF's
         model runs under vmap with PyTorch's generator (the reference engine of the tests).
         compile: None/False, True/"regional" or "full" (CUDA only); graphs: capture steps as CUDA graphs (CUDA).
         levers: the fused loss's speed options (`fused_bert.Levers`); given, the step always runs the fused loss
-        (eager or compiled), also without seeds. None (the default) leaves every path as it was."""
+        (eager or compiled), also without seeds. None (the default) leaves every path as it was.
+        data_parallel: average gradients over torchrun's ranks (None: whenever a process group of more than one rank
+        exists; False: this stack trains alone, e.g. rank 0's one-GPU reference in the benchmark). ddp_graphs: under
+        data parallelism, capture the gradient all-reduce (NCCL) inside the step's CUDA graph too; without it a
+        data-parallel stack runs its steps eagerly (compiled regions stay compiled)."""
         self.device = torch.device(device)
         self.size = len(models)
         wrapped = [MaskedPositionsLM(m) for m in models]
@@ -128,8 +133,10 @@ class ModelStack:
         # Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace
         # per stream, and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture
         # invalidated). `_warm` counts eager steps on that stream in this process (a resumed run warms up again).
-        # No graphs in DDP (the all-reduce stays eager), nor with graphs=False (to time eager steps).
-        graphs = graphs and cuda and world()[1] == 1
+        # No graphs in data parallel unless asked (ddp_graphs: the all-reduce is captured too), nor with graphs=False
+        # (to time eager steps).
+        self.data_parallel = world()[1] > 1 if data_parallel is None else data_parallel
+        graphs = graphs and cuda and (not self.data_parallel or ddp_graphs)
         self._stream = torch.cuda.Stream(self.device) if graphs else None
         self._warm = 0
         self._warm_keys: set = set()
@@ -236,7 +243,8 @@ class ModelStack:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
             losses = self._losses(self.params, self.buffers, *inputs)
         losses.sum().backward()  # the models share no parameter, so each gets exactly its own gradient
-        average_gradients([p.grad for p in self.params.values() if p.grad is not None])  # data parallel only
+        if self.data_parallel:
+            average_gradients([p.grad for p in self.params.values() if p.grad is not None])
         self._clip_per_model()
         self.optimizer.step()
         return losses.detach()
