@@ -260,3 +260,37 @@ def test_two_ranks_time_the_reference_alone_then_data_parallel(tmp_path):
     assert two["scaling_efficiency"] == pytest.approx(one["ms_per_step"] / two["ms_per_step"])
     assert two["tokens_per_s_all"] == pytest.approx(2 * 4 * 16 / (two["ms_per_step"] / 1e3))
     assert one["tokens_per_s_all"] == pytest.approx(one["tokens_per_s_per_model"])
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", "matrix products"),
+    ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", "matrix products"),
+    ("triton_tem_fused_mm_0", "matrix products"),
+    ("aten::addmm", "matrix products"),
+    ("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>", "attention"),
+    ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "attention"),
+    ("void at::native::(anonymous namespace)::fused_adamw_kernel", "optimizer"),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication"),
+    ("triton_per_fused_native_layer_norm_add_3", "fused element-wise (Triton)"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "element-wise and reductions (ATen)"),
+    ("Memcpy DtoD (Device -> Device)", "other"),
+])
+def test_kernels_are_sorted_into_kinds_by_name(name, kind):
+    assert bench.kernel_kind(name) == kind
+
+
+def test_a_profiled_run_writes_the_kinds_and_the_table(tiny_cases, tmp_path):
+    write_bench(["small"], ["hf-bf16", "ours"], steps=1, repeats=1, warmup=1, folder=tmp_path, device="cpu",
+                profile=True)
+    kinds = pd.read_csv(tmp_path / "profile.csv")
+    assert set(kinds["engine_key"]) == {"hf-bf16", "ours"} and (kinds["case"] == "small").all()
+    for _, d in kinds.groupby("engine_key"):
+        assert d["share"].sum() == pytest.approx(1.0) and (d["ms_per_step"] >= 0).all()
+        assert "matrix products" in set(d["kind"])
+    text = (tmp_path / "profile-small-ours.txt").read_text()
+    assert text.startswith("small, ours: GPU time by kind of kernel") and "Self CPU" in text
+    # a second profiled run of one engine replaces that engine's rows only
+    write_bench(["small"], ["ours"], steps=1, repeats=1, warmup=0, folder=tmp_path, device="cpu", profile=True)
+    again = pd.read_csv(tmp_path / "profile.csv")
+    assert len(again[again["engine_key"] == "hf-bf16"]) == len(kinds[kinds["engine_key"] == "hf-bf16"])
+    assert len(again[again["engine_key"] == "ours"]) == len(kinds[kinds["engine_key"] == "ours"])

@@ -273,10 +273,56 @@ def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
     return lambda: stack.step(lambda: batch, graph_key="bench"), ids.shape[1], stack
 
 
+KERNEL_KINDS = (  # (kind, substrings of a kernel's name, lower case), first match wins; the rest is "other"
+    ("attention", ("flash", "fmha", "attention", "sdpa", "efficient")),  # first: fused attention may run on CUTLASS
+    ("matrix products", ("gemm", "xmma", "cutlass", "cublas", "nvjet", "triton_tem", "aten::mm", "addmm", "bmm")),
+    ("optimizer", ("adam", "multi_tensor", "foreach")),
+    ("communication", ("nccl",)),
+    ("fused element-wise (Triton)", ("triton",)),
+    ("element-wise and reductions (ATen)", ("elementwise", "reduce", "vectorized", "softmax", "layer_norm",
+                                            "dropout", "copy", "fill", "cat", "index", "gather", "scatter")),
+)
+
+
+def kernel_kind(name: str) -> str:
+    """The kind of a GPU kernel by its name (`KERNEL_KINDS`)."""
+    low = name.lower()
+    return next((kind for kind, keys in KERNEL_KINDS if any(k in low for k in keys)), "other")
+
+
+def profile_step(step: Callable[[], object], device, steps: int = 5) -> tuple[list[dict], str]:
+    """Profile `steps` more steps of a warmed-up engine: (one row per kernel kind: total ms per step and share of the
+    device time; the profiler's own top-30 table). On a GPU the device's kernels (also those replayed from a CUDA
+    graph, which the profiler traces through CUPTI); on the CPU the operators' self CPU time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = torch.device(device).type == "cuda"
+    activities = [ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        _sync(device)
+    events = prof.key_averages()
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    totals: dict[str, float] = {}
+    for e in events:
+        if cuda and getattr(e, "device_type", None) is not None and "CUDA" not in str(e.device_type):
+            continue
+        totals[kernel_kind(e.key)] = totals.get(kernel_kind(e.key), 0.0) + getattr(e, attr, 0.0)
+    whole = sum(totals.values()) or 1.0
+    rows = [{"kind": k, "ms_per_step": v / 1e3 / steps, "share": v / whole}
+            for k, v in sorted(totals.items(), key=lambda kv: -kv[1])]
+    table = events.table(sort_by=attr, row_limit=30, max_name_column_width=90)
+    return rows, table
+
+
 def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup: int, budget_s: float | None = None,
-               compile_on_cpu: bool = False, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+               compile_on_cpu: bool = False, on_row: Callable[[dict], None] | None = None,
+               profile_to: Path | None = None) -> list[dict]:
     """Rows for one case (dicts; see `write_bench` for the columns). An engine that fails leaves a row that says so;
-    past `budget_s` of the case's wall time the remaining engines are skipped with a row that says so."""
+    past `budget_s` of the case's wall time the remaining engines are skipped with a row that says so.
+    profile_to: a folder; each engine timed "ok" is then profiled for 5 more steps (`profile_step`), into
+    profile-<case>-<engine>.txt (the kinds of kernels, then the profiler's top 30) and the rows of profile.csv."""
     case = CASES[case_name]
     cuda = torch.device(device).type == "cuda"
     peak = peak_flops(device)
@@ -316,6 +362,10 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
                 row["status"] = f"eager fallback: {stack.fallbacks[0]['error']}"
             elif e.ddp_graphs and stack is not None and not stack._graphs:  # the capture failed: eager steps
                 row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
+            if profile_to is not None:  # every rank steps (data parallel: the all-reduce needs them); rank 0 writes
+                profiled = profile_step(step, device)
+                if rank == 0:
+                    _write_profile(profile_to, case_name, key, *profiled)
             med = statistics.median(times)
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
@@ -348,6 +398,26 @@ class _Skip(Exception):
     pass
 
 
+def _write_profile(folder: Path, case: str, engine: str, kinds: list[dict], table: str) -> None:
+    """profile-<case>-<engine>.txt, and this engine's rows of profile.csv (others' rows kept), both atomically."""
+    import pandas as pd
+
+    from .atomic import atomic_path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [f"{case}, {engine}: GPU time by kind of kernel (ms per step, share)"]
+    lines += [f"  {k['kind']:38s} {k['ms_per_step']:8.2f} ms  {k['share']:6.1%}" for k in kinds]
+    with atomic_path(folder / f"profile-{case}-{engine}.txt") as tmp:
+        tmp.write_text("\n".join(lines) + "\n\n" + table + "\n")
+    path = folder / "profile.csv"
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["case", "engine_key", "kind"])
+    old = old[~((old["case"] == case) & (old["engine_key"] == engine))]
+    new = pd.DataFrame([{"case": case, "engine_key": engine, **k} for k in kinds])
+    with atomic_path(path) as tmp:
+        pd.concat([old, new], ignore_index=True).to_csv(tmp, index=False)
+
+
 def _headline(rows: list[dict]) -> None:
     """Fill, in place, best_hf_engine and speedup_vs_best_hf (the fastest HF time per model-step over the row's, among
     the rows of the same GPU count) and, for data-parallel rows, scaling_efficiency (the one-GPU reference engine's
@@ -375,10 +445,11 @@ COLUMNS = ["case", "engine", "engine_key", "family", "models", "gpus", "status",
 
 def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int = 3, warmup: int = 10,
                 folder: Path | None = None, device: str | None = None, budget_s: float | None = None,
-                commit: str | None = None, compile_on_cpu: bool = False) -> Path:
+                commit: str | None = None, compile_on_cpu: bool = False, profile: bool = False) -> Path:
     """Run the benchmark and write `bench.csv` (and `bench.png`) in `folder` (default `book/results/bench`), after
     every row (atomically), keeping the rows of cases not run now. engines: None = every engine of each case.
-    Under torchrun (the data-parallel case) every rank runs it and rank 0 alone writes."""
+    Under torchrun (the data-parallel case) every rank runs it and rank 0 alone writes. profile: also write a kernel
+    profile of each engine (`profile_step`) beside the CSV (profile.csv, profile-<case>-<engine>.txt)."""
     import pandas as pd
     import transformers
 
@@ -419,7 +490,7 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
     for case in cases:
         chosen = [e for e in (engines or engines_for(case)) if e in engines_for(case)]
         bench_case(case, chosen, device, steps, repeats, warmup, budget_s, compile_on_cpu,
-                   on_row=save if writer else None)
+                   on_row=save if writer else None, profile_to=folder if profile else None)
         if writer:
             print(summary(save()[lambda d: d["case"] == case]), flush=True)
     if writer:

@@ -224,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--commit", help="the commit recorded in the CSV (default: git rev-parse HEAD)")
     p.add_argument("--device", help="default: cuda if available, else cpu")
     p.add_argument("--out", type=Path, help="folder for bench.csv/bench.png (default: book/results/bench)")
+    p.add_argument("--profile", action="store_true",
+                   help="after timing each engine, profile 5 more steps: GPU time by kind of kernel (matrix products, "
+                        "attention, fused element-wise, optimizer, ...) into profile.csv and profile-<case>-<engine>.txt")
     return ap
 
 
@@ -281,7 +284,8 @@ def main(argv=None) -> int:
             out = a.out or (runs_dir() / "bench" / "quick" if a.quick else None)
             from .training.distributed import init_from_env
             device = init_from_env() or a.device  # under torchrun: this rank's GPU
-            print(write_bench(a.cases, a.engines, steps, repeats, warmup, out, device, a.budget_s, a.commit))
+            print(write_bench(a.cases, a.engines, steps, repeats, warmup, out, device, a.budget_s, a.commit,
+                              profile=a.profile))
     except ConfigError as err:
         print(f"xlrepro: {err}", file=sys.stderr)
         return 2
