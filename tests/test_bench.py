@@ -216,19 +216,42 @@ def test_equivalence_checks_flag_a_shifted_engine_and_keep_a_matching_one():
     import pandas as pd
     from scipy.stats import ttest_ind
 
-    from xlrepro.papers.dufter2020.engines import PUBLISHED_ENGINE, equivalence_checks
+    from xlrepro.papers.dufter2020.engines import PUBLISHED_ENGINE, VMAP_ENGINE, equivalence_checks
 
-    pub = [10.0, 11.0, 12.0, 13.0, 14.0]  # mean 12, std 1.58
-    rows = [(PUBLISHED_ENGINE, v) for v in pub] + [("same", v + 0.5) for v in pub] + [("shifted", v + 5) for v in pub]
-    rows += [("one seed", 12.0)]
+    ref = [10.0, 11.0, 12.0, 13.0, 14.0]  # mean 12, std 1.58
+    rows = [(VMAP_ENGINE, v) for v in ref] + [("same", v + 0.5) for v in ref] + [("shifted", v + 5) for v in ref]
+    rows += [("one seed", 12.0)] + [(PUBLISHED_ENGINE, v + 50) for v in ref]
     eq = pd.DataFrame([{"engine": e, "experiment": "5", "seed": i, "metric": "ppl_dev", "value": v}
                        for i, (e, v) in enumerate(rows)])
     checks = equivalence_checks(eq).set_index("engine")
+    assert set(checks.index) == {"same", "shifted", "one seed"}  # the published grid is not an engine test
     assert checks.loc["same", "within 2 std"] and not checks.loc["shifted", "within 2 std"]
-    assert checks.loc["shifted", "difference"] == 5.0
-    expected = ttest_ind([v + 5 for v in pub], pub, equal_var=False).pvalue  # t = 5 with 8 df
+    assert checks.loc["shifted", "difference"] == 5.0 and checks.loc["shifted", "reference seed std"] == pytest.approx(
+        2.5 ** 0.5)
+    expected = ttest_ind([v + 5 for v in ref], ref, equal_var=False).pvalue  # t = 5 with 8 df
     assert checks.loc["shifted", "welch p"] == expected < 0.01
     assert checks.loc["same", "welch p"] > 0.5 and pd.isna(checks.loc["one seed", "welch p"])
+    against_published = equivalence_checks(eq, reference=PUBLISHED_ENGINE, engines=["same"])
+    assert against_published["difference"].tolist() == [-49.5]
+
+
+def test_equivalence_reading_and_the_published_shift_by_hand():
+    import pandas as pd
+
+    from xlrepro.papers.dufter2020.engines import PUBLISHED_ENGINE, VMAP_ENGINE, equivalence_checks, \
+        equivalence_reading, published_shift
+
+    ref = [10.0, 11.0, 12.0, 13.0, 14.0]  # std 1.58: 2 std = 3.16
+    rows = [(m, VMAP_ENGINE, v) for m in ("5", "6") for v in ref]
+    rows += [("5", "same", v + 0.5) for v in ref] + [("6", "shifted", v + 5) for v in ref]
+    rows += [("5", PUBLISHED_ENGINE, v + 2) for v in ref] + [("6", PUBLISHED_ENGINE, v + 40) for v in ref]
+    eq = pd.DataFrame([{"engine": e, "experiment": m, "seed": i, "metric": "ppl_dev", "value": v}
+                       for i, (m, e, v) in enumerate(rows)])
+    text = equivalence_reading(equivalence_checks(eq, ["ppl_dev"]))
+    assert text.startswith("1 of 2 engine means lie within 2 seed std of the reference's; 1 of 2 Welch tests give "
+                           "p < 0.05, against about 0.1 by chance alone: model 6, ppl_dev, shifted (+5, p = 0.00")
+    # published minus vmap: +2 on model 5 (within 3.16), +40 on model 6 (beyond)
+    assert published_shift(eq, ["ppl_dev"]) == "ppl_dev +2 to +40 (beyond 2 std on 1 of 2 models)"
 
 
 def _data_parallel_rank(rank, rendezvous, folder):
