@@ -161,3 +161,30 @@ def test_claims_recomputed_from_the_published_csvs_equal_the_published_verdicts(
     text = (tmp_path / "claims.csv").read_text()
     claims_table("wu2019", chapter="q2_layers", results=tmp_path)
     assert (tmp_path / "claims.csv").read_text() == text
+
+
+def test_the_lab_chapter_renders_its_encoder_from_the_published_files_only_at_the_published_run(tmp_path, monkeypatch):
+    from xlrepro.papers.wu2019.published import LAB_FILES, lab_source
+    from xlrepro.papers.wu2019.transfer import mini_mbert_for
+
+    monkeypatch.setenv("XLREPRO_CACHE", str(tmp_path / "cache"))  # no encoder in the cache
+    folder = tmp_path / "multilingual"
+    folder.mkdir()
+    (folder / LAB_FILES[0]).write_text("{}")
+    source, why = lab_source(publish=True, device="cpu", folder=folder)  # retrieval.csv missing
+    assert source == "train" and "no published retrieval.csv" in why
+    (folder / LAB_FILES[1]).write_text("language,layer,value\n")
+    assert lab_source(publish=True, device="cpu", folder=folder)[0] == "published"
+    assert lab_source(publish=False, device="cpu", folder=folder)[0] == "train"  # an exploratory run
+    assert lab_source("train", publish=True, device="cpu", folder=folder)[0] == "train"
+    source, why = lab_source(publish=True, device="cpu", folder=folder, retrieval_sentences=200)
+    assert source == "train" and "retrieval_sentences=200" in why
+    source, why = lab_source(publish=True, device="cuda", folder=folder)
+    assert source == "train" and "cuda" in why
+    with pytest.raises(ConfigError, match="only for the published run at its defaults; here: parameters differ"):
+        lab_source("published", publish=True, folder=folder, languages=["en", "fr"])
+    encoder = mini_mbert_for(load_plan(), "lab")[0].default_dir()  # the encoder in the cache: it is used
+    encoder.mkdir(parents=True)
+    (encoder / "training.json").write_text("{}")
+    source, why = lab_source(publish=True, device="cpu", folder=folder)
+    assert source == "train" and why == "the encoder is in the cache"

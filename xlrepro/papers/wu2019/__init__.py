@@ -78,6 +78,14 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     from .transfer import load_plan, mini_mbert_for
 
     name = chapter.split("/")[-1]
+    if chapter == "multilingual/lab":
+        from .published import lab_source
+
+        known = ("model", "languages", "retrieval_sentences")
+        source, _ = lab_source(parameters.get("source", "auto"), publish=bool(parameters.get("publish")),
+                               **{k: parameters[k] for k in known if k in parameters})
+        if source == "published":
+            return None
     if chapter.startswith(f"{NAME}/"):
         from .published import choose_source
 

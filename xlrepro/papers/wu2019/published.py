@@ -242,3 +242,52 @@ class PublishedLab:
         run = self.run_info
         return {"source": f"published results of {run['date']} (commit {run['commit']}), re-rendered; nothing "
                           f"trained", "training devices": f"{run['device']} (the published run)"}
+
+
+# ------------------------------------------------------------------ the multilingual lab chapter (the plan's encoder)
+# What the lab chapter shows of the encoder, kept beside its results by the published run (book/results/multilingual):
+# the pretraining record (`training.json` of `mini_mbert.pretrain`) and the retrieval table.
+LAB_FILES = ("mini_mbert_training.json", "retrieval.csv")
+LAB_RETRIEVAL_SENTENCES = 1000  # the published run's retrieval sample
+
+
+def lab_source(source: str = "auto", *, publish: bool = False, model: str = "lab", languages=None,
+               retrieval_sentences: int = LAB_RETRIEVAL_SENTENCES, device: str | None = None,
+               folder: str | Path | None = None, plan=None) -> tuple[str, str]:
+    """("train" or "published", why) for the multilingual/lab chapter, by `choose_source`'s rules: "published"
+    renders the encoder's card and the retrieval table from the published run's files (`LAB_FILES`) only for the
+    published run (`publish`) at its defaults (model "lab", every language, `LAB_RETRIEVAL_SENTENCES`), and ("auto")
+    only on a CPU without the encoder in the cache, where the chapter would otherwise pretrain it."""
+    from xlrepro.devices import default_device
+    from xlrepro.paths import repo_root
+
+    from .transfer import load_plan, mini_mbert_for
+
+    choose("source", source, SOURCES)
+    if source == "train":
+        return "train", "source='train'"
+    folder = Path(folder) if folder is not None else repo_root() / "book" / "results" / "multilingual"
+    blockers = [] if publish else ["publish=False (only the published run is rendered from its results)"]
+    differing = [f"{k}={v!r}" for k, v, d in (("model", model, "lab"), ("languages", languages, None),
+                                              ("retrieval_sentences", retrieval_sentences, LAB_RETRIEVAL_SENTENCES))
+                 if v != d]
+    if differing:
+        blockers.append(f"parameters differ from the published run's: {', '.join(differing)}")
+    missing = [n for n in LAB_FILES if not (folder / n).exists()]
+    if missing:
+        blockers.append(f"no published {', '.join(missing)} in book/results/multilingual")
+    if source == "published":
+        if blockers:
+            raise ConfigError(f"source='published' renders multilingual/lab from the published run's files only for "
+                              f"the published run at its defaults; here: {'; '.join(blockers)}. Use source='train' "
+                              f"(or 'auto')")
+        return "published", "source='published'"
+    if blockers:
+        return "train", "; ".join(blockers)
+    device = str(device or default_device())
+    if not device.startswith("cpu"):
+        return "train", f"a {device} device pretrains the encoder"
+    config, _ = mini_mbert_for(plan or load_plan(), "lab")
+    if (config.default_dir() / "training.json").exists():
+        return "train", "the encoder is in the cache"
+    return "published", "this machine has no GPU and not the published encoder (it would begin by pretraining it)"
