@@ -75,7 +75,6 @@ def choose_source(chapter: str, source: str = "auto", *, publish: bool = False, 
     CSVs and raises ConfigError unless the conditions below hold; "auto" picks "published" only when they hold and
     the chapter would otherwise train on a CPU. Conditions: `publish`, every parameter (`differing_parameters`) at
     the published run's default, and the chapter's published CSVs in `folder` (default book/results/wu2019)."""
-    from xlrepro.devices import default_device
     from xlrepro.results import results_dir
 
     from .transfer import load_plan
@@ -86,13 +85,26 @@ def choose_source(chapter: str, source: str = "auto", *, publish: bool = False, 
     if source == "train":
         return "train", "source='train'"
     folder = Path(folder) if folder is not None else results_dir("wu2019")
+    missing = [f"{n}.csv" for n in FILES[chapter] if not (folder / f"{n}.csv").exists()]
+    return _decide(source, chapter, publish=publish, differing=differing_parameters(plan, **parameters),
+                   missing=missing, where="book/results/wu2019", device=device,
+                   needed=lambda: training_needed(chapter, plan), cached="the fine-tuning cache holds this chapter's runs",
+                   absent="the published run's fine-tuning cache")
+
+
+def _decide(source: str, chapter: str, *, publish: bool, differing: list[str], missing: list[str], where: str,
+            device, needed, cached: str, absent: str) -> tuple[str, str]:
+    """The rules `choose_source` and `lab_source` share, once `source` is not "train": what blocks rendering from the
+    published files (not the published run, a parameter off its default, a file missing), then, for "auto", a GPU
+    (which retrains) and `needed()` (the training the chapter would start here, for want of `absent`; None: the cache
+    holds it, `cached`)."""
+    from xlrepro.devices import default_device
+
     blockers = [] if publish else ["publish=False (only the published run is rendered from its results)"]
-    differing = differing_parameters(plan, **parameters)
     if differing:
         blockers.append(f"parameters differ from the published run's: {', '.join(differing)}")
-    missing = [f"{n}.csv" for n in FILES[chapter] if not (folder / f"{n}.csv").exists()]
     if missing:
-        blockers.append(f"no published {', '.join(missing)} in book/results/wu2019")
+        blockers.append(f"no published {', '.join(missing)} in {where}")
     if source == "published":
         if blockers:
             raise ConfigError(f"source='published' renders {chapter} from the published results only for the "
@@ -104,10 +116,10 @@ def choose_source(chapter: str, source: str = "auto", *, publish: bool = False, 
     device = str(device or default_device())
     if not device.startswith("cpu"):
         return "train", f"a {device} device retrains"
-    needed = training_needed(chapter, plan)
-    if needed is None:
-        return "train", "the fine-tuning cache holds this chapter's runs"
-    return "published", f"this machine has no GPU and not the published run's fine-tuning cache (retraining would begin with {needed})"
+    need = needed()
+    if need is None:
+        return "train", cached
+    return "published", f"this machine has no GPU and not {absent} (retraining would begin with {need})"
 
 
 class PublishedLab:
@@ -258,7 +270,6 @@ def lab_source(source: str = "auto", *, publish: bool = False, model: str = "lab
     renders the encoder's card and the retrieval table from the published run's files (`LAB_FILES`) only for the
     published run (`publish`) at its defaults (model "lab", every language, `LAB_RETRIEVAL_SENTENCES`), and ("auto")
     only on a CPU without the encoder in the cache, where the chapter would otherwise pretrain it."""
-    from xlrepro.devices import default_device
     from xlrepro.paths import repo_root
 
     from .transfer import load_plan, mini_mbert_for
@@ -267,27 +278,12 @@ def lab_source(source: str = "auto", *, publish: bool = False, model: str = "lab
     if source == "train":
         return "train", "source='train'"
     folder = Path(folder) if folder is not None else repo_root() / "book" / "results" / "multilingual"
-    blockers = [] if publish else ["publish=False (only the published run is rendered from its results)"]
     differing = [f"{k}={v!r}" for k, v, d in (("model", model, "lab"), ("languages", languages, None),
                                               ("retrieval_sentences", retrieval_sentences, LAB_RETRIEVAL_SENTENCES))
                  if v != d]
-    if differing:
-        blockers.append(f"parameters differ from the published run's: {', '.join(differing)}")
-    missing = [n for n in LAB_FILES if not (folder / n).exists()]
-    if missing:
-        blockers.append(f"no published {', '.join(missing)} in book/results/multilingual")
-    if source == "published":
-        if blockers:
-            raise ConfigError(f"source='published' renders multilingual/lab from the published run's files only for "
-                              f"the published run at its defaults; here: {'; '.join(blockers)}. Use source='train' "
-                              f"(or 'auto')")
-        return "published", "source='published'"
-    if blockers:
-        return "train", "; ".join(blockers)
-    device = str(device or default_device())
-    if not device.startswith("cpu"):
-        return "train", f"a {device} device pretrains the encoder"
     config, _ = mini_mbert_for(plan or load_plan(), "lab")
-    if (config.default_dir() / "training.json").exists():
-        return "train", "the encoder is in the cache"
-    return "published", "this machine has no GPU and not the published encoder (it would begin by pretraining it)"
+    pretraining = f"pretraining mini-mBERT ({config.steps} steps)"
+    return _decide(source, "multilingual/lab", publish=publish, differing=differing,
+                   missing=[n for n in LAB_FILES if not (folder / n).exists()], where="book/results/multilingual",
+                   device=device, cached="the encoder is in the cache", absent="the published encoder",
+                   needed=lambda: None if (config.default_dir() / "training.json").exists() else pretraining)
