@@ -3,6 +3,8 @@
 Variants (in one process, on the bench's base case unless --case says otherwise; each timed as the bench times its
 rows: median of --repeats runs of --steps steps after --warmup steps, then profiled by kind of kernel):
   ours, ours-nomask, hf-compile       the bench's engines, for reference in the same process
+  ours-mm, ours-nomask-mm             the same with the bias outside the batched product (`Levers(linear="mm")`)
+  stackN, stackN-mm                   N models of the case in one compiled stack (per model-step figures)
   nodrop                              ours with dropout 0 (hidden and attention): the cost of the random masks.
                                       A diagnostic, not an engine: it is not the same training
   nomask-flash / -cudnn / -efficient  ours + no mask with one SDPA backend forced (torch.nn.attention.sdpa_kernel)
@@ -32,6 +34,8 @@ ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/out"))
 ap.add_argument("--steps", type=int, default=30)
 ap.add_argument("--repeats", type=int, default=3)
 ap.add_argument("--warmup", type=int, default=10)
+ap.add_argument("--batch", type=int, help="sentences per step instead of the case's (e.g. the Dufter grid's 256)")
+ap.add_argument("--length", type=int, help="row width instead of the case's (e.g. 24: the Dufter lab corpus)")
 ap.add_argument("--device", default="cuda")
 ap.add_argument("--budget-s", type=float, default=480, help="no variant starts after this many seconds")
 args = ap.parse_args()
@@ -39,6 +43,9 @@ os.makedirs(args.out, exist_ok=True)
 dev = args.device
 cuda = dev.startswith("cuda")
 case = bench.CASES[args.case]
+if args.batch or args.length:
+    from dataclasses import replace
+    case = replace(case, batch=args.batch or case.batch, length=args.length or case.length)
 inputs = bench.make_inputs(case, dev)
 flops = bench.model_flops(case.size, case.vocab, case.batch, case.length, lengths=inputs.lengths)
 peak = bench.peak_flops(dev)
@@ -120,8 +127,12 @@ def build(variant):
         return step, None, f
     if variant == "hf-compile":
         return bench._hf_step(case, inputs, dev, "hf-compile"), None, flops
-    if variant in ("ours", "ours-nomask"):
+    if variant in ("ours", "ours-nomask", "ours-mm", "ours-nomask-mm"):
         return ours(variant), None, flops
+    if variant.startswith("stack"):
+        n, _, linear = variant[len("stack"):].partition("-")
+        engine = bench.Engine(variant, "ours", "all", models=int(n), linear=linear or "baddbmm")
+        return bench._ours_step(case, inputs, dev, engine)[0], None, flops * int(n)
     if variant == "nodrop":
         return ours("ours", dropout=False), None, flops
     if variant.startswith("nomask-"):
@@ -158,8 +169,9 @@ for variant in args.variants.split(","):
                 fh.write("\n".join(f"{k['kind']:38s} {k['ms_per_step']:8.2f} ms {k['share']:6.1%}" for k in kinds))
                 fh.write("\n\n" + table + "\n")
             med = statistics.median(times)
-            rows.append({"variant": variant, "ms_per_step": 1e3 * med, "min": 1e3 * min(times), "max": 1e3 * max(times),
-                         "tflops": f / med / 1e12, "mfu": None if peak is None else flops / med / peak,
+            models = int(variant[len("stack"):].partition("-")[0]) if variant.startswith("stack") else 1
+            rows.append({"variant": variant, "ms_per_step": 1e3 * med, "ms_per_model_step": 1e3 * med / models, "min": 1e3 * min(times), "max": 1e3 * max(times),
+                         "tflops": f / med / 1e12, "mfu": None if peak is None else f / med / peak,
                          "warmup_s": warm, "peak_gb": torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
                          "kinds": {k["kind"]: round(k["ms_per_step"], 3) for k in kinds}})
     except Exception as err:  # noqa: BLE001 - report and go on with the other variants
@@ -175,5 +187,5 @@ for variant in args.variants.split(","):
         inductor.max_autotune_gemm = False
     print(json.dumps(rows[-1]), f"({time.perf_counter() - t0:.0f} s)", flush=True)
     with open(os.path.join(args.out, "base_probe.json"), "w") as fh:
-        json.dump({"case": args.case, "device": name, "torch": torch.__version__,
+        json.dump({"case": args.case, "batch": case.batch, "length": case.length, "device": name, "torch": torch.__version__,
                    "rows": rows}, fh, indent=1)

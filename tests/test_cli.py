@@ -45,6 +45,11 @@ def test_workers_per_gpu_must_be_positive(capsys, no_training, gpu):
     assert "--workers-per-gpu must be 1 or more; got 0" in capsys.readouterr().err
 
 
+def test_epochs_must_be_positive(capsys, no_training, gpu):
+    assert main(["train", "dufter2020", "--epochs", "0"]) == 2
+    assert "--epochs must be 1 or more; got 0" in capsys.readouterr().err
+
+
 def test_unknown_model_id_names_the_valid_ones(capsys, no_training, gpu):
     assert main(["train", "dufter2020", "--ids", "0", "99"]) == 2
     assert "unknown model ID '99'; valid choices: 0, 1, 2" in capsys.readouterr().err
@@ -148,6 +153,9 @@ def test_train_passes_devices_and_the_compile_switch(monkeypatch, gpu, workers, 
     assert seen["devices"] == ["cuda:0", "cuda:1"] * workers
     assert (seen["chapter"], seen["ids"], seen["seeds"]) == ("dufter2020", ["0", "21"], [0, 42])
     assert seen["compile"] == (True if compile_flag else None)  # an argument, never an environment variable
+    assert seen["epochs"] is None  # each experiment's own number of epochs
+    assert main(args + ["--epochs", "3"]) == 0
+    assert seen["epochs"] == 3
 
 
 

@@ -200,3 +200,35 @@ def test_compiled_levers_equal_the_eager_ones(mask, levers):
     compiled.sum().backward()
     torch.testing.assert_close(compiled.detach()[0], loss, rtol=1e-5, atol=1e-5)
     assert_same_gradients({k.removeprefix("mlm."): p.grad[0] for k, p in stack.params.items()}, grads)
+
+
+@pytest.mark.parametrize("fused_qkv", [False, True])
+def test_bias_outside_the_product_equals_hf_for_one_model(fused_qkv):
+    # linear="mm", one model: F.linear, the bias in the product's epilogue
+    g = torch.Generator().manual_seed(7)
+    docs, masked = documents(g, [7, 3, 5, 8])
+    ref_loss, ref_grads = hf_loss_and_grads(hf(1), docs, masked)
+    loss, grads = fused_loss_and_grads(hf(1), padded_inputs(docs, masked, 8), Levers(fused_qkv=fused_qkv, linear="mm"))
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-5)
+    assert_same_gradients(grads, ref_grads)
+
+
+def test_bias_outside_the_product_equals_hf_for_each_model_of_a_stack():
+    # linear="mm", two models: bmm, then the bias added; each model's loss and gradients are its own HF model's
+    g = torch.Generator().manual_seed(8)
+    docs, masked = documents(g, [6, 4, 5])
+    refs = [hf_loss_and_grads(hf(seed), docs, masked) for seed in (1, 2)]
+    one = padded_inputs(docs, masked, 6)
+    inputs = tuple(t.expand(2, *t.shape[1:]) for t in one)
+    stack = ModelStack([hf(1), hf(2)], OPT, "cpu", levers=Levers(linear="mm"))
+    stack.base.eval()
+    loss = stack._losses(stack.params, stack.buffers, *inputs)
+    loss.sum().backward()
+    for i, (ref_loss, ref_grads) in enumerate(refs):
+        torch.testing.assert_close(loss[i].detach(), ref_loss, rtol=1e-5, atol=1e-5)
+        assert_same_gradients({k.removeprefix("mlm."): p.grad[i] for k, p in stack.params.items()}, ref_grads)
+
+
+def test_linear_lever_names_the_valid_choices():
+    with pytest.raises(ValueError, match="'baddbmm', 'mm'"):
+        Levers(linear="addmm")

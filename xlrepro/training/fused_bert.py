@@ -35,6 +35,7 @@ ATTENTION = "auto"
 
 
 ATTENTIONS = ("math", "sdpa", "auto", "flex")
+LINEARS = ("baddbmm", "mm")
 QKV = ("query", "key", "value")
 
 
@@ -49,15 +50,27 @@ class Levers:
         a `BlockMask` (see `document_block_mask`); FlexAttention has no dropout on the attention probabilities, so
         "flex" refuses to train with attention dropout (train it with `attention_probs_dropout_prob=0`).
     fused_qkv: one [3H, H] matrix product for queries, keys and values instead of three [H, H] ones.
+    linear: how the encoder's linear layers multiply (see `_project`): "baddbmm" (the default: one batched product
+        that starts from the broadcast bias) or "mm" (the product without the bias: one model runs `F.linear`, whose
+        bias cuBLAS adds in the product's epilogue; a stack runs `bmm` and adds the bias in the element-wise kernel
+        that follows).
     Two more levers are properties of the inputs, not options: an `attention_mask` of None (no padding: SDPA may pick
     its FlashAttention kernel, which takes no mask), and packed rows with a block-diagonal mask [M, B, 1, W, W]
     (several documents per row, no padding; `pack_documents`)."""
     attention: str | None = None
     fused_qkv: bool = False
+    linear: str = "baddbmm"
 
     def __post_init__(self):
         if self.attention is not None and self.attention not in ATTENTIONS:
             raise ValueError(f"attention={self.attention!r}: valid values are None, {', '.join(map(repr, ATTENTIONS))}")
+        if self.linear not in LINEARS:
+            raise ValueError(f"linear={self.linear!r}: valid values are {', '.join(map(repr, LINEARS))}")
+
+    def options(self) -> dict:
+        """The keyword arguments of `stacked_mlm_losses` these levers set (none for a default)."""
+        out = {"attention": self.attention, "fused_qkv": self.fused_qkv}
+        return out if self.linear == "baddbmm" else {**out, "linear": self.linear}
 
 
 def _resolve_attention(attention: str | None, valid, config) -> str:
@@ -69,9 +82,26 @@ def _resolve_attention(attention: str | None, valid, config) -> str:
     return ("math" if config.num_attention_heads == 1 else "sdpa") if attention == "auto" else attention
 
 
-def _linear(x: torch.Tensor, p: dict, name: str) -> torch.Tensor:
-    """x [M, N, in] @ W[m]^T + b[m] for every model m; W [M, out, in], b [M, out]."""
-    return torch.baddbmm(p[name + ".bias"].unsqueeze(1), x, p[name + ".weight"].transpose(1, 2))
+def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, linear: str = "baddbmm") -> torch.Tensor:
+    """x [M, N, in] @ weight[m]^T + bias[m] for every model m; weight [M, out, in], bias [M, out].
+
+    "baddbmm" starts the product from the bias broadcast over the N rows: ATen first copies the bias into the output,
+    and cuBLAS then reads it back with a slower kernel. At BERT-base's shapes (H200, torch 2.11, Inductor's autotuning
+    log in `scripts/base_probe.py`) the FFN's 32,768 x 768 -> 3,072 product took 0.388 ms as baddbmm against 0.222
+    ms for the plain product of the same size in the backward. "mm" leaves the bias out of the batched product: one model runs `F.linear` (cuBLAS adds the
+    bias in the product's epilogue, as HF's model does), a stack `bmm` with the bias added afterwards, which
+    Inductor fuses into the element-wise kernel that follows. The same sums; only the rounding may differ."""
+    if linear == "baddbmm":
+        return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+    if x.shape[0] == 1:
+        return F.linear(x[0], weight[0], bias[0]).unsqueeze(0)
+    y = torch.bmm(x, weight.transpose(1, 2))
+    return y + bias.unsqueeze(1).to(y.dtype)
+
+
+def _linear(x: torch.Tensor, p: dict, name: str, linear: str = "baddbmm") -> torch.Tensor:
+    """x [M, N, in] @ W[m]^T + b[m] for every model m; W [M, out, in], b [M, out] (`_project`)."""
+    return _project(x, p[name + ".weight"], p[name + ".bias"], linear)
 
 
 def _layer_norm(x: torch.Tensor, p: dict, name: str, eps: float) -> torch.Tensor:
@@ -99,7 +129,7 @@ def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: fl
 def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, eps: float, drop_hidden: float,
                   drop_attn: float, training: bool, attention: str = "math", noise: Noise | None = None,
                   stream: torch.Tensor | int = LAYER_BASE, fused_qkv: bool = False,
-                  width: int | None = None) -> torch.Tensor:
+                  width: int | None = None, linear: str = "baddbmm") -> torch.Tensor:
     """One post-LN BERT layer of M models. x [M, B*W, H]; attend [M*B, 1, 1, W] boolean; p: the layer's parameters
     under their names inside the layer ("attention.self.query.weight", ...). Shapes come from the tensors, so a
     compiled copy serves every layer and every width.
@@ -111,7 +141,8 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     always spelled out: PyTorch's fused kernels draw their dropout masks from the global generator. `stream` keys
     the layer's dropout masks (a tensor, so that one compiled layer serves every layer).
     Levers (see `Levers`; all off by default): attend may also be [M*B, 1, W, W] (packed documents), None (no
-    padding; then `width` = W) or a flex `BlockMask` with attention="flex"; fused_qkv: one matrix product for Q, K, V."""
+    padding; then `width` = W) or a flex `BlockMask` with attention="flex"; fused_qkv: one matrix product for Q, K, V;
+    linear: how the linear layers multiply (`_project`)."""
     m, n, h = x.shape
     if attend is None:
         mb, w = n // width * m, width
@@ -124,10 +155,10 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     if fused_qkv:  # [M, N, 3H] from one product with the three weight matrices side by side ([M, 3H, H])
         weight = torch.cat([p[f"attention.self.{name}.weight"] for name in QKV], 1)
         bias = torch.cat([p[f"attention.self.{name}.bias"] for name in QKV], 1)
-        qkv = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        qkv = _project(x, weight, bias, linear)
         q, k, v = qkv.view(mb, w, 3, heads, h // heads).permute(2, 0, 3, 1, 4)  # each [M*B, heads, W, H/heads]
     else:
-        q, k, v = (split_heads(_linear(x, p, "attention.self." + name)) for name in QKV)
+        q, k, v = (split_heads(_linear(x, p, "attention.self." + name, linear)) for name in QKV)
     if attention == "flex":
         if training and drop_attn > 0:
             raise ValueError("attention='flex' has no dropout on the attention probabilities: train it with "
@@ -147,10 +178,10 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
             probs = F.dropout(probs, drop_attn, training)
         ctx = torch.matmul(probs, v)
     ctx = ctx.transpose(1, 2).reshape(m, n, h)
-    x = _layer_norm(dropout(_linear(ctx, p, "attention.output.dense"), drop_hidden, training, noise, stream + 1, w)
-                    + x, p, "attention.output.LayerNorm", eps)
-    inner = F.gelu(_linear(x, p, "intermediate.dense"))
-    out = dropout(_linear(inner, p, "output.dense"), drop_hidden, training, noise, stream + 2, w)
+    x = _layer_norm(dropout(_linear(ctx, p, "attention.output.dense", linear), drop_hidden, training, noise, stream + 1,
+                            w) + x, p, "attention.output.LayerNorm", eps)
+    inner = F.gelu(_linear(x, p, "intermediate.dense", linear))
+    out = dropout(_linear(inner, p, "output.dense", linear), drop_hidden, training, noise, stream + 2, w)
     return _layer_norm(out + x, p, "output.LayerNorm", eps)
 
 
@@ -217,7 +248,8 @@ def _strip(params: dict, prefix: str) -> dict:
 
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
                        token_type_ids, sel_index, sel_labels, regions: Regions = EAGER,
-                       attention: str | None = None, noise: Noise | None = None, fused_qkv: bool = False) -> torch.Tensor:
+                       attention: str | None = None, noise: Noise | None = None, fused_qkv: bool = False,
+                       linear: str = "baddbmm") -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`).
 
     input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, 1, 1, W], boolean (True = attend)
@@ -225,7 +257,8 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     noise: each model's own dropout masks (`noise.py`); None draws them from PyTorch's generator.
     Levers (`Levers`, off by default): attention_mask may also be [M, B, 1, W, W] (packed documents, see
     `pack_documents`), None (no padding at all), or a flex `BlockMask` over M*B rows with attention="flex";
-    fused_qkv computes queries, keys and values with one matrix product.
+    fused_qkv computes queries, keys and values with one matrix product; linear: how the encoder's linear layers
+    multiply (`_project`: "baddbmm" or "mm").
     """
     attention = _resolve_attention(attention, ATTENTIONS, config)
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
@@ -244,7 +277,11 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
         attend = attention_mask
     if (attention == "flex") != (attend is not None and not isinstance(attend, torch.Tensor)):
         raise ValueError("attention='flex' takes a BlockMask as attention_mask (document_block_mask), and only it does")
+    if linear not in LINEARS:
+        raise ValueError(f"linear={linear!r}: valid values are {', '.join(map(repr, LINEARS))}")
     levers = {"fused_qkv": True} if fused_qkv else {}  # the default call stays exactly what the grid compiled
+    if linear != "baddbmm":
+        levers["linear"] = linear
     if attend is None:
         levers["width"] = w
     for i in range(config.num_hidden_layers):

@@ -172,7 +172,7 @@ class ModelStack:
         # Each compiled step that failed and ran again eagerly: {"step", "error"} (a record of speed, not of results)
         self.fallbacks: list[dict] = []
         noise = self.noise
-        options = {} if levers is None else {"attention": levers.attention, "fused_qkv": levers.fused_qkv}
+        options = {} if levers is None else levers.options()
         if (noise is not None or levers is not None) and not self.compiled:
             config, base = self.template.config, self.base
             self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=EAGER,

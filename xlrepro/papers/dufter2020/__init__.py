@@ -24,6 +24,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
     p.add_argument("--profile", default="lab", choices=["lab", "paper"])
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p.add_argument("--epochs", type=int,
+                   help="train every model this many epochs instead of its experiment's: a shortened run, for timing "
+                        "the engine; its models go to a folder of their own, which no chapter reads")
     p.add_argument("--compile", action="store_true",
                    help="GPU: the fused, torch.compile'd stacks (larger stacks; the same numbers)")
     p.add_argument("--no-graphs", action="store_true", help="GPU: eager steps, no CUDA graphs (the same numbers)")
@@ -54,6 +57,8 @@ def prepare_train(a: argparse.Namespace):
     large_seeds = None if a.large_seeds is None else check_seeds(a.large_seeds)
     if a.workers_per_gpu < 1:
         raise ConfigError(f"--workers-per-gpu must be 1 or more; got {a.workers_per_gpu}")
+    if a.epochs is not None and a.epochs < 1:
+        raise ConfigError(f"--epochs must be 1 or more; got {a.epochs}")
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     max_stack = grid.parse_max_stack(a.max_stack)
@@ -62,7 +67,7 @@ def prepare_train(a: argparse.Namespace):
 
     def train() -> str:
         done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
-                             time_limit=a.time_limit, devices=devices * a.workers_per_gpu,
+                             time_limit=a.time_limit, devices=devices * a.workers_per_gpu, epochs=a.epochs,
                              compile=a.compile or None, graphs=not a.no_graphs,
                              max_stack=max_stack, evaluation=a.evaluation)
         return "grid complete" if done else "time limit reached: run the same command again to resume"
