@@ -1,4 +1,5 @@
 """The stacked trainer trains each model exactly as if it were trained alone."""
+import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
@@ -62,6 +63,22 @@ def test_per_model_clipping_matches_clip_grad_norm():
         scale = OPT.max_grad_norm / (total + 1e-6)
         for k, x in zip(raw, grads):
             torch.testing.assert_close(stack.params[k].grad[i], x * scale, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("values", [[3.0], [3.0, 1e-4]])
+def test_clipping_by_hand(values):
+    # every gradient entry of model i is values[i]: its norm is values[i] * sqrt(n), n = the model's parameter count
+    stack = ModelStack([tiny(3 + i, "eager") for i in range(len(values))], OPT, "cpu")
+    for p in stack.params.values():
+        p.grad = torch.stack([torch.full(p.shape[1:], v) for v in values])
+    n = sum(p[0].numel() for p in stack.params.values())
+    stack._clip_per_model()
+    for i, v in enumerate(values):
+        norm = v * n ** 0.5
+        want = v * min(1.0, OPT.max_grad_norm / (norm + 1e-6))  # torch.nn.utils.clip_grad_norm_'s rule
+        assert (norm > OPT.max_grad_norm) == (i == 0)  # model 0 is clipped, model 1 is not
+        for p in stack.params.values():
+            torch.testing.assert_close(p.grad[i], torch.full(p.shape[1:], want), rtol=1e-5, atol=0)
 
 
 def test_linear_schedule():

@@ -93,8 +93,8 @@ def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, linear: 
     Inductor fuses into the element-wise kernel that follows. The same sums; only the rounding may differ."""
     if linear == "baddbmm":
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
-    if x.shape[0] == 1:
-        return F.linear(x[0], weight[0], bias[0]).unsqueeze(0)
+    if x.shape[0] == 1:  # squeeze, not x[0]: a view's backward is free, select's writes a zero-filled copy
+        return F.linear(x.squeeze(0), weight.squeeze(0), bias.squeeze(0)).unsqueeze(0)
     y = torch.bmm(x, weight.transpose(1, 2))
     return y + bias.unsqueeze(1).to(y.dtype)
 

@@ -157,7 +157,7 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart.
 
     With several GPUs a group is cut into at least as many stacks as there are GPUs (when it has that many
-    models), so that one large stack does not leave the other GPUs idle. The plan changes no number: a model
+    models), so that one large stack does not leave the other GPUs idle; its models are dealt to the stacks in turn. The plan changes no number: a model
     trains the same in any stack."""
     max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
@@ -167,7 +167,10 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     stacks = []
     for (untrained, size, *_), group in groups.items():
         cap = len(group) if untrained else min(max_stack[size], math.ceil(len(group) / max(1, gpus)))
-        stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
+        k = math.ceil(len(group) / cap)
+        # dealt round-robin: stacks of equal size (to one model), each with its share of every experiment, so that
+        # the experiments evaluated during training (curves) do not all load one GPU
+        stacks += [group[j::k] for j in range(k)]
     return stacks
 
 
