@@ -314,3 +314,20 @@ def test_a_profiled_run_writes_the_kinds_and_the_table(tiny_cases, tmp_path):
     write_bench(["small"], ["hf-bf16"], steps=1, repeats=1, warmup=0, folder=tmp_path, device="cpu", profile=True)
     again = pd.read_csv(tmp_path / "profile.csv")
     assert sorted(again["kind"]) == sorted(kinds["kind"])
+
+
+def test_grid_compute_floor_by_hand():
+    from xlrepro.bench import model_flops
+    from xlrepro.papers.dufter2020.config import load_chapter
+    from xlrepro.papers.dufter2020.engines import grid_compute_floor
+
+    ch = load_chapter()
+    lengths = [10] * 1024  # 4 steps of 256 sentences an epoch (2 for the no-parallel models)
+    floor = grid_compute_floor(lengths=lengths, vocab=100, peak=1e12).set_index("experiment")
+    assert "18" not in floor.index and "19" not in floor.index  # untrained: no training FLOPs
+    assert {"0", "15", "21", "30", "17-250"} <= set(floor.index)
+    assert floor.loc["0", "updates"] == 400 and floor.loc["21", "updates"] == 400  # 100 x 4 and 200 x 2
+    assert floor.loc["17-250", "updates"] == 1000 and floor.loc["17-250", "size"] == "base"
+    step = model_flops(ch.size(ch.experiment("15")), 100, 256, 10)  # one step: 256 sentences of 10 pieces
+    assert floor.loc["15", "tflop_per_model_step"] == pytest.approx(step / 1e12)
+    assert floor.loc["15", "seconds_at_peak"] == pytest.approx(5 * 400 * step / 1e12)  # five seeds at 1 TFLOP/s

@@ -232,3 +232,49 @@ def _engine(m: dict) -> str:
     """'eager, stack of 1' / 'compiled (regional), stack of 13' from a run's metrics.json."""
     mode = m.get("compile") or "none"
     return ("eager" if mode in ("none", False) else f"compiled ({mode})") + f", stack of {m.get('stack_size', 1)}"
+
+
+# ------------------------------------------------------------------------------------------ the grid's arithmetic
+GRID_TABLES = ("table1", "table2")
+GRID_EXTRA = ("17-250",)  # Table 10's 250-epoch model (its other rows are models of Table 1)
+
+
+def grid_compute_floor(lengths: list[int] | None = None, vocab: int | None = None, peak: float | None = None,
+                       profile: str = "lab"):
+    """The training arithmetic of the whole grid (every trained model of Tables 1, 2 and 10, each seed of the
+    chapter), one row per experiment: models, updates, TFLOP per model-step (`xlrepro.bench.model_flops`: useful
+    work, forward and backward, the output layer at the masked pieces) and the seconds the grid's FLOPs take at
+    `peak` (default: the dense bf16 datasheet peak of an H100, `xlrepro.bench.PEAK_BF16`). A lower bound on any
+    engine's time at 100% MFU, evaluation not counted.
+
+    lengths: the pieces of every training sentence with its two special pieces, both languages (default: the lab
+    corpus, English and Fake-English); vocab: the models' vocabulary (default: the lab corpus's)."""
+    import pandas as pd
+
+    from xlrepro.bench import PEAK_BF16, model_flops
+
+    from .config import load_chapter
+
+    ch = load_chapter()
+    if lengths is None or vocab is None:
+        from .lab import load_lab
+        lab = load_lab(profile, prepare=False)
+        lengths = lengths or [len(p) + 2 for p in lab.train_pieces] * 2
+        vocab = vocab or lab.fe.vocab_size
+    peak = peak or PEAK_BF16["H100"]
+    batch = ch.training.batch_size
+    rows = []
+    for i in dict.fromkeys([*(i for t in GRID_TABLES for i in ch.tables[t]), *GRID_EXTRA]):
+        exp = ch.experiment(i)
+        if exp.untrained:
+            continue
+        size = ch.size(exp)
+        per_piece_set = model_flops(size, vocab, 0, 0, ch.training.mlm_probability, lengths=lengths)
+        per_step = per_piece_set / len(lengths) * batch  # a step of `batch` sentences of the corpus's mean cost
+        # no-parallel models read half of each language's sentences per epoch, for twice the epochs
+        steps = exp.epochs * ((len(lengths) // 2 if exp.no_parallel else len(lengths)) // batch)
+        models = len(ch.seeds)
+        rows.append({"experiment": i, "size": size.name, "models": models, "updates": steps,
+                     "model_steps": models * steps, "tflop_per_model_step": per_step / 1e12,
+                     "pflop": models * steps * per_step / 1e15, "seconds_at_peak": models * steps * per_step / peak})
+    return pd.DataFrame(rows)
