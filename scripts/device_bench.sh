@@ -3,9 +3,13 @@
 # $OUT/bench.log. Each case runs in its own process (the rows of a case share one process, hence one machine
 # state), bounded twice: `xlrepro bench --budget-s` skips (and records as skipped) the engines that would start
 # too late, and `timeout` kills a case that overruns (its finished rows are already in the CSV, written row by row).
-# Usage (repository root, on the node): bash scripts/device_bench.sh [main|small|ragged|dp] [COMMIT]
-#   main   (default) base, mBERT, small: every HF row, ours, ours + no mask, ours + no mask + fused QKV,
-#          and 16 stacked small models; about 8 minutes on an H100 (estimate: compiles dominate).
+# Usage (repository root, on the node): bash scripts/device_bench.sh [main|split|small|ragged|dp] [COMMIT]
+#   main   (default) base, mBERT, small one after the other on one GPU: every HF row, ours, ours + no mask, ours with
+#          the bias outside the batched product (with and without the mask), and 16 stacked small models; about 8
+#          minutes on an H100 (estimate: compiles dominate), so the fp32 rows may be skipped by the case budgets.
+#   split  the same three cases side by side on GPUs 0, 1 and 2 (each in its own process, with time for every row,
+#          fp32 included): how the published rows were made, 7.5 minutes on 3 H200s. Writes $OUT/<case>/ and the
+#          three merged into $OUT/bench.csv.
 #   small  the small case alone (every HF row, ours, 16 stacked small models), 150 s on an H200 (2026-11-27): in main, the
 #          stack's compile did not fit small's 130 s. Its CSV has the same columns: replace main's small rows.
 #   ragged the packing levers on base-ragged (HF padded against ours packed with SDPA and FlexAttention, with and
@@ -52,9 +56,27 @@ case "$part" in
         run_case base-dp 480 60 hf-compile ours hf-compile-ddp ours-ddp ours-ddp-graph
         ;;
     main)
-        run_case base 200 75 hf-compile hf-bf16 ours ours-nomask ours-nomask-qkv hf-fp32
-        run_case mbert 195 75 hf-compile hf-bf16 ours ours-nomask ours-nomask-qkv hf-fp32
-        run_case small 130 15 hf-compile hf-bf16 ours ours-stack hf-fp32
+        run_case base 200 75 hf-compile hf-bf16 ours ours-nomask ours-mm ours-nomask-mm hf-fp32
+        run_case mbert 195 75 hf-compile hf-bf16 ours ours-nomask ours-mm ours-nomask-mm hf-fp32
+        run_case small 130 15 hf-compile hf-bf16 ours ours-mm ours-stack hf-fp32
+        ;;
+    split)   # the published rows: base, mBERT and small side by side on GPUs 0, 1 and 2, each case in its own process
+        for spec in "0 base 470 90" "1 mbert 470 90" "2 small 250 30"; do
+            set -- $spec
+            ( CUDA_VISIBLE_DEVICES=$1 timeout --signal=INT --kill-after=10 "$3" $py -m xlrepro.cli bench --cases "$2" \
+                --engines hf-fp32 hf-bf16 hf-compile ours ours-nomask ours-mm ours-nomask-mm ours-stack \
+                --steps 50 --repeats 3 --warmup 10 --budget-s $(( $3 - $4 )) --out "$out/$2" "${commit_args[@]}" \
+                > "$out/$2.log" 2>&1 ) &
+        done
+        wait
+        OUT_DIR=$out $py -c '
+import os, pandas as pd
+from pathlib import Path
+from xlrepro.bench import COLUMNS
+out = Path(os.environ["OUT_DIR"])
+parts = [pd.read_csv(out / c / "bench.csv") for c in ("base", "mbert", "small") if (out / c / "bench.csv").exists()]
+pd.concat(parts, ignore_index=True)[COLUMNS].to_csv(out / "bench.csv", index=False)
+print(out / "bench.csv", sum(map(len, parts)), "rows")' 2>&1 | tee -a "$log"
         ;;
     small)   # the small case alone, with time for the 16-model stack's compile (130 s in main was too little)
         run_case small 500 30 hf-compile hf-bf16 ours ours-stack ours-nomask-qkv hf-fp32
@@ -63,7 +85,7 @@ case "$part" in
         run_case base-ragged 400 75 hf-compile hf-bf16 ours ours-packed ours-flex ours-packed-qkv ours-qkv hf-fp32
         ;;
     *)
-        echo "usage: bash scripts/device_bench.sh [main|small|ragged|dp] [COMMIT]" >&2
+        echo "usage: bash scripts/device_bench.sh [main|split|small|ragged|dp] [COMMIT]" >&2
         exit 2
         ;;
 esac

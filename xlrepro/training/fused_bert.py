@@ -86,11 +86,12 @@ def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, linear: 
     """x [M, N, in] @ weight[m]^T + bias[m] for every model m; weight [M, out, in], bias [M, out].
 
     "baddbmm" starts the product from the bias broadcast over the N rows: ATen first copies the bias into the output,
-    and cuBLAS then reads it back with a slower kernel. At BERT-base's shapes (H200, torch 2.11, Inductor's autotuning
-    log in `scripts/base_probe.py`) the FFN's 32,768 x 768 -> 3,072 product took 0.388 ms as baddbmm against 0.222
-    ms for the plain product of the same size in the backward. "mm" leaves the bias out of the batched product: one model runs `F.linear` (cuBLAS adds the
-    bias in the product's epilogue, as HF's model does), a stack `bmm` with the bias added afterwards, which
-    Inductor fuses into the element-wise kernel that follows. The same sums; only the rounding may differ."""
+    and cuBLAS then reads it back with a slower kernel. At BERT-base's shapes (H200, torch 2.11; Inductor's autotuning
+    log of `scripts/base_probe.py --variants autotune`) the FFN's 32,768 x 768 -> 3,072 product took 0.388 ms as
+    baddbmm against 0.222 ms for a plain product of the same size in the backward. "mm" leaves the bias out of the
+    batched product: one model runs `F.linear` (cuBLAS adds the bias in the product's epilogue, as in HF's model), a
+    stack runs `bmm` and adds the bias afterwards, which Inductor fuses into the element-wise kernel that follows.
+    The same sums; only the rounding may differ. The bench measures it (`ours-mm`, `ours-nomask-mm`)."""
     if linear == "baddbmm":
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
     if x.shape[0] == 1:  # squeeze, not x[0]: a view's backward is free, select's writes a zero-filled copy
