@@ -103,3 +103,14 @@ def test_readable_names_columns_and_index_and_formats_p():
     assert list(out.columns) == ["ms per step", "welch p", "odd name"] and out.index.name == "model ID"
     assert list(out["welch p"]) == ["< 1e-4", "0.2"]
     assert list(t.columns) == ["ms_per_step", "welch p", "odd_name"]  # the input is left as it was
+
+
+def test_fixed_writes_floats_with_their_decimals_and_blanks():
+    from xlrepro.tables import fixed
+    t = pd.DataFrame({"ms": [48.6400001, float("nan")], "steps": [9100, 22750], "pflop": [739.9333, 13.6],
+                      "name": ["a", "b"]})
+    out = fixed(t, {"ms": 2, "pflop": 1})
+    assert out["ms"].tolist() == ["48.64", ""]
+    assert out["pflop"].tolist() == ["739.9", "13.6"]
+    assert out["steps"].tolist() == [9100, 22750] and out["name"].tolist() == ["a", "b"]  # not floats: kept
+    assert fixed(pd.DataFrame({"s": [1234.5]}), 0)["s"].tolist() == ["1,234"]  # round half to even, separators

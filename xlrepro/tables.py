@@ -53,6 +53,20 @@ def split_columns(table: pd.DataFrame, width: int) -> list[pd.DataFrame]:
     return [table.iloc[:, k:k + width] for k in range(0, table.shape[1], width)] or [table]
 
 
+def fixed(table: pd.DataFrame, digits: int | Mapping[str, int] = 2) -> pd.DataFrame:
+    """A copy of `table` whose float columns are text with `digits` decimals (one number for every column, or per
+    column name; a column not named keeps its floats), thousands separated, blank where missing: tables of
+    measurements print like the prose that cites them (a Styler would show six decimals and 'nan')."""
+    out = table.copy()
+    for c in out.columns:
+        if not pd.api.types.is_float_dtype(out[c]):
+            continue
+        d = digits.get(c) if isinstance(digits, Mapping) else digits
+        if d is not None:
+            out[c] = ["" if pd.isna(v) else f"{v:,.{d}f}" for v in out[c]]
+    return out
+
+
 def p_value(p: float) -> str:
     """A p-value for print: '< 1e-4' below 0.0001, else 3 significant digits ('0.0123', '0.09')."""
     if p is None or pd.isna(p):
