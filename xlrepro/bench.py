@@ -541,8 +541,12 @@ def plot_bench(df):
     import pandas as pd
 
     cases = list(dict.fromkeys(df["case"]))
-    fig, axes = plt.subplots(1, len(cases), figsize=(4.5 * len(cases), 3.6), squeeze=False)
-    for ax, case in zip(axes[0], cases):
+    cols = min(2, len(cases))  # two panels a row: the book's column is narrow
+    rows = -(-len(cases) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(cases):]:
+        ax.set_visible(False)
+    for ax, case in zip(axes.flat, cases):
         sub = df[df["case"] == case]
         colours = ["#999999" if f == "hf" else "#1f77b4" for f in sub["family"]]
         err = [sub["ms_per_model_step"] - sub["ms_per_step_min"] / sub["models"],
