@@ -13,7 +13,8 @@ rows: median of --repeats runs of --steps steps after --warmup steps, then profi
   gemm                                the floor: only the step's matrix products (12 layers x 6 forward and 12 backward
                                       products at the case's shapes, bf16, torch.mm), no other work
   attention                           SDPA forward + backward alone at the case's shapes, dropout 0.1, per backend
-Writes --out/base_probe.json (rows, after every variant) and base_probe-<variant>.txt (kernel profiles).
+Writes --out/base_probe.json (rows, after every variant) and base_probe-<variant>.txt (kernel profiles). A device
+call brings back at most 8 files: pack --out into one archive before the call ends.
 Usage (on the node): python scripts/base_probe.py --variants gemm,attention,ours,nodrop,... [--case base]
 """
 import argparse
@@ -59,7 +60,8 @@ def gemm_step():
     (n x f x h) forward, and for each the gradients of its input and of its weight."""
     n, h, f = case.batch * case.length, case.size.hidden, case.size.ffn
     bf = dict(device=dev, dtype=torch.bfloat16)
-    x, g, inner, ginner = torch.randn(n, h, **bf), torch.randn(n, h, **bf), torch.randn(n, f, **bf), torch.randn(n, f, **bf)
+    x, g = torch.randn(n, h, **bf), torch.randn(n, h, **bf)            # [n, h]: a layer's input, an output's grad
+    inner, ginner = torch.randn(n, f, **bf), torch.randn(n, f, **bf)  # [n, f]: the FFN's inner activation, its grad
     wh, w1, w2 = torch.randn(h, h, **bf), torch.randn(f, h, **bf), torch.randn(h, f, **bf)
     out_h, out_f, dw_h, dw_1, dw_2 = (torch.empty(n, h, **bf), torch.empty(n, f, **bf), torch.empty(h, h, **bf),
                                       torch.empty(f, h, **bf), torch.empty(h, f, **bf))
@@ -170,7 +172,8 @@ for variant in args.variants.split(","):
                 fh.write("\n\n" + table + "\n")
             med = statistics.median(times)
             models = int(variant[len("stack"):].partition("-")[0]) if variant.startswith("stack") else 1
-            rows.append({"variant": variant, "ms_per_step": 1e3 * med, "ms_per_model_step": 1e3 * med / models, "min": 1e3 * min(times), "max": 1e3 * max(times),
+            rows.append({"variant": variant, "ms_per_step": 1e3 * med, "ms_per_model_step": 1e3 * med / models,
+                         "min": 1e3 * min(times), "max": 1e3 * max(times),
                          "tflops": f / med / 1e12, "mfu": None if peak is None else f / med / peak,
                          "warmup_s": warm, "peak_gb": torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
                          "kinds": {k["kind"]: round(k["ms_per_step"], 3) for k in kinds}})
@@ -187,5 +190,6 @@ for variant in args.variants.split(","):
         inductor.max_autotune_gemm = False
     print(json.dumps(rows[-1]), f"({time.perf_counter() - t0:.0f} s)", flush=True)
     with open(os.path.join(args.out, "base_probe.json"), "w") as fh:
-        json.dump({"case": args.case, "batch": case.batch, "length": case.length, "device": name, "torch": torch.__version__,
+        json.dump({"case": args.case, "batch": case.batch, "length": case.length, "device": name,
+                   "torch": torch.__version__,
                    "rows": rows}, fh, indent=1)

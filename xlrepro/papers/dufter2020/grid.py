@@ -157,8 +157,8 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart.
 
     With several GPUs a group is cut into at least as many stacks as there are GPUs (when it has that many
-    models), so that one large stack does not leave the other GPUs idle; its models are dealt to the stacks in turn. The plan changes no number: a model
-    trains the same in any stack."""
+    models), so that one large stack does not leave the other GPUs idle; its models are dealt to the stacks in
+    turn. The plan changes no number: a model trains the same in any stack."""
     max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
     for m in members:
