@@ -36,7 +36,7 @@ def test_ragged_lengths_are_fixed_and_bounded():
 
 def test_each_case_gets_its_engines():
     assert engines_for("small") == ["hf-fp32", "hf-bf16", "hf-compile", "ours", "ours-nomask", "ours-qkv",
-                                    "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-stack"]
+                                    "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-nomask-mm-tuned", "ours-stack"]
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     ragged = engines_for("base-ragged")
     assert "ours-flex" in ragged and "ours-packed" in ragged and "ours-nomask" not in ragged

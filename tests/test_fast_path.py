@@ -232,3 +232,15 @@ def test_bias_outside_the_product_equals_hf_for_each_model_of_a_stack():
 def test_linear_lever_names_the_valid_choices():
     with pytest.raises(ValueError, match="'baddbmm', 'mm'"):
         Levers(linear="addmm")
+
+
+def test_autotune_is_a_compile_option_of_every_region(monkeypatch):
+    from xlrepro.training.fused_bert import compiled_regions, inductor_options
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda f, options=None: seen.append(options) or f)
+    compiled_regions(inductor_options(Levers(autotune=True)))
+    assert seen == [{"max_autotune_gemm": True}] * 3  # embeddings, the layer, the head
+    seen.clear()
+    compiled_regions(inductor_options(Levers(linear="mm")))
+    assert seen == [None] * 3  # Inductor's defaults
+    assert "autotune" not in Levers(autotune=True).options()  # not an argument of the loss

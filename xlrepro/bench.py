@@ -92,6 +92,7 @@ class Engine:
     attention: str | None = None
     fused_qkv: bool = False
     linear: str = "baddbmm"     # ours: how the linear layers multiply (`fused_bert.Levers.linear`)
+    autotune: bool = False      # ours: Inductor's matrix-product autotuning (`fused_bert.Levers.autotune`)
     models: int = 1
     ddp: bool = False           # data parallel over torchrun's ranks (the base-dp case)
     ddp_graphs: bool = False    # ours: the all-reduce inside the step's CUDA graph
@@ -108,6 +109,8 @@ ENGINES = {
     "ours-nomask-qkv": Engine("ours + no mask + fused QKV", "ours", "dense", nomask=True, fused_qkv=True),
     "ours-mm": Engine("ours + bias outside the batched product", "ours", "all", linear="mm"),
     "ours-nomask-mm": Engine("ours + no mask + bias outside the product", "ours", "dense", nomask=True, linear="mm"),
+    "ours-nomask-mm-tuned": Engine("ours + no mask + bias outside the product + autotuned matmuls", "ours", "dense",
+                                   nomask=True, linear="mm", autotune=True),
     "ours-packed": Engine("ours + packed (SDPA)", "ours", "ragged", packed=True),
     "ours-packed-qkv": Engine("ours + packed (SDPA) + fused QKV", "ours", "ragged", packed=True, fused_qkv=True),
     "ours-flex": Engine("ours + packed (FlexAttention, no attention dropout)", "ours", "ragged", packed=True,
@@ -123,7 +126,7 @@ DP_REFERENCES = ("hf-compile", "ours")  # the one-GPU engines the data-parallel 
 # informative (fp32, at 0.4 s a step the slowest to time) last.
 RUN_ORDER = ("hf-compile", "hf-bf16", "ours", "ours-nomask-mm", "ours-mm", "ours-nomask-qkv", "ours-packed",
              "ours-flex", "ours-nomask", "ours-qkv", "ours-packed-qkv", "ours-stack", "hf-compile-ddp", "ours-ddp",
-             "ours-ddp-graph", "hf-fp32")
+             "ours-ddp-graph", "ours-nomask-mm-tuned", "hf-fp32")  # autotuning compiles for minutes: near the end
 assert sorted(RUN_ORDER) == sorted(ENGINES)
 
 
@@ -255,7 +258,8 @@ def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
             model.config.attention_probs_dropout_prob = 0.0
     stack = ModelStack(models, OptimConfig(case.size.lr, 0.01, 1e-6, 50, 10**6, 1.0), device,
                        compile=compile_mode("regional", device), graphs=True,
-                       levers=Levers(attention=engine.attention, fused_qkv=engine.fused_qkv, linear=engine.linear),
+                       levers=Levers(attention=engine.attention, fused_qkv=engine.fused_qkv, linear=engine.linear,
+                                     autotune=engine.autotune),
                        data_parallel=engine.ddp, ddp_graphs=engine.ddp_graphs)
     if engine.packed:  # [R, W] rows of whole documents; labels follow their pieces
         docs = [inputs.ids[i, :n] for i, n in enumerate(inputs.lengths)]

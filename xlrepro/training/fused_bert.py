@@ -54,12 +54,16 @@ class Levers:
         that starts from the broadcast bias) or "mm" (the product without the bias: one model runs `F.linear`, whose
         bias cuBLAS adds in the product's epilogue; a stack runs `bmm` and adds the bias in the element-wise kernel
         that follows).
+    autotune: compile with Inductor's `max_autotune_gemm`: Triton templates for the matrix products are timed against
+        cuBLAS at compile time, and the element-wise work after a product may be fused into it (its epilogue). A
+        compile option (the compiled stacks only); compiling takes minutes longer.
     Two more levers are properties of the inputs, not options: an `attention_mask` of None (no padding: SDPA may pick
     its FlashAttention kernel, which takes no mask), and packed rows with a block-diagonal mask [M, B, 1, W, W]
     (several documents per row, no padding; `pack_documents`)."""
     attention: str | None = None
     fused_qkv: bool = False
     linear: str = "baddbmm"
+    autotune: bool = False
 
     def __post_init__(self):
         if self.attention is not None and self.attention not in ATTENTIONS:
@@ -68,9 +72,15 @@ class Levers:
             raise ValueError(f"linear={self.linear!r}: valid values are {', '.join(map(repr, LINEARS))}")
 
     def options(self) -> dict:
-        """The keyword arguments of `stacked_mlm_losses` these levers set (none for a default)."""
+        """The keyword arguments of `stacked_mlm_losses` these levers set (none for a default; `autotune` is a
+        compile option, see `inductor_options`)."""
         out = {"attention": self.attention, "fused_qkv": self.fused_qkv}
         return out if self.linear == "baddbmm" else {**out, "linear": self.linear}
+
+
+def inductor_options(levers: "Levers | None") -> dict | None:
+    """The Inductor options a compiled stack with these levers passes to `torch.compile` (None: the defaults)."""
+    return {"max_autotune_gemm": True} if levers is not None and levers.autotune else None
 
 
 def _resolve_attention(attention: str | None, valid, config) -> str:
@@ -214,12 +224,13 @@ class Regions:
 EAGER = Regions()
 
 
-def compiled_regions() -> Regions:
+def compiled_regions(options: dict | None = None) -> Regions:
     """torch.compile each region separately: the layer is traced and compiled once and serves all 12 layers
     (PyTorch's "regional compilation" recipe), which cuts the cold compile several-fold against compiling the
-    unrolled model. Dims that change from step to step (batch x width, the masked capacity) are marked dynamic."""
+    unrolled model. Dims that change from step to step (batch x width, the masked capacity) are marked dynamic.
+    options: Inductor options for every region (`inductor_options`)."""
     import torch._dynamo as dynamo
-    c_embed, c_layer, c_head = torch.compile(embed), torch.compile(encoder_layer), torch.compile(mlm_head_loss)
+    c_embed, c_layer, c_head = (torch.compile(f, options=options) for f in (embed, encoder_layer, mlm_head_loss))
 
     def dynamic(*pairs):
         for t, dims in pairs:

@@ -21,7 +21,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
 from .distributed import average_gradients, world
-from .fused_bert import EAGER, Levers, compiled_regions, stacked_mlm_losses
+from .fused_bert import EAGER, Levers, compiled_regions, inductor_options, stacked_mlm_losses
 from .noise import Noise
 
 NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
@@ -196,12 +196,13 @@ class ModelStack:
                     setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 64))
             config, base = self.template.config, self.base
             if self.compiled == "regional":
-                regions = compiled_regions()
+                regions = compiled_regions(inductor_options(levers))
                 self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
                                                                         regions=regions, noise=noise, **options)
             else:
                 compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
-                                                                                  noise=noise, **options))
+                                                                                  noise=noise, **options),
+                                         options=inductor_options(levers))
 
                 def losses(p, b, *inputs):
                     for x, dim in zip(inputs, DYNAMIC_DIMS):
