@@ -27,7 +27,8 @@ e = os.environ
 stacks = [json.load(open(p)) for p in sorted(glob.glob(e["WORK"] + "/runs/dufter2020/**/timing.json", recursive=True))]
 names = [torch.cuda.get_device_name(int(i)) for i in e["GPUS"].split(",")]
 print(json.dumps({"gpus": len(names), "gpu_names": names, "epochs": int(e["EPOCHS"]), "arguments": e["ARGS"],
-                  "wall_seconds": float(e["END"]) - float(e["START"]), "exit_code": int(e["RC"]), "stacks": stacks},
+                  "wall_seconds": float(e["END"]) - float(e["START"]), "exit_code": int(e["RC"]),
+                  "started": float(e["START"]), "stacks": stacks},
                  indent=1))' > "$out/spread-${tag}.json"
 (cd "$work/runs" && find dufter2020 -name "metrics.json" -o -name "config.json" | tar czf "$out/spread-${tag}-metrics.tgz" -T -)
 tail -3 "$out/spread-${tag}.log"

@@ -11,6 +11,7 @@ import gc
 import json
 import os
 import time
+import types
 
 import torch
 
@@ -69,11 +70,26 @@ def members(kind, count):
     return [grid.Member(ch.experiment(e), s) for e in ids for s in ch.seeds][:count]
 
 
+_mask_tokens = grid.mask_tokens
+
+
 def use_variant(variant):
     """Set up the engine a variant names: precision (bf16/fp32); "+compile" regional compilation, "+compile-full"
-    the whole loss as one graph; "+sdpa" / "+math" the attention path of the compiled stacks (default "auto")."""
+    the whole loss as one graph; "+sdpa" / "+math" the attention path of the compiled stacks (default "auto");
+    "+mm" the linear layers' bias outside the batched product (`Levers(linear="mm")`); "+nonoise" PyTorch's
+    generator for masking and dropout instead of each model's own draws (`noise.py`): what the per-model draws cost
+    (with them, attention is always spelled out; without, "auto" may take SDPA)."""
     compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else False
-    grid.ModelStack = functools.partial(ModelStack, bf16=variant.startswith("bf16"), compile=compile_mode)
+    levers = fused_bert.Levers(linear="mm" if "+mm" in variant else "baddbmm")
+    stack = functools.partial(ModelStack, bf16=variant.startswith("bf16"), compile=compile_mode, levers=levers)
+    grid.mask_tokens = _mask_tokens
+    if "+nonoise" in variant:
+        def stack(*a, seeds=None, _make=stack, **k):  # the fused loss without per-model draws
+            s = _make(*a, seeds=None, **k)
+            s.noise = types.SimpleNamespace(rows=None, step=torch.zeros((), dtype=torch.int64, device=s.device))
+            return s
+        grid.mask_tokens = lambda *a, noise=None, **k: _mask_tokens(*a, noise=None, **k)
+    grid.ModelStack = stack
     fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math" if variant.endswith("+math") else "auto"
 
 
@@ -105,8 +121,21 @@ def profile(kind, count, variant):
     run.time_steps(3, warmup=3, graphs=False)
     with prof(activities=[ProfilerActivity.CUDA]) as p:
         run.time_steps(5, warmup=0, graphs=False)
-    print(f"--- kernel profile ({variant}, no CUDA graph), {kind} x{count}, 5 steps", flush=True)
-    print(p.key_averages().table(sort_by="cuda_time_total", row_limit=30, max_name_column_width=90), flush=True)
+    from xlrepro.bench import kernel_kind
+    events = p.key_averages()
+    kinds = {}
+    for e in events:
+        if "CUDA" in str(getattr(e, "device_type", "CUDA")):
+            kinds[kernel_kind(e.key)] = kinds.get(kernel_kind(e.key), 0.0) + e.self_device_time_total / 1e3 / 5
+    noise_ms = sum(e.self_device_time_total for e in events if "bitwise_xor" in e.key) / 1e3 / 5
+    lines = [f"--- kernel profile ({variant}, no CUDA graph), {kind} x{count}: ms per step (5 steps)"]
+    lines += [f"  {k:38s} {v:8.2f}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])]
+    lines += [f"  {'Triton kernels with the per-model hash':38s} {noise_ms:8.2f}  (names with bitwise_xor)", "",
+              events.table(sort_by="self_cuda_time_total", row_limit=40, max_name_column_width=110)]
+    text = "\n".join(lines)
+    print(text, flush=True)
+    with open(os.path.join(args.out, f"profile-{kind}{count}-{variant}.txt"), "w") as f:
+        f.write(text + "\n")
     del run
     gc.collect()
     torch.cuda.empty_cache()

@@ -446,6 +446,7 @@ class StackRun:
                    desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
         last_save = time.time()
         t_start = time.time()
+        first_step_at = None  # when the first step of this call had run (model set-up, compiles and capture included)
         while stack.step_count < total:
             step = stack.step_count
             if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
@@ -454,6 +455,10 @@ class StackRun:
                     curves[i].append({"step": step, **metrics.get(i, {})})  # rank 0 holds the numbers
                 barrier()
             loss = self._step(stack, d, batches.rows(step), lengths_np, self.graphs)
+            if first_step_at is None:
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                first_step_at = time.time()
             if step % 100 == 0:
                 losses_log.append(loss.float().mean().item())
                 bar.set_postfix(loss=f"{losses_log[-1]:.3f}")
@@ -470,7 +475,8 @@ class StackRun:
         bar.close()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        train_seconds = elapsed + time.time() - t_start
+        trained_at = time.time()
+        train_seconds = elapsed + trained_at - t_start
         if self.rank > 0:  # rank 0 evaluates and writes; the others wait for it
             barrier()
             return True
@@ -489,7 +495,9 @@ class StackRun:
             "members": [m.key for m in self.members], "size": self.size.name, "steps": total,
             "train_seconds": train_seconds, "steps_per_second": (total - 0) / max(train_seconds, 1e-9),
             "device": device_name(self.device), "wall_seconds_incl_eval": time.time() - t0 + elapsed,
-            "evaluation": self.evaluation, "eval_seconds_this_call": self.eval_seconds})
+            "evaluation": self.evaluation, "eval_seconds_this_call": self.eval_seconds,
+            # this call's timeline (Unix times): run started, first step done, last step done, all written
+            "timeline": {"started": t0, "first_step": first_step_at, "trained": trained_at, "finished": time.time()}})
         if ckpt.exists():
             ckpt.unlink()
         barrier()
