@@ -19,6 +19,7 @@ import xlrepro.papers.dufter2020.grid as grid
 from xlrepro.papers.dufter2020.config import load_chapter
 from xlrepro.papers.dufter2020.lab import load_lab
 from xlrepro.training import fused_bert
+from xlrepro.training import noise as noise_module
 from xlrepro.training.stacked import ModelStack
 
 ap = argparse.ArgumentParser()
@@ -71,31 +72,39 @@ def members(kind, count):
 
 
 _mask_tokens = grid.mask_tokens
+_uniform = noise_module.uniform
 
 
 def use_variant(variant):
-    """Set up the engine a variant names: precision (bf16/fp32); "+compile" regional compilation, "+compile-full"
-    the whole loss as one graph; "+sdpa" / "+math" the attention path of the compiled stacks (default "auto");
-    "+mm" the linear layers' bias outside the batched product (`Levers(linear="mm")`); "+nonoise" PyTorch's
-    generator for masking and dropout instead of each model's own draws (`noise.py`): what the per-model draws cost
-    (with them, attention is always spelled out; without, "auto" may take SDPA)."""
-    compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else False
+    """Set up the engine a variant names and return StackRun's compile argument: precision (bf16/fp32: the chapter's
+    training precision is bf16, so an fp32 variant runs bf16 unless the chapter says otherwise); "+compile"
+    regional compilation, "+compile-full" the whole loss as one graph; "+sdpa" / "+math" the attention path of the
+    compiled stacks (default "auto"); "+mm" the linear layers' bias outside the batched product
+    (`Levers(linear="mm")`); "+nonoise" PyTorch's generator for masking and dropout instead of each model's own
+    draws (`noise.py`): what the per-model draws cost (with them, attention is always spelled out; without, "auto"
+    may take SDPA); "+hash64" the per-model draws hashed in int64 (their first form) instead of int32."""
+    compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else None
     levers = fused_bert.Levers(linear="mm" if "+mm" in variant else "baddbmm")
-    stack = functools.partial(ModelStack, bf16=variant.startswith("bf16"), compile=compile_mode, levers=levers)
+    stack = functools.partial(ModelStack, levers=levers)
     grid.mask_tokens = _mask_tokens
+    noise_module.uniform = _uniform
     if "+nonoise" in variant:
         def stack(*a, seeds=None, _make=stack, **k):  # the fused loss without per-model draws
             s = _make(*a, seeds=None, **k)
             s.noise = types.SimpleNamespace(rows=None, step=torch.zeros((), dtype=torch.int64, device=s.device))
             return s
         grid.mask_tokens = lambda *a, noise=None, **k: _mask_tokens(*a, noise=None, **k)
+    if "+hash64" in variant:
+        noise_module.uniform = lambda keys, index: noise_module.uniform_int64(
+            keys, noise_module.from_bits32(index) if index.dtype == torch.int32 else index)
     grid.ModelStack = stack
     fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math" if variant.endswith("+math") else "auto"
+    return compile_mode
 
 
 def measure(kind, count, variant):
-    use_variant(variant)
-    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
+    compile_mode = use_variant(variant)
+    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev, compile=compile_mode)
     t0 = time.time()
     try:
         sec = run.time_steps(args.steps, warmup=args.warmup)
@@ -116,11 +125,18 @@ def measure(kind, count, variant):
 
 def profile(kind, count, variant):
     from torch.profiler import ProfilerActivity, profile as prof
-    use_variant(variant)
-    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev)
-    run.time_steps(3, warmup=3, graphs=False)
+    compile_mode = use_variant(variant)
+    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev, compile=compile_mode)
+    stack, batches, _ = run._new_stack()  # one stack: the profile holds steps only, not the set-up's copies
+    d = run._device_data()
+    lengths = [run.sets[m.exp.id].lengths for m in run.members]
+    for step in range(20):  # every width compiled before the profile
+        run._step(stack, d, batches.rows(step), lengths, False)
+    torch.cuda.synchronize()
     with prof(activities=[ProfilerActivity.CUDA]) as p:
-        run.time_steps(5, warmup=0, graphs=False)
+        for step in range(20, 25):
+            run._step(stack, d, batches.rows(step), lengths, False)
+        torch.cuda.synchronize()
     from xlrepro.bench import kernel_kind
     events = p.key_averages()
     kinds = {}

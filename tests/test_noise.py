@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from xlrepro.training.noise import Noise, mix32, mix32_reference, uniform
+from xlrepro.training.noise import Noise, from_bits32, mix32, mix32_reference, to_bits32, uniform, uniform_int64
 
 
 def test_hash_matches_the_plain_python_reference():
@@ -122,3 +122,24 @@ def test_compiled_stack_with_own_noise_compiles_once_and_equals_the_eager_stack(
         torch.testing.assert_close(compiled.train_step(ids, attend, pos, types, sel, lab),
                                    eager.train_step(ids, attend, pos, types, sel, lab), rtol=1e-4, atol=1e-5)
     assert dynamo.utils.counters["stats"]["unique_graphs"] == 3  # embeddings, one layer for both layers, head
+
+
+def test_int32_hash_has_the_uint32_bits():
+    # edge values of the uint32 range, stored as int32 bit patterns, against the plain-Python hash
+    xs = [0, 1, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xDEADBEEF, 0xFFFFFFFE, 0xFFFFFFFF, 123456789]
+    bits = to_bits32(torch.tensor(xs, dtype=torch.int64))
+    assert bits.dtype == torch.int32 and bits.tolist()[:4] == [0, 1, 2**31 - 1, -(2**31)]
+    assert from_bits32(mix32(bits)).tolist() == [mix32_reference(x) for x in xs]
+
+
+def test_uniform_int32_equals_the_int64_form():
+    # coordinates past 2**31 and 2**32 wrap the same way in both forms; int32 coordinates give the same draws
+    keys = torch.tensor([0, 7, 2**31, 2**32 - 1], dtype=torch.int64)  # keys are uint32 values (`stream_key`)
+    index = torch.tensor([0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 5, 3 * 2**31 + 11], dtype=torch.int64)
+    want = uniform_int64(keys, index.unsqueeze(0))  # [4, 8]
+    assert torch.equal(uniform(keys, index.unsqueeze(0)), want)
+    assert torch.equal(uniform(keys, to_bits32(index).unsqueeze(0)), want)
+    # one draw by hand: h = mix(mix(key ^ i) ^ key), its top 24 bits over 2**24
+    k, i = 2**32 - 1, 2**31
+    h = mix32_reference(mix32_reference(k ^ i) ^ k)
+    assert want[3, 3].item() == (h >> 8) / 2**24

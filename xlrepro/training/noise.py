@@ -9,8 +9,11 @@ CPU and GPU, inside `vmap`, `torch.compile` and CUDA-graph capture. No PyTorch o
 generator keyed by tensor coordinates, so it is written here; `tests/test_noise.py` checks it against a plain-Python
 reference and its uniformity.
 
-The hash is Chris Wellons' "lowbias32" 32-bit integer mixer, computed in int64 tensors that hold uint32 values
-(products wrap modulo 2**64, so their low 32 bits are exact).
+The hash is Chris Wellons' "lowbias32" 32-bit integer mixer. The draws compute it in int32 tensors that hold the
+uint32 values as two's-complement bit patterns: products wrap modulo 2**32 and right shifts are made logical with a
+mask, so the bits are those of the uint32 hash (PyTorch's uint32 has no shifts on the CPU). An int64 version (values
+in [0, 2**32), products wrapping modulo 2**64) gives the same bits with twice the memory traffic and a GPU's slow
+64-bit multiplies: it is what the draws used first, and `tests/test_noise.py` checks the two agree.
 """
 from __future__ import annotations
 
@@ -29,8 +32,27 @@ EMBEDDINGS = 8
 LAYER_BASE = 16  # + 4 * layer + {0: attention probabilities, 1: attention output, 2: feed-forward output}
 
 
+def to_bits32(x: torch.Tensor) -> torch.Tensor:
+    """int64 values, taken modulo 2**32, as int32 bit patterns (the uint32 value v is stored as v - 2**32 when
+    v >= 2**31)."""
+    x = x & M32
+    return torch.where(x >= 1 << 31, x - (1 << 32), x).to(torch.int32)
+
+
+def from_bits32(x: torch.Tensor) -> torch.Tensor:
+    """The uint32 values of int32 bit patterns, as int64 in [0, 2**32)."""
+    return x.to(torch.int64) & M32
+
+
 def mix32(x: torch.Tensor) -> torch.Tensor:
-    """lowbias32 on int64 tensors holding values in [0, 2**32)."""
+    """lowbias32. On int32 tensors (uint32 bit patterns, see `to_bits32`) it wraps like uint32 arithmetic; on int64
+    tensors holding values in [0, 2**32) it returns the same values as int64."""
+    if x.dtype == torch.int32:
+        x = x ^ ((x >> 16) & 0xFFFF)  # a logical shift: the arithmetic one, sign bits masked off
+        x = x * 0x7FEB352D
+        x = x ^ ((x >> 15) & 0x1FFFF)
+        x = x * (0x846CA68B - (1 << 32))  # the same multiplier modulo 2**32, as an int32
+        return x ^ ((x >> 16) & 0xFFFF)
     x = x ^ (x >> 16)
     x = (x * 0x7FEB352D) & M32
     x = x ^ (x >> 15)
@@ -54,7 +76,17 @@ def stream_key(seeds: torch.Tensor, stream: "int | torch.Tensor", step: torch.Te
 
 
 def uniform(keys: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """float32 draws in [0, 1): keys [M] (one per model), index [M, ...] or [...] element coordinates (< 2**32)."""
+    """float32 draws in [0, 1): keys [M] (one per model, int64), index [M, ...] or [...] element coordinates, taken
+    modulo 2**32: int32 bit patterns (cheapest: built in int32, whose products wrap alike) or int64."""
+    keys = to_bits32(keys)
+    keys = keys.view(-1, *([1] * max(index.dim() - 1, 0))) if index.dim() > 0 else keys
+    index = index if index.dtype == torch.int32 else to_bits32(index)
+    h = mix32(mix32(keys ^ index) ^ keys)
+    return ((h >> 8) & 0xFFFFFF).to(torch.float32) * (1.0 / (1 << 24))
+
+
+def uniform_int64(keys: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """`uniform` computed in int64 (its first form): the reference the int32 form is tested against."""
     keys = keys.view(-1, *([1] * max(index.dim() - 1, 0))) if index.dim() > 0 else keys
     h = mix32(mix32(keys ^ (index & M32)) ^ keys)
     return (h >> 8).to(torch.float32) * (1.0 / (1 << 24))
@@ -77,9 +109,9 @@ class Noise:
         return stream_key(self.seeds, stream, self.step)
 
     def token_index(self, width: int) -> torch.Tensor:
-        """[B, W] coordinates of (row, position), independent of the padded width."""
-        pos = torch.arange(width, device=self.rows.device)
-        return self.rows[:, None] * POSITIONS + pos[None, :]
+        """[B, W] coordinates of (row, position), independent of the padded width; int32 (wrapping as uint32)."""
+        pos = torch.arange(width, device=self.rows.device, dtype=torch.int32)
+        return self.rows.to(torch.int32)[:, None] * POSITIONS + pos[None, :]
 
     def uniform_tokens(self, stream: int, width: int) -> torch.Tensor:
         """[M, B, W] draws, one per model, row and position."""
@@ -90,7 +122,8 @@ class Noise:
         if p == 0.0:
             return x
         m, n, h = x.shape
-        index = self.token_index(width).reshape(1, n, 1) * h + torch.arange(h, device=x.device).view(1, 1, h)
+        units = torch.arange(h, device=x.device, dtype=torch.int32).view(1, 1, h)
+        index = self.token_index(width).reshape(1, n, 1) * h + units  # [1, B*W, H] int32
         keep = uniform(self.keys(stream), index) >= p
         return torch.where(keep, x / (1.0 - p), torch.zeros((), dtype=x.dtype, device=x.device))
 
@@ -101,10 +134,11 @@ class Noise:
         mb, heads, w, _ = probs.shape
         b = mb // m
         dev = probs.device
-        rows = self.rows.view(1, b, 1, 1, 1)
-        head = torch.arange(heads, device=dev).view(1, 1, heads, 1, 1)
-        q = torch.arange(w, device=dev).view(1, 1, 1, w, 1)
-        k = torch.arange(w, device=dev).view(1, 1, 1, 1, w)
+        i32 = dict(device=dev, dtype=torch.int32)  # int32 coordinates: products wrap as uint32 (`uniform`)
+        rows = self.rows.to(torch.int32).view(1, b, 1, 1, 1)
+        head = torch.arange(heads, **i32).view(1, 1, heads, 1, 1)
+        q = torch.arange(w, **i32).view(1, 1, 1, w, 1)
+        k = torch.arange(w, **i32).view(1, 1, 1, 1, w)
         index = ((rows * heads + head) * POSITIONS + q) * POSITIONS + k  # [1, B, heads, W, W]
         keep = uniform(self.keys(stream), index.expand(m, b, heads, w, w)) >= p
         keep = keep.reshape(mb, heads, w, w)
