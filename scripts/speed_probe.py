@@ -82,7 +82,8 @@ def use_variant(variant):
     compiled stacks (default "auto"); "+mm" the linear layers' bias outside the batched product
     (`Levers(linear="mm")`); "+nonoise" PyTorch's generator for masking and dropout instead of each model's own
     draws (`noise.py`): what the per-model draws cost (with them, attention is always spelled out; without, "auto"
-    may take SDPA); "+hash64" the per-model draws hashed in int64 (their first form) instead of int32."""
+    may take SDPA); "+hash64" the per-model draws hashed in int64 (their first form) instead of int32; "+force"
+    compiles a stack of one model as well (the grid does not: `grid.stack_compile`)."""
     compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else None
     levers = fused_bert.Levers(linear="mm" if "+mm" in variant else "baddbmm")
     stack = functools.partial(ModelStack, levers=levers)
@@ -105,6 +106,8 @@ def use_variant(variant):
 def measure(kind, count, variant):
     compile_mode = use_variant(variant)
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev, compile=compile_mode)
+    if "+force" in variant:  # compile a stack of one too (the grid trains it eagerly: `grid.stack_compile`)
+        run.compile = compile_mode
     t0 = time.time()
     try:
         sec = run.time_steps(args.steps, warmup=args.warmup)
