@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What Dufter & Schütze still needs from a GPU, on a lent node of one to three GPUs, in one resumable command:
 # Table 3 (real languages: one stack of 6 models per GPU, then their fine-tuning) and Table 10 (model 17 trained for
-# 250 epochs, seeds 0, 42 and 43, one BERT-base per seed, eager with CUDA graphs: a stack of one is not compiled).
+# 250 epochs, seeds 0, 42 and 43, one BERT-base per seed; with --compile a stack of one BERT-base is compiled too).
 # Each GPU is a lane that works through its list and stops, resumably, at the call's deadline (Table 3: the shard's
 # stack is pretrained, then its models are fine-tuned by N processes side by side):
 #   lane 0: Table 3 shard 0/2, Table 10 seed 0,  then seed 43 unless lane 1 took it

@@ -139,12 +139,19 @@ def check_evaluation(evaluation: str) -> str:
     return evaluation
 
 
-def stack_compile(compile, device, models: int) -> str | None:
-    """The compile mode of a stack of `models` models. A compiled stack of one model did not finish on an H200
-    (three runs, none within 450-540 s, while stacks of two finished in about 200 s; the cause is not found yet), so a
-    stack of one trains eagerly, with CUDA graphs (45-56 steps/s measured). Numbers change only by rounding."""
+# Sizes whose compiled stack of ONE model was seen to train (H200, torch 2.11): BERT-base compiled in 44 s and stepped
+# at 20.5 ms against 40.8 ms eager with CUDA graphs (book/results/bench/profile/grid_base_stack.json). A compiled
+# BERT-small stack of one still stalls in its first step (no step within 110 s, nor within 450-540 s in earlier runs,
+# while stacks of two compile in about 30 s); its cause is not found, so those train eagerly.
+ONE_MODEL_COMPILES = ("base",)
+
+
+def stack_compile(compile, device, models: int, size: str = "small") -> str | None:
+    """The compile mode of a stack of `models` models of size `size`: the requested mode, except for a stack of one
+    model of a size not in `ONE_MODEL_COMPILES`, which trains eagerly with CUDA graphs. Numbers change only by
+    rounding."""
     mode = compile_mode(compile, device)
-    return None if models == 1 else mode
+    return None if models == 1 and size not in ONE_MODEL_COMPILES else mode
 
 
 def stack_key(members: list[Member]) -> str:
@@ -240,7 +247,7 @@ class StackRun:
         # CUDA graphs remove the launch overhead that bounds small models (and shorten BERT-base steps too).
         self.rank, self.world = world()  # data parallel under torchrun: each rank takes 1/world of every batch
         self.graphs = graphs and self.device.type == "cuda" and self.world == 1
-        self.compile = stack_compile(compile, self.device, len(members))
+        self.compile = stack_compile(compile, self.device, len(members), self.size.name)
         self.bf16 = self.cfg.precision == "bf16"
         # Stacks use eager attention: PyTorch's fused SDPA backward does not support vmap's batched strides
         # ("LSE is not correctly aligned"); at ~30 pieces per sentence attention is a small share of the work.
