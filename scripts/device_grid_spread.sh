@@ -4,7 +4,7 @@
 # and an empty compile cache. Run it once on one GPU and once on two (side by side on one machine is fine: they share
 # nothing but the host) and compare the wall times. Writes $OUT/spread-<N>gpu.json (wall time, exit code, GPUs, the
 # stacks' own timings), $OUT/spread-<N>gpu.log and $OUT/spread-<N>gpu-metrics.tgz (every model's metrics.json and
-# config, to compare two runs' numbers, e.g. `--evaluation stacked` against the default per-model evaluation).
+# config, to compare two runs' numbers, e.g. `--evaluation per-model` against the default stacked evaluation).
 # SPREAD_TAG=name puts the name in the files' names instead of <N>gpu (two runs of one GPU count side by side).
 # Usage (repository root, on the node): bash scripts/device_grid_spread.sh GPUS EPOCHS [train options...]
 #   e.g. bash scripts/device_grid_spread.sh 2,3 20 --compile     and     bash scripts/device_grid_spread.sh 1 20 --compile

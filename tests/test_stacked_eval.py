@@ -176,3 +176,12 @@ def test_the_grid_records_the_same_numbers_either_way(tmp_path):
         if m.exp.curve:  # model 0: checkpoints evaluated as a stack of two
             ca, cb = read("stacked", m, "curve.json"), read("per-model", m, "curve.json")
             assert len(ca) == len(cb) > 2 and all(x == pytest.approx(y, rel=1e-5) for x, y in zip(ca, cb))
+
+
+def test_the_command_line_evaluates_stacked_unless_told_otherwise():
+    from xlrepro.cli import build_parser
+    parse = build_parser().parse_args
+    assert parse(["train", "dufter2020", "--ids", "0"]).evaluation == "stacked"
+    assert parse(["train", "dufter2020", "--ids", "0", "--evaluation", "per-model"]).evaluation == "per-model"
+    with pytest.raises(SystemExit):  # argparse names the valid choices
+        parse(["train", "dufter2020", "--ids", "0", "--evaluation", "fused"])

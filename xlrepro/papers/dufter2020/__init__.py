@@ -30,10 +30,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action="store_true",
                    help="GPU: the fused, torch.compile'd stacks (larger stacks; the same numbers)")
     p.add_argument("--no-graphs", action="store_true", help="GPU: eager steps, no CUDA graphs (the same numbers)")
-    p.add_argument("--evaluation", default="per-model", choices=["stacked", "per-model"],
-                   help="evaluate each model exported to Hugging Face alone (per-model: the reference and the published "
-                        "runs' path) or a stack's models in one batched forward (stacked: equal in float32 on the CPU, "
-                        "not yet measured in bfloat16 on a GPU)")
+    p.add_argument("--evaluation", default="stacked", choices=["stacked", "per-model"],
+                   help="evaluate a stack's models in one batched forward (stacked, the default: 3.0x faster for 20 "
+                        "BERT-small models on an H200, the same numbers to bf16 rounding) or each model exported to "
+                        "Hugging Face alone (per-model: the reference and the published runs' path)")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
                         "a large one)")

@@ -28,7 +28,7 @@ def main(argv=None) -> None:
     ap.add_argument("--batch-size", type=int)
     ap.add_argument("--compile", choices=["regional", "full"])
     ap.add_argument("--no-graphs", action="store_true")
-    ap.add_argument("--evaluation", default="per-model", choices=["stacked", "per-model"])
+    ap.add_argument("--evaluation", default="stacked", choices=["stacked", "per-model"])
     a = ap.parse_args(argv)
     t0 = time.time()
     chapter, lab, root = load_chapter(a.chapter), load_lab(a.profile), Path(a.root)
