@@ -50,7 +50,7 @@ def test_notebook_runs(notebook, tmp_path):
         missing = [lang for lang in ("fr", "de") if not freedict_paths(lang)]
         assert not missing, (f"the word-translation smoke run needs FreeDict dictionaries: run `make dictionaries` "
                              f"({'; '.join(install_hint(lang) for lang in missing)})")
-    if notebook.parent.name == "liu2020":  # a hand-made GPU run (tests/liu_gpu_fixture.py): every cell shows results
+        # a hand-made GPU run (tests/liu_gpu_fixture.py): every cell shows results
         # de, not es: Table 4's claim leaves out en, es and fr
         parameters = {**parameters, "languages": ["en", "fr", "de"],
                       "gpu_results": str(make_liu_gpu_results(tmp_path / "gpu", ("en", "fr", "de")))}
