@@ -127,31 +127,24 @@ def measure(kind, count, variant):
 
 
 def profile(kind, count, variant):
-    from torch.profiler import ProfilerActivity, profile as prof
+    from xlrepro.bench import profile_step
     compile_mode = use_variant(variant)
     run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev, compile=compile_mode)
     stack, batches, _ = run._new_stack()  # one stack: the profile holds steps only, not the set-up's copies
     d = run._device_data()
     lengths = [run.sets[m.exp.id].lengths for m in run.members]
-    for step in range(20):  # every width compiled before the profile
-        run._step(stack, d, batches.rows(step), lengths, False)
-    torch.cuda.synchronize()
-    with prof(activities=[ProfilerActivity.CUDA]) as p:
-        for step in range(20, 25):
-            run._step(stack, d, batches.rows(step), lengths, False)
-        torch.cuda.synchronize()
-    from xlrepro.bench import kernel_kind
-    events = p.key_averages()
-    kinds = {}
-    for e in events:
-        if "CUDA" in str(getattr(e, "device_type", "CUDA")):
-            kinds[kernel_kind(e.key)] = kinds.get(kernel_kind(e.key), 0.0) + e.self_device_time_total / 1e3 / 5
-    noise_ms = sum(e.self_device_time_total for e in events if "bitwise_xor" in e.key) / 1e3 / 5
+    steps = iter(range(25))
+
+    def step():
+        s = next(steps)
+        return run._step(stack, d, batches.rows(s), lengths, False)
+
+    for _ in range(20):  # every width compiled before the profile
+        step()
+    kinds, table = profile_step(step, dev, steps=5)
     lines = [f"--- kernel profile ({variant}, no CUDA graph), {kind} x{count}: ms per step (5 steps)"]
-    lines += [f"  {k:38s} {v:8.2f}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])]
-    lines += [f"  {'Triton kernels with the per-model hash':38s} {noise_ms:8.2f}  (names with bitwise_xor)", "",
-              events.table(sort_by="self_cuda_time_total", row_limit=40, max_name_column_width=110)]
-    text = "\n".join(lines)
+    lines += [f"  {k['kind']:38s} {k['ms_per_step']:8.2f}  {k['share']:6.1%}" for k in kinds]
+    text = "\n".join(lines + ["", table])
     print(text, flush=True)
     with open(os.path.join(args.out, f"profile-{kind}{count}-{variant}.txt"), "w") as f:
         f.write(text + "\n")
