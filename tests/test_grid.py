@@ -185,3 +185,29 @@ def test_a_resumed_grid_plans_the_same_stacks_when_some_are_done(tmp_path, monke
     planned.clear()
     run()
     assert planned == [["0/42", "1/42", "2/42"]]  # the same stack as before (not re-cut into 2 + 1)
+
+
+def test_the_linear_option_is_a_speed_switch(tmp_path):
+    """`linear="mm"` (the bias outside the batched product) trains the same models to rounding, says so in each
+    metrics.json, and a bad value fails before any work, naming the valid choices."""
+    tiny = dict(epochs=1, max_sentences=8, batch_size=4, devices=["cpu"], progress=False)
+    with pytest.raises(ConfigError, match="--linear takes one of baddbmm, mm; got 'bmm'"):
+        run_grid("dufter2020", ["0"], [0], root=tmp_path / "bad", linear="bmm", **tiny)
+    assert not (tmp_path / "bad").exists()
+    for linear in ("baddbmm", "mm"):
+        assert run_grid("dufter2020", ["0", "3"], [0], root=tmp_path / linear, linear=linear, **tiny)
+    for m in grid_members(load_chapter("dufter2020"), ["0", "3"], [0], epochs=1, max_sentences=8, batch_size=4):
+        a, b = (json.loads((member_dir(tmp_path / linear, m) / "metrics.json").read_text())
+                for linear in ("baddbmm", "mm"))
+        assert (a["linear"], b["linear"]) == ("baddbmm", "mm")
+        assert a["metrics"] == pytest.approx(b["metrics"], rel=1e-4)
+        assert a["metrics"]["ppl_dev"] > 10  # a real evaluation, not an empty dictionary
+
+
+def test_the_command_line_multiplies_with_the_bias_inside_unless_told_otherwise():
+    from xlrepro.cli import build_parser
+    parse = build_parser().parse_args
+    assert parse(["train", "dufter2020", "--ids", "0"]).linear == "baddbmm"
+    assert parse(["train", "dufter2020", "--ids", "0", "--linear", "mm"]).linear == "mm"
+    with pytest.raises(SystemExit):
+        parse(["train", "dufter2020", "--ids", "0", "--linear", "bmm"])

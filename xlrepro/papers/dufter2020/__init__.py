@@ -34,6 +34,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="evaluate a stack's models in one batched forward (stacked, the default: 3.0x faster for 20 "
                         "BERT-small models on an H200, the same numbers to bf16 rounding) or each model exported to "
                         "Hugging Face alone (per-model: the reference and the published runs' path)")
+    p.add_argument("--linear", default="baddbmm", choices=["baddbmm", "mm"],
+                   help="how the stacks' linear layers multiply: baddbmm (the default: one batched product that starts "
+                        "from the bias) or mm (the product without the bias, which the next element-wise kernel adds: "
+                        "9 %% faster for 50 compiled BERT-small models on an H200); the same numbers to bf16 rounding")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
                         "a large one)")
@@ -69,7 +73,7 @@ def prepare_train(a: argparse.Namespace):
         done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
                              time_limit=a.time_limit, devices=devices * a.workers_per_gpu, epochs=a.epochs,
                              compile=a.compile or None, graphs=not a.no_graphs,
-                             max_stack=max_stack, evaluation=a.evaluation)
+                             max_stack=max_stack, evaluation=a.evaluation, linear=a.linear)
         return "grid complete" if done else "time limit reached: run the same command again to resume"
     return train
 

@@ -44,6 +44,7 @@ from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.tokenization import vocab_fingerprint
 from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
+from xlrepro.training.fused_bert import LINEARS, Levers
 from xlrepro.training.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
                                       select_masked)
 from xlrepro.progress import progress as progress_bar
@@ -147,6 +148,13 @@ def check_evaluation(evaluation: str) -> str:
 ONE_MODEL_COMPILES = ("base",)
 
 
+def check_linear(linear: str) -> str:
+    """The `--linear` option, checked before any work: how the stacks' linear layers multiply (`fused_bert.Levers`)."""
+    if linear not in LINEARS:
+        raise ConfigError(f"--linear takes one of {', '.join(LINEARS)}; got {linear!r}")
+    return linear
+
+
 def stack_compile(compile, device, models: int, size: str = "small") -> str | None:
     """The compile mode of a stack of `models` models of size `size`: the requested mode, except for a stack of one
     model of a size not in `ONE_MODEL_COMPILES`, which trains eagerly with CUDA graphs. Numbers change only by
@@ -231,9 +239,10 @@ class StackRun:
     def __init__(self, chapter: Chapter, members: list[Member], lab: LabData, root: Path, device: str,
                  epochs: int | None = None, max_sentences: int | None = None, eval_batch: int | None = None,
                  graphs: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
-                 evaluation: str = "stacked"):
+                 evaluation: str = "stacked", linear: str = "baddbmm"):
         check_evaluation(evaluation)
-        self.evaluation = evaluation
+        check_linear(linear)
+        self.evaluation, self.linear = evaluation, linear
         self.eval_seconds = 0.0
         self.chapter, self.members, self.lab, self.root = chapter, members, lab, Path(root)
         self.device = torch.device(device)
@@ -392,6 +401,7 @@ class StackRun:
             "experiment": m.exp.id, "seed": m.seed, "metrics": metrics, "steps": steps,
             "stack_size": len(self.members), "stack_seconds": seconds, "device": device_name(self.device),
             "compile": self.compile or "none", "graphs": bool(self.graphs), "evaluation": self.evaluation,
+            "linear": self.linear,
             "torch": torch.__version__,
             "parameters": count_parameters(model), "vocabulary": self.vocabulary})
 
@@ -403,8 +413,9 @@ class StackRun:
         total = batches.steps_per_epoch * self.epochs
         optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
+        levers = None if self.linear == "baddbmm" else Levers(linear=self.linear)
         stack = ModelStack(models, optim, self.device, bf16=self.bf16, compile=self.compile,
-                           seeds=[m.seed for m in self.members], graphs=self.graphs)
+                           seeds=[m.seed for m in self.members], graphs=self.graphs, levers=levers)
         # each rank holds rows rank, rank + world, ... of every batch; the draws are keyed by the full batch's rows
         stack.noise.rows = torch.arange(self.rank, self.cfg.batch_size, self.world, device=self.device)
         self.noise = stack.noise
@@ -538,7 +549,7 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
              devices: list[str] | None = None, root: Path | None = None, epochs: int | None = None,
              max_sentences: int | None = None, time_limit: float | None = None, max_stack: dict | None = None,
              progress: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
-             graphs: bool = True, evaluation: str = "stacked") -> bool:
+             graphs: bool = True, evaluation: str = "stacked", linear: str = "baddbmm") -> bool:
     """Train and evaluate every (experiment, seed) not done yet. Returns True when all are done.
 
     `large_seeds` (default: `seeds`) are the seeds of the models that are not BERT-small.
@@ -546,12 +557,14 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
     so a shrunk run never mixes with a full one (and gets a folder of its own as well).
     `compile` ("regional", "full", True or None) and `graphs` (CUDA graphs) are speed switches: they change no number
     beyond floating-point rounding, so they are not part of a run's key; so is `evaluation` ("stacked", the default:
-    each stack's models in one batched forward; "per-model": each exported and evaluated alone, the reference path).
+    each stack's models in one batched forward; "per-model": each exported and evaluated alone, the reference path),
+    and `linear` ("baddbmm", the default, or "mm": the bias outside the batched product, `fused_bert.Levers`).
     """
     chapter = load_chapter(chapter_name)
     check_profile(profile)
     compile_mode(compile)  # a bad value fails before any work
     check_evaluation(evaluation)
+    check_linear(linear)
     root = Path(root or run_root(chapter_name, profile, epochs, max_sentences, batch_size))
     members = grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences, batch_size)
     if all(is_done(root, m) for m in members):
@@ -572,10 +585,10 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
             if left is not None and left <= 0:
                 return False
             done &= StackRun(chapter, s, lab, root, devices[0], epochs, max_sentences, batch_size=batch_size,
-                             compile=compile, graphs=graphs, evaluation=evaluation).run(left, progress)
+                             compile=compile, graphs=graphs, evaluation=evaluation, linear=linear).run(left, progress)
         return done
     return _run_parallel(chapter_name, sorted(stacks, key=cost, reverse=True), devices, root, profile, epochs,
-                         max_sentences, time_limit, batch_size, compile, graphs, evaluation)
+                         max_sentences, time_limit, batch_size, compile, graphs, evaluation, linear)
 
 
 def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sentences: int | None = None,
@@ -594,7 +607,7 @@ def _cost(stack: list[Member], compile=None) -> float:
 
 
 def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size,
-                  compile, graphs, evaluation="stacked") -> bool:
+                  compile, graphs, evaluation="stacked", linear="baddbmm") -> bool:
     """One worker process per GPU; workers take stacks from a shared queue of job files (largest first)."""
     queue = root / "queue"
     queue.mkdir(parents=True, exist_ok=True)
@@ -616,7 +629,7 @@ def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sent
         args += ["--compile", compile_mode(compile)]
     if not graphs:
         args += ["--no-graphs"]
-    args += ["--evaluation", evaluation]
+    args += ["--evaluation", evaluation, "--linear", linear]
     procs = [subprocess.Popen(args + ["--device", dev]) for dev in devices]
     codes = [p.wait() for p in procs]
     if any(codes):

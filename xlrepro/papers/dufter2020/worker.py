@@ -11,6 +11,8 @@ import os
 import time
 from pathlib import Path
 
+from xlrepro.training.fused_bert import LINEARS
+
 from .config import load_chapter
 from .grid import StackRun, grid_members
 from .lab import load_lab
@@ -29,6 +31,7 @@ def main(argv=None) -> None:
     ap.add_argument("--compile", choices=["regional", "full"])
     ap.add_argument("--no-graphs", action="store_true")
     ap.add_argument("--evaluation", default="stacked", choices=["stacked", "per-model"])
+    ap.add_argument("--linear", default="baddbmm", choices=list(LINEARS))
     a = ap.parse_args(argv)
     t0 = time.time()
     chapter, lab, root = load_chapter(a.chapter), load_lab(a.profile), Path(a.root)
@@ -52,7 +55,8 @@ def main(argv=None) -> None:
         left = None if a.time_limit is None else a.time_limit - (time.time() - t0)
         t_stack = time.time()
         done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences, batch_size=a.batch_size,
-                        compile=a.compile, graphs=not a.no_graphs, evaluation=a.evaluation).run(left, progress=False)
+                        compile=a.compile, graphs=not a.no_graphs, evaluation=a.evaluation,
+                        linear=a.linear).run(left, progress=False)
         print(f"[{a.device}] {'done' if done else 'paused'}: {len(members)} models "
               f"({','.join(sorted({m.exp.id for m in members}))}) in {time.time() - t_stack:.0f} s", flush=True)
         if done:
