@@ -35,6 +35,15 @@ args = ap.parse_args()
 if os.environ.get("PROBE_DUMP_S"):  # print every thread's stack periodically: where does a slow compile spend its time
     import faulthandler
     faulthandler.dump_traceback_later(int(os.environ["PROBE_DUMP_S"]), repeat=True)
+if os.environ.get("PROBE_INDUCTOR"):  # Inductor settings to try, e.g. PROBE_INDUCTOR=split_reductions=0,max_autotune=1
+    import torch._inductor.config as inductor_config
+    for item in os.environ["PROBE_INDUCTOR"].split(","):
+        name, value = item.split("=")
+        *path, leaf = name.split(".")  # e.g. triton.persistent_reductions
+        where = functools.reduce(getattr, path, inductor_config)
+        old = getattr(where, leaf)  # an unknown name fails here
+        setattr(where, leaf, type(old)(int(value)) if isinstance(old, (bool, int)) else value)
+        print(f"inductor {name}: {old} -> {getattr(where, leaf)}", flush=True)
 os.makedirs(args.out, exist_ok=True)
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
@@ -83,10 +92,9 @@ def use_variant(variant):
     (`Levers(linear="mm")`); "+nonoise" PyTorch's generator for masking and dropout instead of each model's own
     draws (`noise.py`): what the per-model draws cost (with them, attention is always spelled out; without, "auto"
     may take SDPA); "+hash64" the per-model draws hashed in int64 (their first form) instead of int32; "+force"
-    compiles a stack of one model as well (the grid does not: `grid.stack_compile`)."""
+    compiles a stack of one model even of a size the grid trains eagerly (`grid.stack_compile`)."""
     compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else None
-    levers = fused_bert.Levers(linear="mm" if "+mm" in variant else "baddbmm")
-    stack = functools.partial(ModelStack, levers=levers)
+    stack = ModelStack
     grid.mask_tokens = _mask_tokens
     noise_module.uniform = _uniform
     if "+nonoise" in variant:
@@ -105,8 +113,9 @@ def use_variant(variant):
 
 def measure(kind, count, variant):
     compile_mode = use_variant(variant)
-    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev, compile=compile_mode)
-    if "+force" in variant:  # compile a stack of one too (the grid trains it eagerly: `grid.stack_compile`)
+    run = grid.StackRun(ch, members(kind, count), lab, "/tmp/probe", dev, compile=compile_mode,
+                        linear="mm" if "+mm" in variant else "baddbmm")
+    if "+force" in variant:  # compile a stack of one whatever its size (`grid.stack_compile`)
         run.compile = compile_mode
     t0 = time.time()
     try:

@@ -102,24 +102,73 @@ def test_max_stack_option_spreads_the_base_models_evenly():
         with pytest.raises(ConfigError, match=r"SIZE one of \['base', 'small'\]"):
             parse_max_stack([bad])
     ch = load_chapter("dufter2020")
-    members = grid_members(ch, ["15", "16", "17"], list(ch.seeds))
-    stacks = plan_stacks(members, parse_max_stack(["base=3"]), gpus=4)
+    members = grid_members(ch, ["15", "16", "17"], list(ch.seeds))  # 15 models, in the order 15/0, 15/42, ...
+    stacks = plan_stacks(members, parse_max_stack(["base=3"]), gpus=3)
     keys = [tuple(m.key for m in s) for s in stacks]
-    # five stacks of three, dealt in turn: each holds one seed of each experiment (15's curve evaluations spread out)
-    assert keys == [("15/0", "16/0", "17/0"), ("15/42", "16/42", "17/42"), ("15/43", "16/43", "17/43"),
-                    ("15/100", "16/100", "17/100"), ("15/101", "16/101", "17/101")]
+    # five stacks of three would leave a GPU idle: six stacks (a multiple of 3 GPUs), dealt in turn
+    assert keys == [("15/0", "16/42", "17/43"), ("15/42", "16/43", "17/100"), ("15/43", "16/100", "17/101"),
+                    ("15/100", "16/101"), ("15/101", "17/0"), ("16/0", "17/42")]
+    assert [len(s) for s in plan_stacks(members, parse_max_stack(["base=3"]), gpus=4)] == [2] * 7 + [1]
+    assert [len(s) for s in plan_stacks(members, {"base": 5}, gpus=2)] == [4, 4, 4, 3]  # not 5 + 5 | 5
+    assert [len(s) for s in plan_stacks(members, {"base": 5}, gpus=1)] == [5, 5, 5]
+    assert [len(s) for s in plan_stacks(members[:2], {"base": 5}, gpus=4)] == [1, 1]  # never an empty stack
 
 
-def test_a_stack_of_one_small_model_is_never_compiled(monkeypatch):
+def test_the_longest_stacks_are_handed_out_first():
+    from xlrepro.papers.dufter2020.grid import _cost
+
+    ch = load_chapter("dufter2020")
+    members = grid_members(ch, ["0", "15", "17-250", "21", "18"], list(ch.seeds))
+    stacks = plan_stacks(members, {"small": 50, "base": 5}, gpus=2)
+    order = [(s[0].exp.id, len(s)) for s in sorted(stacks, key=lambda s: _cost(s, True), reverse=True)]
+    # 3 x 250 and 2 x 250 BERT-base epochs, then 3 x 100 and 2 x 100; 21 trains 200 epochs on half the corpus
+    # (the same updates as 100 epochs of 0); the untrained models last
+    assert order == [("17-250", 3), ("17-250", 2), ("15", 3), ("15", 2), ("0", 3), ("21", 3), ("0", 2), ("21", 2),
+                     ("18", 5)]
+
+
+def test_a_stack_of_one_model_is_compiled_when_asked(monkeypatch):
     monkeypatch.setattr("torch.cuda.is_available", lambda: True)
     assert stack_compile(True, "cuda:0", 2) == "regional"
-    assert stack_compile(True, "cuda:0", 1) is None  # compiled BERT-small stacks of one stood still on an H200
-    assert stack_compile(True, "cuda:0", 1, "small") is None
+    assert stack_compile(True, "cuda:0", 1, "small") == "regional"  # with persistent reductions off (next test)
     assert stack_compile(True, "cuda:0", 1, "base") == "regional"  # BERT-base alone compiles (and runs 2x faster)
     assert stack_compile(None, "cuda:0", 1, "base") is None  # compiling is still asked for
     assert stack_compile(None, "cuda:0", 3) is None
+    monkeypatch.setattr("xlrepro.papers.dufter2020.grid.ONE_MODEL_COMPILES", ("base",))
+    assert stack_compile(True, "cuda:0", 1, "small") is None  # a size left out trains eagerly
     with pytest.raises(ValueError, match="valid values are"):
         stack_compile("fast", "cuda:0", 1)  # a bad value still fails, whatever the stack's size
+
+
+def test_only_a_stack_of_one_small_model_turns_persistent_reductions_off(monkeypatch):
+    """Its attention backward took minutes to compile with them (H200): the stack of one BERT-small model alone gets
+    `Levers(persistent_reductions=False)`, which reaches torch.compile as an Inductor option; other stacks keep the
+    default levers (None) unless `linear` asks for others."""
+    from xlrepro.papers.dufter2020 import grid
+    from xlrepro.papers.dufter2020.lab import load_lab
+    from xlrepro.training.fused_bert import Levers, inductor_options
+
+    assert inductor_options(Levers(persistent_reductions=False)) == {"triton.persistent_reductions": False}
+    assert inductor_options(Levers(persistent_reductions=False, autotune=True)) == {
+        "max_autotune_gemm": True, "triton.persistent_reductions": False}
+    seen = []
+
+    class Built(Exception):
+        pass
+
+    def model_stack(*args, levers=None, **kwargs):  # records the levers, then stops before any training
+        seen.append(levers)
+        raise Built
+
+    monkeypatch.setattr(grid, "ModelStack", model_stack)
+    ch, lab = load_chapter("dufter2020"), load_lab()
+    members = lambda ids, seeds: grid_members(ch, ids, seeds, epochs=1, max_sentences=8, batch_size=4)
+    for ms, linear in [(members(["0"], [0]), "baddbmm"), (members(["0"], [0, 42]), "baddbmm"),
+                       (members(["15"], [0]), "baddbmm"), (members(["0"], [0, 42]), "mm")]:
+        run = grid.StackRun(ch, ms, lab, "/tmp/unused", "cpu", epochs=1, max_sentences=8, batch_size=4, linear=linear)
+        with pytest.raises(Built):
+            run._new_stack()
+    assert seen == [Levers(persistent_reductions=False), None, None, Levers(linear="mm")]
 
 
 def test_bad_parameters_name_the_valid_choices():

@@ -57,6 +57,10 @@ class Levers:
     autotune: compile with Inductor's `max_autotune_gemm`: Triton templates for the matrix products are timed against
         cuBLAS at compile time, and the element-wise work after a product may be fused into it (its epilogue). A
         compile option (the compiled stacks only); compiling takes minutes longer.
+    persistent_reductions: Inductor's persistent reductions (one block holds a whole row; on by default). A compile
+        option, off for a stack of one BERT-small model: there one kernel of the attention backward (the softmax
+        backward fused with the dropout hash) spent minutes in Triton's LLVM and ptxas passes on an H200 (torch 2.11),
+        so that the stack seemed to stand still; with them off it compiled in 29 s.
     Two more levers are properties of the inputs, not options: an `attention_mask` of None (no padding: SDPA may pick
     its FlashAttention kernel, which takes no mask), and packed rows with a block-diagonal mask [M, B, 1, W, W]
     (several documents per row, no padding; `pack_documents`)."""
@@ -64,6 +68,7 @@ class Levers:
     fused_qkv: bool = False
     linear: str = "baddbmm"
     autotune: bool = False
+    persistent_reductions: bool = True
 
     def __post_init__(self):
         if self.attention is not None and self.attention not in ATTENTIONS:
@@ -80,7 +85,11 @@ class Levers:
 
 def inductor_options(levers: "Levers | None") -> dict | None:
     """The Inductor options a compiled stack with these levers passes to `torch.compile` (None: the defaults)."""
-    return {"max_autotune_gemm": True} if levers is not None and levers.autotune else None
+    if levers is None:
+        return None
+    options = {**({"max_autotune_gemm": True} if levers.autotune else {}),
+               **({} if levers.persistent_reductions else {"triton.persistent_reductions": False})}
+    return options or None
 
 
 def _resolve_attention(attention: str | None, valid, config) -> str:

@@ -141,11 +141,14 @@ def check_evaluation(evaluation: str) -> str:
     return evaluation
 
 
-# Sizes whose compiled stack of ONE model was seen to train (H200, torch 2.11): BERT-base compiled in 44 s and stepped
-# at 20.5 ms against 40.8 ms eager with CUDA graphs (book/results/bench/profile/grid_base_stack.json). A compiled
-# BERT-small stack of one still stalls in its first step (no step within 110 s, nor within 450-540 s in earlier runs,
-# while stacks of two compile in about 30 s); its cause is not found, so those train eagerly.
-ONE_MODEL_COMPILES = ("base",)
+# Sizes whose compiled stack of ONE model trains (H200, torch 2.11): BERT-base compiled in 44 s and stepped at 20.5 ms
+# against 40.8 ms eager with CUDA graphs (book/results/bench/profile/grid_base_stack.json). A compiled BERT-small stack
+# of one seemed to stall in its first step: one Triton kernel of its attention backward (the softmax backward fused
+# with the dropout hash, a persistent reduction) spent minutes in Triton's LLVM and ptxas passes. With Inductor's
+# persistent reductions off it compiles in 29 s (`PERSISTENT_REDUCTIONS_OFF`).
+ONE_MODEL_COMPILES = ("base", "small")
+# Sizes whose compiled stack of one model compiles with Inductor's persistent reductions off (`fused_bert.Levers`).
+PERSISTENT_REDUCTIONS_OFF = ("small",)
 
 
 def check_linear(linear: str) -> str:
@@ -172,8 +175,9 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
                 compile: str | bool | None = None) -> list[list[Member]]:
     """Group models that can share kernels: same size, same corpus size and number of steps; untrained apart.
 
-    With several GPUs a group is cut into at least as many stacks as there are GPUs (when it has that many
-    models), so that one large stack does not leave the other GPUs idle; its models are dealt to the stacks in
+    With several GPUs a group is cut into a multiple of the GPU count of stacks (as many stacks as models at most),
+    so that the group shares out evenly: 15 BERT-base models on two GPUs train as 4 + 4 | 4 + 3 rather than as
+    5 + 5 | 5, which would leave one GPU idle for a third of the time. A group's models are dealt to its stacks in
     turn. The plan changes no number: a model trains the same in any stack."""
     max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
     groups: dict[tuple, list[Member]] = {}
@@ -182,8 +186,9 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs, knn), []).append(m)
     stacks = []
     for (untrained, size, *_), group in groups.items():
-        cap = len(group) if untrained else min(max_stack[size], math.ceil(len(group) / max(1, gpus)))
-        k = math.ceil(len(group) / cap)
+        k = 1 if untrained else math.ceil(len(group) / max_stack[size])
+        if gpus > 1 and not untrained:
+            k = min(len(group), gpus * math.ceil(k / gpus))
         # dealt round-robin: stacks of equal size (to one model), each with its share of every experiment, so that
         # the experiments evaluated during training (curves) do not all load one GPU
         stacks += [group[j::k] for j in range(k)]
@@ -413,7 +418,9 @@ class StackRun:
         total = batches.steps_per_epoch * self.epochs
         optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
-        levers = None if self.linear == "baddbmm" else Levers(linear=self.linear)
+        persistent = not (len(self.members) == 1 and self.size.name in PERSISTENT_REDUCTIONS_OFF)
+        levers = (None if self.linear == "baddbmm" and persistent
+                  else Levers(linear=self.linear, persistent_reductions=persistent))
         stack = ModelStack(models, optim, self.device, bf16=self.bf16, compile=self.compile,
                            seeds=[m.seed for m in self.members], graphs=self.graphs, levers=levers)
         # each rank holds rows rank, rank + world, ... of every batch; the draws are keyed by the full batch's rows
@@ -600,10 +607,13 @@ def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sen
 
 
 def _cost(stack: list[Member], compile=None) -> float:
-    """Rough GPU cost, to hand out the largest jobs first."""
+    """Rough GPU cost (models x epochs x a measured time per model-step), to hand out the largest jobs first: the
+    250-epoch BERT-base stack before the 100-epoch ones."""
     # ms per model-step, measured on an H200 (vmap stacks; fused and compiled stacks)
-    per_model = ({"small": 1.1, "base": 18.0} if compile_mode(compile) else {"small": 2.5, "base": 25.0})[stack[0].exp.size]
-    return 0.1 if stack[0].exp.untrained else per_model * len(stack)
+    m = stack[0]
+    per_model = ({"small": 1.1, "base": 18.0} if compile_mode(compile) else {"small": 2.5, "base": 25.0})[m.exp.size]
+    epochs = (m.config.get("epochs") or m.exp.epochs) * (0.5 if m.exp.no_parallel else 1.0)  # half a corpus each
+    return 0.1 if m.exp.untrained else per_model * len(stack) * epochs
 
 
 def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size,
