@@ -4,7 +4,7 @@ import json
 import pandas as pd
 import pytest
 
-from xlrepro.papers.dufter2020.engines import rerun_check
+from xlrepro.papers.dufter2020.engines import linear_check, rerun_check
 
 
 def _write(folder, exp, seed, metrics, **extra):
@@ -20,12 +20,57 @@ def test_rerun_check_sets_each_metric_beside_the_published_value(tmp_path):
     runs = tmp_path / "rerun"
     _write(runs, "0", 0, {"mu": 0.625, "ppl_train": 9.5}, compile="none", stack_size=1)
     _write(runs, "0", 42, {"mu": 0.60, "ppl_train": 1.0}, compile="regional", stack_size=3)
-    got = rerun_check(runs, published, metrics=("mu",))
+    got = rerun_check([runs], published, metrics=("mu",))
     assert got[["model", "seed"]].values.tolist() == [["0", 0], ["0", 42]]
     assert got["difference"].tolist() == pytest.approx([0.125, 0.0])
     assert got["alone_engine"].tolist() == ["eager, stack of 1", "compiled (regional), stack of 3"]
     with pytest.raises(KeyError, match="seed 42: no published ppl_train"):  # never a silent gap
-        rerun_check(runs, published, metrics=("mu", "ppl_train"))
+        rerun_check([runs], published, metrics=("mu", "ppl_train"))
     (runs / "0" / "42" / "metrics.json").unlink()
-    both = rerun_check(runs, published, metrics=("mu", "ppl_train"))
+    both = rerun_check([runs], published, metrics=("mu", "ppl_train"))
     assert both.loc[both["metric"] == "ppl_train", "difference"].tolist() == pytest.approx([-0.5])
+
+
+def test_reruns_from_several_folders_come_together(tmp_path):
+    published = tmp_path / "table1.csv"
+    pd.DataFrame({"experiment": ["0"], "seed": [0], "metric": ["mu"], "value": [0.5]}).to_csv(published, index=False)
+    _write(tmp_path / "eager", "0", 0, {"mu": 0.25}, compile="none", stack_size=1)
+    _write(tmp_path / "compiled", "0", 0, {"mu": 0.75}, compile="regional", stack_size=1)
+    got = rerun_check([tmp_path / "eager", tmp_path / "compiled"], published, metrics=("mu",))
+    assert sorted(zip(got["alone_engine"], got["difference"])) == [("compiled (regional), stack of 1", 0.25),
+                                                                    ("eager, stack of 1", -0.25)]
+
+
+def _linear_case(tmp_path, mm_values):
+    """Published model 0, seeds 1 and 2: 1.0 and 3.0 (std sqrt 2); the baddbmm rerun 1.5 and 3.5."""
+    published, runs = tmp_path / "table1.csv", tmp_path / "metrics.csv"
+    pd.DataFrame({"experiment": ["0", "0"], "seed": [1, 2], "metric": ["m", "m"], "value": [1.0, 3.0]}).to_csv(
+        published, index=False)
+    pd.DataFrame({"linear": ["baddbmm", "baddbmm", "mm", "mm"], "experiment": ["0"] * 4, "seed": [1, 2, 1, 2],
+                  "metric": ["m"] * 4, "value": [1.5, 3.5, *mm_values]}).to_csv(runs, index=False)
+    return linear_check(runs, published)
+
+
+def test_the_linear_check_applies_both_criteria(tmp_path):
+    one, two, verdict = _linear_case(tmp_path, [2.0, 3.0])  # |diff| 1 and 0: mean 0.5 as baddbmm's; means 2.5 both
+    assert one.loc["m", "ratio"] == pytest.approx(1.0) and two.loc[("0", "m"), "difference"] == pytest.approx(0.0)
+    assert verdict == {"criterion_1": True, "criterion_2": True, "failed_pairs": 0, "pairs": 1, "adopted": True}
+    one, two, verdict = _linear_case(tmp_path, [0.0, 5.0])  # |diff| 1 and 2: 3x baddbmm's 0.5; means still equal
+    assert one.loc["m", "ratio"] == pytest.approx(3.0)
+    assert (verdict["criterion_1"], verdict["criterion_2"], verdict["adopted"]) == (False, True, False)
+    one, two, verdict = _linear_case(tmp_path, [2.0, 4.5])  # |diff| 1, 1.5 (2.5x); means 3.25 vs 2.5 < sqrt 2
+    assert two.loc[("0", "m"), "difference"] == pytest.approx(0.75)
+    assert two.loc[("0", "m"), "published_std"] == pytest.approx(2 ** 0.5) and verdict["criterion_2"]
+    one, two, verdict = _linear_case(tmp_path, [3.0, 4.5])  # means 3.75 vs 2.5: 1.25 < 1.414 still holds
+    assert verdict["criterion_2"]
+    one, two, verdict = _linear_case(tmp_path, [3.5, 4.5])  # means 4.0 vs 2.5: 1.5 > 1.414
+    assert (verdict["criterion_2"], verdict["failed_pairs"], verdict["adopted"]) == (False, 1, False)
+
+
+def test_the_linear_check_refuses_a_model_without_a_published_row(tmp_path):
+    published, runs = tmp_path / "table1.csv", tmp_path / "metrics.csv"
+    pd.DataFrame({"experiment": ["0"], "seed": [1], "metric": ["m"], "value": [1.0]}).to_csv(published, index=False)
+    pd.DataFrame({"linear": ["baddbmm", "mm"], "experiment": ["0", "0"], "seed": [1, 7], "metric": ["m", "m"],
+                  "value": [1.0, 1.0]}).to_csv(runs, index=False)
+    with pytest.raises(KeyError, match="published row"):
+        linear_check(runs, published)

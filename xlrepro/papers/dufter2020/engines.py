@@ -200,21 +200,25 @@ def equivalence_summary(published: Path | list[Path] | None = None, folder: Path
 RERUN_METRICS = ("mu", "ppl_train", "ppl_dev", "retr_l8", "trans_l8", "align_l8")
 
 
-def rerun_check(folder: Path | None = None, published: Path | None = None, metrics=RERUN_METRICS):
-    """Models retrained alone (`<folder>/<id>/<seed>/metrics.json`, their own run's files) beside the same (model,
-    seed) of the published grid (`table1.csv`, long: experiment, seed, metric, value).
+RERUN_FOLDERS = ("rerun", "rerun_compiled")  # under book/results/bench: eager and compiled stacks of one model
 
-    Returns one row per (model, seed, metric): published, alone, difference (alone - published), and how each was
-    trained (stack size, compiled or not), so a reader sees whether one model reruns to the book's number."""
+
+def rerun_check(folders: list[Path] | None = None, published: Path | None = None, metrics=RERUN_METRICS):
+    """Models retrained alone (`<folder>/<id>/<seed>/metrics.json`, their own run's files, in each of `folders`)
+    beside the same (model, seed) of the published grid (`table1.csv`, long: experiment, seed, metric, value).
+
+    Returns one row per (model, seed, metric, run): published, alone, difference (alone - published), and how each
+    was trained (stack size, compiled or not), so a reader sees whether one model reruns to the book's number."""
     import json
 
     import pandas as pd
 
-    folder = Path(folder or repo_root() / "book" / "results" / "bench" / "rerun")
+    bench = repo_root() / "book" / "results" / "bench"
+    folders = [Path(f) for f in folders] if folders is not None else [bench / f for f in RERUN_FOLDERS]
     table = pd.read_csv(published or results_dir(PAPER) / "table1.csv", dtype={"experiment": str})
     book = table.set_index(["experiment", "seed", "metric"])["value"]
     rows = []
-    for f in sorted(folder.glob("*/*/metrics.json")):
+    for f in sorted(p for folder in folders for p in folder.glob("*/*/metrics.json")):
         m = json.loads(f.read_text())
         for metric in metrics:
             key = (str(m["experiment"]), int(m["seed"]), metric)
@@ -226,6 +230,44 @@ def rerun_check(folder: Path | None = None, published: Path | None = None, metri
                          "alone_engine": _engine(m)})
     return pd.DataFrame(rows, columns=["model", "seed", "metric", "published", "alone", "difference",
                                        "alone_engine"])
+
+
+# ------------------------------------------------------------------------------------------ the linear=mm check
+LINEAR_RATIO_MAX = 1.5  # criterion 1 (written before the run, docs_notes/gpu_runs.md, session 20)
+
+
+def linear_check(metrics: Path | None = None, published: Path | None = None):
+    """The training check of `--linear mm`: the same 25 models trained twice in one call (`--linear baddbmm`, as the
+    grid trains, and `--linear mm`), against the published Table 1 (`table1.csv`).
+
+    The criteria were written before the run; mm would become the compiled stacks' default only if both hold:
+    1. per metric, the mean absolute difference from the published values over the models under mm is at most
+       `LINEAR_RATIO_MAX` times the same under baddbmm;
+    2. per (model ID, metric), the seed means of the two runs differ by less than the published seed std.
+    Returns (per-metric table of criterion 1, per-(ID, metric) table of criterion 2, verdict dict)."""
+    import pandas as pd
+
+    bench = repo_root() / "book" / "results" / "bench" / "linear_check"
+    runs = pd.read_csv(metrics or bench / "metrics.csv", dtype={"experiment": str})
+    table = pd.read_csv(published or results_dir(PAPER) / "table1.csv", dtype={"experiment": str})
+    both = runs.merge(table, on=["experiment", "seed", "metric"], suffixes=("", "_published"), validate="m:1")
+    if len(both) != len(runs):
+        raise KeyError("every model of the check needs its published row in table1.csv")
+    both["abs_difference"] = (both["value"] - both["value_published"]).abs()
+    one = both.pivot_table(index="metric", columns="linear", values="abs_difference", aggfunc="mean")
+    one["ratio"] = one["mm"] / one["baddbmm"]
+    one["holds"] = one["ratio"] <= LINEAR_RATIO_MAX
+    means = runs.pivot_table(index=["experiment", "metric"], columns="linear", values="value", aggfunc="mean")
+    ids = runs["experiment"].unique()
+    two = pd.DataFrame({"baddbmm": means["baddbmm"], "mm": means["mm"],
+                        "difference": (means["mm"] - means["baddbmm"]).abs(),
+                        "published_std": table[table["experiment"].isin(ids)].groupby(["experiment", "metric"])[
+                            "value"].std()})
+    two["holds"] = two["difference"] < two["published_std"]
+    verdict = {"criterion_1": bool(one["holds"].all()), "criterion_2": bool(two["holds"].all()),
+               "failed_pairs": int((~two["holds"]).sum()), "pairs": len(two)}
+    verdict["adopted"] = verdict["criterion_1"] and verdict["criterion_2"]
+    return one, two, verdict
 
 
 def _engine(m: dict) -> str:
