@@ -97,3 +97,24 @@ def test_run_record_times_the_whole_kernel_even_when_imported_late():
             "print(t - runrecord._STARTED)")  # the record's wall time counts from _STARTED
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout.strip()) >= 1.2
+
+
+FOLDED = {"parameters", "hide-input", "remove-input", "hide-cell", "remove-cell"}
+
+
+def unfolded_cells(notebook: dict) -> list[str]:
+    """Ids of code cells whose source the book would show: plumbing stays folded away (the parameters cell shows)."""
+    return [c.get("id", "?") for c in notebook["cells"]
+            if c["cell_type"] == "code" and not FOLDED & set(c.get("metadata", {}).get("tags", []))]
+
+
+def test_unfolded_cells_known_answers():
+    cell = lambda *tags: {"cell_type": "code", "id": "x", "metadata": {"tags": list(tags)} if tags else {}}
+    text = {"cell_type": "markdown", "id": "m", "metadata": {}}
+    assert unfolded_cells({"cells": [cell(), text, cell("hide-input"), cell("parameters")]}) == ["x"]
+    assert unfolded_cells({"cells": [cell("remove-input"), cell("hide-input", "hide-output"), text]}) == []
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").rglob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_chapter_folds_its_code_away(path):
+    assert unfolded_cells(json.loads(path.read_text())) == [], f"{path.name}: tag these cells hide-input"
