@@ -37,7 +37,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--linear", default="baddbmm", choices=["baddbmm", "mm"],
                    help="how the stacks' linear layers multiply: baddbmm (the default: one batched product that starts "
                         "from the bias) or mm (the product without the bias, which the next element-wise kernel adds: "
-                        "9 %% faster for 50 compiled BERT-small models on an H200); the same numbers to bf16 rounding")
+                        "9 %% faster for 50 compiled BERT-small models on an H200). It changes only rounding, but its training "
+                        "check did not pass (the engineering appendix), so baddbmm stays the default")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
                         "a large one)")
