@@ -82,7 +82,9 @@ def test_above_below(kind, vals, expected):
 
 @pytest.mark.parametrize("vals, expected", [
     ([0.70, 0.71, 0.69], "reproduced"),
-    ([0.78, 0.62, 0.80], "partly"),            # mean 0.733 within 0.1 of 0.7, band sticks out
+    ([0.78, 0.76, 0.80], "partly"),            # mean 0.78 within 0.1 of 0.7, gap + 2 SE (0.103) sticks out
+    ([0.78, 0.62, 0.80], "inconclusive"),      # 2 SE (0.113) alone exceeds the tolerance: could not pass
+    ([1.00, 0.90, 1.10], "not reproduced"),    # underpowered too (2 SE 0.115), but gap 0.3 − 2 SE > tolerance
     ([0.60, 0.60, 0.60], "not reproduced"),    # gap exactly the tolerance: a tie fails
     ([0.50, 0.51, 0.49], "not reproduced"),
 ])
@@ -270,7 +272,8 @@ def test_claims_table_writes_only_its_chapter(tmp_path):
                "test": greater(left={"experiment": "b", "metric": "m"}, right={"experiment": "a", "metric": "m"}),
                "why": "because"}]
     t1 = C.claims_table("p", "c1", tmp_path, claims=claims)
-    assert t1.columns.tolist() == ["claim", "section", "criterion", "evidence", "verdict"]
+    assert t1.columns.tolist() == ["claim", "section", "criterion", "evidence", "verdict", "id", "quote",
+                                   "precondition", "precondition_met"]
     assert t1["verdict"].tolist() == ["reproduced"] and "Why: because" in t1.loc[0, "criterion"]
     C.claims_table("p", "c2", tmp_path, claims=claims)
     C.claims_table("p", "c1", tmp_path, claims=claims)
@@ -434,3 +437,125 @@ def test_each_with_every_value_excluded_is_missing_results_not_a_crash():
                      "noise": "deterministic"}}
     with pytest.raises(C.MissingResults, match="no language left to test"):
         C.evaluate(test, C.Data({"t": df}, artifact="t"))
+
+
+# ----------------------------------------------------------------------------------------------- deciding or not
+def test_deterministic_partly_needs_a_stated_minimum_effect_not_the_sign():
+    fixed = lambda a, b: frame({"a": [a], "b": [b]}, seeds=[-1])  # noqa: E731
+    test = greater(margin=0.1, noise="deterministic")
+    assert verdict(test, fixed(0.50, 0.40)) == "reproduced"
+    assert verdict(test, fixed(0.46, 0.40)) == "partly"            # 0.06 ≥ half the margin
+    assert verdict(test, fixed(0.4003, 0.40)) == "not reproduced"  # the right sign alone
+    assert verdict({**test, "partly_margin": 0.08}, fixed(0.46, 0.40)) == "not reproduced"
+
+
+def _claim(test, **kw):
+    return {"id": "c", "chapter": "ch", "section": "§1", "quote": "q", "claim": "a beats b", "artifact": "t",
+            "test": test, "why": "w", **kw}
+
+
+def test_a_failed_precondition_makes_the_verdict_inconclusive_and_keeps_the_evidence():
+    df = frame({"a": [0.60, 0.61, 0.59], "b": [0.40, 0.41, 0.39], "base": [0.20, 0.21, 0.19]})
+    learned = {"name": "base_learned", "says": "the base model learned (above 0.25)",
+               "test": {"kind": "above", "value": {"experiment": "base", "metric": "m"}, "bound": 0.25,
+                        "noise": "2se"}}
+    table = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), requires=[learned])])
+    row = table.iloc[0]
+    assert row["verdict"] == "inconclusive" and row["precondition_met"] == "no"
+    assert "precondition failed: the base model learned" in row["evidence"] and "The test itself: reproduced" in \
+        row["evidence"]
+    met = {**learned, "test": {**learned["test"], "bound": 0.1}}
+    row = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), requires=[met])]).iloc[0]
+    assert (row["verdict"], row["precondition_met"]) == ("reproduced", "yes")
+    none = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater())]).iloc[0]
+    assert (none["verdict"], none["precondition"], none["precondition_met"]) == ("reproduced", "", "")
+
+
+def test_a_claim_a_null_model_passes_too_is_inconclusive():
+    rows = [{"experiment": "bert", "seed": -1, "metric": "acc", "layer": layer, "value": v}
+            for layer, v in ((0, 0.99), (12, 0.99))]
+    test = {"kind": "above", "value": {"experiment": "bert", "metric": "acc", "layer": 12}, "bound": 0.9,
+            "noise": "deterministic"}
+    null = {"says": "bag of tokens (layer 0)", "set": {"layer": 0}, "into": ["value"]}
+    row = C.claims_table("p", "ch", {"t": pd.DataFrame(rows)}, claims=[_claim(test, nulls=[null])]).iloc[0]
+    assert row["verdict"] == "inconclusive" and "a null model passes the same test (bag of tokens" in row["evidence"]
+    rows[0]["value"] = 0.5  # the null fails: the claim is decided
+    row = C.claims_table("p", "ch", {"t": pd.DataFrame(rows)}, claims=[_claim(test, nulls=[null])]).iloc[0]
+    assert row["verdict"] == "reproduced"
+    assert "Must fail on the null model: bag of tokens (layer 0)." in row["criterion"]
+
+
+def test_fewer_seeds_than_the_test_needs_is_inconclusive():
+    df = frame({"a": [0.60, 0.61, 0.59], "b": [0.40, 0.41, 0.39]})
+    assert C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), min_seeds=3)]).iloc[0]["verdict"] == \
+        "reproduced"
+    row = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), min_seeds=5)]).iloc[0]
+    assert row["verdict"] == "inconclusive" and "needs 5 seeds to decide; the run has 3" in row["evidence"]
+
+
+def test_an_inconclusive_part_leaves_the_whole_undecided():
+    df = frame({"a": [0.78, 0.62, 0.80], "b": [0.60, 0.61, 0.59]})
+    underpowered = {"kind": "within", "value": {"experiment": "a", "metric": "m"}, "target": 0.7, "tolerance": 0.1,
+                    "noise": "2se"}
+    fine = {"kind": "above", "value": {"experiment": "b", "metric": "m"}, "bound": 0.5, "noise": "2se"}
+    assert verdict({"kind": "all", "parts": [fine, underpowered]}, df) == "inconclusive"
+
+
+def test_failed_runs_are_left_out_of_every_selection_and_named():
+    # seed 2 of model a diverged: loss 50 against 2 and 2.2; its accuracy drags the mean down
+    df = pd.DataFrame([{"experiment": e, "seed": s, "metric": m, "value": v}
+                       for e, s, m, v in [("a", 0, "loss", 2.0), ("a", 1, "loss", 2.2), ("a", 2, "loss", 50.0),
+                                          ("a", 0, "acc", 0.80), ("a", 1, "acc", 0.81), ("a", 2, "acc", 0.10),
+                                          ("b", 0, "loss", 2.1), ("b", 1, "loss", 2.0), ("b", 2, "loss", 2.1),
+                                          ("b", 0, "acc", 0.60), ("b", 1, "acc", 0.61), ("b", 2, "acc", 0.60)]])
+    from xlrepro import health as H
+    rule = {"name": "diverged", "reads": {"artifact": "t", "metric": "loss"}, "kind": "above_median", "factor": 5,
+            "covers": ["t"], "why": "a diverged seed ends far above its siblings"}
+    health = H.assess([rule], {"t": df})
+    assert health[health.status == "failed"][["experiment", "seed"]].values.tolist() == [["a", 2]]
+    assert len(health) == 6 and "50 > 5 × its seeds' median 2.2" in health.loc[2, "reason"]
+    test = {"kind": "greater", "left": {"experiment": "a", "metric": "acc"}, "right": {"experiment": "b",
+            "metric": "acc"}, "margin": 0.1, "noise": "2se"}
+    kept = C.claims_table("p", "ch", {"t": df}, claims=[_claim(test)], health=health.iloc[:0]).iloc[0]
+    assert kept["verdict"] == "not reproduced"  # 0.57 − 0.60 with the diverged seed in
+    row = C.claims_table("p", "ch", {"t": df}, claims=[_claim(test)], health=health).iloc[0]
+    assert row["verdict"] == "reproduced" and "a acc 0.805 (2 seeds)" in row["evidence"]
+    assert "Left out as failed runs (health.csv): model a seed 2 (diverged: loss 50" in row["evidence"]
+    other = {**test, "left": {"experiment": "b", "metric": "acc"}, "right": {"experiment": "b", "metric": "acc"}}
+    assert "Left out" not in C.claims_table("p", "ch", {"t": df}, claims=[_claim(other)], health=health).iloc[0][
+        "evidence"]  # a selection that never read the failed run does not name it
+
+
+def test_health_rules_are_checked():
+    from xlrepro import health as H
+    good = {"name": "r", "reads": {"artifact": "t", "metric": "acc"}, "kind": "at_most", "bound": 0.26,
+            "covers": ["t"], "why": "w"}
+    H.check_rule(good)
+    with pytest.raises(ValueError, match="valid kinds: above_median, at_most, at_least"):
+        H.check_rule({**good, "kind": "sometimes"})
+    with pytest.raises(ValueError, match="needs a number 'factor' greater than 1"):
+        H.check_rule({**good, "kind": "above_median"})
+    with pytest.raises(ValueError, match="unknown keys"):
+        H.check_rule({**good, "treshold": 1})
+    df = frame({"a": [0.2536, 0.2536, 0.80]}, metric="acc")
+    h = H.assess([good], {"t": df})
+    assert h.status.tolist() == ["failed", "failed", "ok"]
+
+
+def test_preconditions_and_nulls_in_a_claims_file_are_checked(tmp_path):
+    base = {"claims": [_claim(greater(), requires=["learned"])],
+            "preconditions": {"learned": {"says": "it learned", "test": greater()}}}
+    import yaml
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(base))
+    claims = C.load_claims("p", path)
+    assert claims[0]["requires"][0]["name"] == "learned" and claims[0]["requires"][0]["says"] == "it learned"
+    path.write_text(yaml.safe_dump({**base, "claims": [_claim(greater(), requires=["lerned"])]}))
+    with pytest.raises(ValueError, match="unknown precondition 'lerned'; defined: learned"):
+        C.load_claims("p", path)
+    path.write_text(yaml.safe_dump({**base, "claims": [_claim(greater(), nulls=[{"says": "x", "set": {"lyer": 0}}])]}))
+    with pytest.raises(ValueError, match="unknown selector keys"):
+        C.load_claims("p", path)
+    path.write_text(yaml.safe_dump({**base, "gates": []}))
+    with pytest.raises(ValueError, match="valid keys: claims, preconditions, health"):
+        C.load_claims("p", path)

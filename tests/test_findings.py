@@ -24,8 +24,8 @@ def test_committed_findings_page_matches_the_claims_files():
 
 def test_counts_every_verdict_and_rejects_unknown_ones():
     claims = pd.DataFrame({"verdict": ["reproduced", "partly", "reproduced", "not testable offline"]})
-    assert verdict_counts(claims) == {"reproduced": 2, "partly": 1, "not reproduced": 0, "not testable offline": 1,
-                                      "pending": 0}
+    assert verdict_counts(claims) == {"reproduced": 2, "partly": 1, "not reproduced": 0, "inconclusive": 0,
+                                      "not testable offline": 1, "pending": 0}
     with pytest.raises(ValueError, match="valid verdicts"):
         verdict_counts(pd.DataFrame({"verdict": ["maybe"]}))
 
@@ -43,16 +43,22 @@ def test_page_from_hand_made_claims(tmp_path):
          "chapter": "architecture"},
         {"claim": "B holds.", "section": "§2", "criterion": "c", "evidence": "b = 0.1 vs 0.7", "verdict":
          "not reproduced", "chapter": "training_dynamics"},
+        {"claim": "C holds.", "section": "§3", "criterion": "c", "evidence": "Inconclusive: precondition failed: the "
+         "base transfers — not met: 0.2 below 0.25. The test itself: not reproduced, x", "verdict": "inconclusive",
+         "chapter": "training_dynamics"},
     ]).to_csv(results / "dufter2020" / "claims.csv", index=False)
     page = render_findings(results, _planned(tmp_path))
     dufter = page[page.index("## Dufter"):page.index("## Wu")]
-    assert ("2 claims: **1** reproduced, **0** partly, **1** not reproduced, **0** not testable offline, **0** pending."
-            in dufter)
+    assert ("3 claims: **1** reproduced, **0** partly, **1** not reproduced, **1** inconclusive, **0** not testable "
+            "offline, **0** pending." in dufter)
     assert "{doc}`architecture <dufter2020/architecture>`" in dufter
     assert "{doc}`training dynamics <dufter2020/training_dynamics>`" in dufter
     assert r"a = 1 \| b" in dufter
-    disagree = dufter[dufter.index("Where we disagree most"):]
-    assert "- B holds. (§2): b = 0.1 vs 0.7" in disagree and "A holds." not in disagree
+    glance = dufter[dufter.index("**What held.**"):]
+    assert "**What held.** A holds. (§1)" in glance and "**What did not hold here.** B holds. (§2)" in glance
+    undecided = glance[glance.index("**Undecided (1).**"):]
+    assert "- C holds. (§3): precondition failed: the base transfers — not met: 0.2 below 0.25" in undecided
+    assert "The test itself" not in undecided and "A holds." not in undecided
     wu = page[page.index("## Wu"):page.index("## Zed")]
     assert "No verdicts yet" in wu                              # registered, but no claims.csv here
     zed = page[page.index("## Zed"):]

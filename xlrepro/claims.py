@@ -16,6 +16,16 @@ A claim in the YAML::
       why: "one line on why this threshold"
       after_run: "..."              # optional: a note written after seeing the run, shown with the evidence and
                                     # labelled so; it never changes the criterion or the verdict
+      requires: [base_transfers]    # optional: preconditions (names of the file's `preconditions`, or inline
+                                    # {name, says, test}); one that fails makes the verdict "inconclusive"
+      nulls:                        # optional: null models the test must not pass (else "inconclusive")
+        - {says: "bag of tokens: the input embeddings", set: {layer: 0}, into: [value]}
+      min_seeds: 5                  # optional: the seeds the test needs (power); a run with fewer is "inconclusive"
+
+A paper's file may also hold ``preconditions:`` (name -> {says, test, artifact?}: what must hold for a claim's test to
+mean anything; met when its test is "reproduced") and ``health:`` (the rule that marks failed runs, read by
+:mod:`xlrepro.health`). Failed runs (``health.csv``) are left out of every selection of the artifacts they cover, and
+the evidence names them.
 
 A selector picks rows of a results frame: ``artifact`` (else the claim's), ``experiment``, ``metric``, ``layer`` (a
 number, ``last`` or ``"K of N"``, resolved against the depth of the rows: :func:`resolve_layers`), ``step``, ``language`` (a value or a list), ``exclude_language`` (list); or ``reference: <table>`` for the paper's
@@ -44,6 +54,14 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
+Inconclusive (:data:`INCONCLUSIVE`): the test cannot decide. A precondition failed; a declared null model passes the
+same test; the run has fewer seeds than ``min_seeds``; or a ``within``/``flat`` test whose k SE alone reaches its
+tolerance (it could not pass whatever the means) and whose gap is not beyond the tolerance by k SE either. Where
+parts of an ``all``/``each`` test are inconclusive, the whole is.
+
+Partly on numbers without seed noise (``deterministic``) needs a stated minimum effect: in ``greater``, the
+difference must reach ``partly_margin`` (default half the margin), not merely have the right sign.
+
 A claim whose artifact, or one of whose model IDs, is not in the results yet gets the verdict "pending" from
 :func:`claims_table` (the run is declared but not made); :func:`evaluate` raises :class:`MissingResults` instead.
 
@@ -57,7 +75,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -69,33 +87,55 @@ from scipy import stats as sps
 from .results import VERDICTS
 
 # the verdicts, defined once with the results contract; PENDING: the run a claim reads has not been made yet
-REPRODUCED, PARTLY, NOT, OFFLINE, PENDING = VERDICTS
+REPRODUCED, PARTLY, NOT, INCONCLUSIVE, OFFLINE, PENDING = VERDICTS
 KINDS = ("greater", "within", "above", "below", "correlation", "monotone", "flat", "argmax", "all", "each",
          "not_testable_offline")
 NOISE = ("2se", "welch", "deterministic")
 COMBINE = ("score", "weakest")  # how `all` combines its parts
 SELECTOR_KEYS = ("artifact", "reference", "experiment", "metric", "layer", "step", "language", "exclude_language",
                  "at", "event", "fraction", "minus")
+PRECONDITION_KEYS = ("name", "says", "test", "artifact")
+NULL_KEYS = ("says", "set", "into")
 EVENTS = ("half_final", "drop_90_log", "argmin")
-CLAIM_KEYS = ("id", "chapter", "section", "quote", "claim", "artifact", "test", "why", "after_run")
-OPTIONAL_KEYS = ("artifact", "after_run")
+CLAIM_KEYS = ("id", "chapter", "section", "quote", "claim", "artifact", "test", "why", "after_run", "requires",
+              "nulls", "min_seeds")
+OPTIONAL_KEYS = ("artifact", "after_run", "requires", "nulls", "min_seeds")
+FILE_KEYS = ("claims", "preconditions", "health")
 DETERMINISTIC_SEED = -1
+# claims.csv's columns after xlrepro.results.CLAIM_COLUMNS (the chapter column comes last)
+EXTRA_COLUMNS = ("id", "quote", "precondition", "precondition_met")
 
 
 def claims_path(paper: str) -> Path:
     return Path(__file__).parent / "papers" / paper / "claims.yaml"
 
 
-def load_claims(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
-    """The claims of `paper` (from `path`, default ``xlrepro/papers/<paper>/claims.yaml``), checked for shape."""
+def load_claims_file(paper: str, path: str | os.PathLike | None = None) -> dict:
+    """The whole claims file of `paper` (claims, preconditions, health), unchecked."""
     path = Path(path) if path else claims_path(paper)
     if not path.is_file():
         known = sorted(p.parent.name for p in (Path(__file__).parent / "papers").glob("*/claims.yaml"))
         raise FileNotFoundError(f"no claims for paper {paper!r} at {path}; papers with claims: {', '.join(known)}")
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    claims = doc.get("claims") if isinstance(doc, dict) else None
-    if not isinstance(claims, list):
+    if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
         raise ValueError(f"{path}: expected a mapping with a list under 'claims'")
+    unknown = [k for k in doc if k not in FILE_KEYS]
+    if unknown:
+        raise ValueError(f"{path}: unknown top-level keys {unknown}; valid keys: {', '.join(FILE_KEYS)}")
+    return doc
+
+
+def load_claims(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
+    """The claims of `paper` (from `path`, default ``xlrepro/papers/<paper>/claims.yaml``), checked for shape.
+
+    Each claim's ``requires`` comes back resolved: a list of {name, says, test[, artifact]} mappings."""
+    doc = load_claims_file(paper, path)
+    claims = doc["claims"]
+    named = doc.get("preconditions") or {}
+    if not isinstance(named, Mapping):
+        raise ValueError(f"{paper}: 'preconditions' must map names to {{says, test}}")
+    for name, p in named.items():
+        _check_precondition({"name": name, **p}, where=f"precondition {name!r}")
     ids = set()
     for c in claims:
         missing = [k for k in CLAIM_KEYS if k not in c and k not in OPTIONAL_KEYS]
@@ -109,7 +149,42 @@ def load_claims(paper: str, path: str | os.PathLike | None = None) -> list[dict]
             raise ValueError(f"claim id {c['id']!r} appears twice")
         ids.add(c["id"])
         check_test(c["test"], where=f"claim {c['id']!r}")
+        c["requires"] = [_resolve_precondition(r, named, c["id"]) for r in c.get("requires") or []]
+        for n in c.get("nulls") or []:
+            _check_null(n, where=f"claim {c['id']!r}")
+        if "min_seeds" in c and not (isinstance(c["min_seeds"], int) and c["min_seeds"] >= 2):
+            raise ValueError(f"claim {c['id']!r}: min_seeds must be an integer ≥ 2; got {c['min_seeds']!r}")
     return claims
+
+
+def _check_precondition(p: Mapping, where: str) -> None:
+    unknown = [k for k in p if k not in PRECONDITION_KEYS]
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown}; valid keys: {', '.join(PRECONDITION_KEYS)}")
+    if not p.get("says") or not isinstance(p.get("test"), Mapping):
+        raise ValueError(f"{where}: a precondition needs 'says' (what must hold, in words) and a 'test'")
+    check_test(p["test"], where)
+
+
+def _resolve_precondition(ref, named: Mapping, claim_id: str) -> dict:
+    if isinstance(ref, str):
+        if ref not in named:
+            raise ValueError(f"claim {claim_id!r} requires unknown precondition {ref!r}; "
+                             f"defined: {', '.join(named) or 'none'}")
+        return {"name": ref, **named[ref]}
+    if isinstance(ref, Mapping):
+        p = {"name": ref.get("name", "inline"), **ref}
+        _check_precondition(p, where=f"claim {claim_id!r}")
+        return p
+    raise ValueError(f"claim {claim_id!r}: each 'requires' entry is a precondition's name or a mapping")
+
+
+def _check_null(n: Mapping, where: str) -> None:
+    unknown = [k for k in n if k not in NULL_KEYS] if isinstance(n, Mapping) else ["(not a mapping)"]
+    if unknown or not n.get("says") or not isinstance(n.get("set"), Mapping):
+        raise ValueError(f"{where}: a null is {{says, set, into?}} (set: selector keys to override, e.g. "
+                         f"{{layer: 0}}); got {n!r}")
+    _check_selector(n["set"], where)
 
 
 def check_test(test: Mapping, where: str = "test") -> None:
@@ -189,6 +264,11 @@ class Data:
     paper: str | None = None
     artifact: str | None = None  # the claim's default artifact
     pending: frozenset = frozenset()  # experiments declared but not trained yet: their claims are PENDING
+    # failed runs (xlrepro.health): artifact -> {(experiment, seed): reason}; their rows are left out of every selection
+    excluded: Mapping[str, Mapping[tuple[str, int], str]] = field(default_factory=dict)
+    left_out: dict = field(default_factory=dict)  # (artifact, experiment, seed) -> reason, for the evidence
+    seeds_seen: list = field(default_factory=list)  # the seed count of every stochastic sample taken
+    power: list = field(default_factory=list)  # (k SE, tolerance, seeds) of every within/flat comparison made
 
     def frame(self, sel: Mapping) -> pd.DataFrame:
         if "reference" in sel:
@@ -198,7 +278,16 @@ class Data:
         name = sel.get("artifact", self.artifact)
         if name not in self.frames:
             raise MissingResults(f"no results artifact {name!r}; available: {', '.join(sorted(self.frames)) or 'none'}")
-        return self.frames[name]
+        df = self.frames[name]
+        failed = self.excluded.get(name)
+        if failed and len(df):
+            keys = list(zip(df["experiment"].astype(str), pd.to_numeric(df["seed"]).astype(int)))
+            drop = np.array([k in failed for k in keys], dtype=bool)
+            if drop.any():
+                self.left_out.update({(name, *k): failed[k] for k, d in zip(keys, drop)
+                                      if d and _dropped_matches(sel, (name, *k))})
+                df = df[~drop]
+        return df
 
 
 def _as_list(v) -> list:
@@ -226,6 +315,11 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
     if "exclude_language" in sel:
         df = df[~df["language"].astype(str).isin(_as_list(sel["exclude_language"]))]
     return df
+
+
+def _dropped_matches(sel: Mapping, key: tuple) -> bool:
+    """Would the selector have picked a left-out run (artifact, experiment, seed)? Only its experiment is compared."""
+    return "experiment" not in sel or key[1] in _as_list(sel["experiment"])
 
 
 LAYER_OF = re.compile(r"\s*(\d+)\s+of\s+(\d+)\s*")
@@ -286,6 +380,8 @@ def sample(sel: Mapping, data: Data, df: pd.DataFrame | None = None) -> pd.Serie
         df = df.groupby(keys, dropna=False).apply(
             lambda g: _curve_value(g.set_index("step")["value"], sel), include_groups=False).rename("value").reset_index()
     out = df.groupby("seed")["value"].mean()
+    if not _deterministic(out):
+        data.seeds_seen.append(len(out))
     if "minus" in sel:
         other = sample({"artifact": sel.get("artifact"), **sel["minus"]} if "artifact" in sel else sel["minus"], data)
         if _deterministic(other) and not _deterministic(out):  # a number without seed: taken from every seed
@@ -410,6 +506,10 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
         sig, how = beyond_noise(a, b, noise, test)
         ev = (f"{_sel_name(test['left'])} {_fmt(a.mean())} ({_n(a)}) − {_sel_name(test['right'])} {_fmt(b.mean())}"
               f" ({_n(b)}) = {_fmt(diff)}; margin {_fmt(margin)}; {how}")
+        if noise == "deterministic":  # no noise to be beyond: partly needs a stated minimum effect, not the sign
+            least = _r(_amount(test.get("partly_margin", margin / 2), a.mean(), b.mean()))
+            return (REPRODUCED if diff >= margin and diff > 0 else PARTLY if diff >= least and diff > 0 else NOT,
+                    ev + f"; partly from {_fmt(least)}")
         return _grade(diff > 0 and diff >= margin, diff > 0 and sig), ev
     if kind in ("above", "below"):
         v, bound = sample(test["value"], data), float(test["bound"])
@@ -430,11 +530,16 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
             raise ValueError("noise 'deterministic' needs numbers without seeds (seed -1); use 2se")
         k = float(test.get("k", 2))
         strong = not math.isnan(se) and gap + k * se < tol
-        return (REPRODUCED if strong else PARTLY if gap < tol else NOT,
+        verdict = REPRODUCED if strong else PARTLY if gap < tol else NOT
+        data.power.append((k * se, tol, min(len(v), len(t)) if not _deterministic(t) else len(v)))
+        if _underpowered(k, se, tol, gap):
+            verdict = INCONCLUSIVE
+        return (verdict,
                 f"{_sel_name(test['value'])} {_fmt(v.mean())} ({_n(v)}) vs "
                 + (f"{_sel_name(test['target'])} {_fmt(t.mean())}" if isinstance(test["target"], Mapping) else _fmt(t.mean()))
                 + ": "
-                f"gap {_fmt(gap)}, tolerance {_fmt(tol)}; " + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}"))
+                f"gap {_fmt(gap)}, tolerance {_fmt(tol)}; " + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}")
+                + (UNDERPOWERED if verdict == INCONCLUSIVE else ""))
     if kind == "correlation":
         return _correlation(test, data)
     over = test["over"]
@@ -460,10 +565,15 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
         se = math.hypot(_sem(groups[hi]), _sem(groups[lo]))
         k = float(test.get("k", 2))
         strong = not math.isnan(se) and spread + k * se < float(test["max_spread"])
-        return (REPRODUCED if strong else PARTLY if spread < float(test["max_spread"]) else NOT,
+        verdict = REPRODUCED if strong else PARTLY if spread < float(test["max_spread"]) else NOT
+        data.power.append((k * se, float(test["max_spread"]), min(len(groups[hi]), len(groups[lo]))))
+        if _underpowered(k, se, float(test["max_spread"]), spread):
+            verdict = INCONCLUSIVE
+        return (verdict,
                 f"{_sel_name(test['value'])} over {len(means)} {_plural(over)}: {_fmt(means[lo])} ({over} {lo}) to "
                 f"{_fmt(means[hi])} ({over} {hi}), spread {_fmt(spread)} (max {_fmt(float(test['max_spread']))}); "
-                + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}"))
+                + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}")
+                + (UNDERPOWERED if verdict == INCONCLUSIVE else ""))
     # argmax
     cands = [str(c) for c in test["candidates"]]
     missing = [c for c in cands if c not in groups]
@@ -478,6 +588,15 @@ def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]
     ev = (f"highest {_sel_name(test['value'])}: {top} {_fmt(means[top])}, then {runner} {_fmt(means[runner])}; "
           f"expected {expect}" + (f"; {how}" if how else ""))
     return (REPRODUCED if is_top and sig else PARTLY if is_top else NOT), ev
+
+
+UNDERPOWERED = ("; underpowered: k SE alone reaches the tolerance, so the test could not pass at this seed count, and "
+                "the gap is not beyond the tolerance by k SE either")
+
+
+def _underpowered(k: float, se: float, tol: float, gap: float) -> bool:
+    """An equivalence test that could not pass (k SE ≥ tolerance) and whose gap does not clearly fail it."""
+    return not math.isnan(se) and se > 0 and k * se >= tol and not gap - k * se > tol
 
 
 def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
@@ -502,6 +621,8 @@ def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
 def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, str]:
     score = {REPRODUCED: 1.0, PARTLY: 0.5, NOT: 0.0, OFFLINE: 0.0}
     verdicts = [v for v, _ in results]
+    if INCONCLUSIVE in verdicts:  # a part the experiment cannot decide leaves the whole undecided
+        return INCONCLUSIVE, "; ".join(f"[{v}] {e}" for v, e in results)
     mean = sum(score[v] for v in verdicts) / len(verdicts)
     verdict = REPRODUCED if all(v == REPRODUCED for v in verdicts) else PARTLY if mean >= 0.5 else NOT
     if how == "weakest":  # the verdict of the weakest part
@@ -529,7 +650,7 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
     into = test.get("into", ("left", "right", "value", "target"))
     results = {v: evaluate(_substitute(inner, over, v, into), data, profile) for v in values}
     verdict, _ = _combine(list(results.values()))
-    counts = {k: sum(r[0] == k for r in results.values()) for k in (REPRODUCED, PARTLY, NOT)}
+    counts = {k: sum(r[0] == k for r in results.values()) for k in (REPRODUCED, PARTLY, NOT, INCONCLUSIVE)}
     def names(verdict: str) -> str:
         vs = [v for v, r in results.items() if r[0] == verdict]
         return f"{', '.join(vs[:8])}{' …' if len(vs) > 8 else ''}"
@@ -537,6 +658,7 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
     ev = (f"{counts[REPRODUCED]} of {len(values)} {_plural(over)} reproduced"
           + (f", {counts[PARTLY]} partly ({names(PARTLY)})" if counts[PARTLY] else ", 0 partly")
           + (f", {counts[NOT]} not ({names(NOT)})" if counts[NOT] else "")
+          + (f", {counts[INCONCLUSIVE]} inconclusive ({names(INCONCLUSIVE)})" if counts[INCONCLUSIVE] else "")
           + f". Each: {_criterion(inner)}")
     return verdict, ev
 
@@ -574,26 +696,102 @@ def _criterion(test: Mapping) -> str:
 
 
 def criterion(claim: Mapping) -> str:
-    """The claim's test in words, with the reason for its threshold."""
-    return f"{_criterion(claim['test'])}. Why: {claim['why']}"
+    """The claim's test in words, with the reason for its threshold (and its nulls and seed count, if declared)."""
+    extra = "".join(f" Must fail on the null model: {n['says']}." for n in claim.get("nulls") or [])
+    if claim.get("min_seeds"):
+        extra += f" Needs {claim['min_seeds']} seeds."
+    return f"{_criterion(claim['test'])}. Why: {claim['why']}{extra}"
 
 
 # ------------------------------------------------------------------------------------------------- chapter table
+NOT_RESULTS = ("claims", "health", "gates")  # CSVs of a results folder that are not results artifacts
+
+
 def read_results(folder: str | os.PathLike) -> dict[str, pd.DataFrame]:
     """Every results CSV of a folder by artifact name (claims.csv and run records left out)."""
     from .results import read_csv
-    return {p.stem: read_csv(p) for p in sorted(Path(folder).glob("*.csv")) if p.stem != "claims"}
+    return {p.stem: read_csv(p) for p in sorted(Path(folder).glob("*.csv")) if p.stem not in NOT_RESULTS}
+
+
+def with_null(test: Mapping, null: Mapping) -> dict:
+    """`test` with the null's selector keys set (``set``) in the selectors named by ``into`` (default all), through
+    ``all`` parts and ``each`` tests, ``minus`` selectors left alone."""
+    into = tuple(null.get("into", ("left", "right", "value", "target")))
+    if test["kind"] == "all":
+        return {**test, "parts": [with_null(p, null) for p in test["parts"]]}
+    if test["kind"] == "each":
+        return {**test, "test": with_null(test["test"], null)}
+    out = dict(test)
+    for key in into:
+        if isinstance(out.get(key), Mapping):
+            out[key] = {**out[key], **null["set"]}
+    return out
+
+
+@dataclass
+class Judgement:
+    verdict: str
+    evidence: str
+    precondition: str = ""       # the preconditions in words ("" where the claim declares none)
+    precondition_met: str = ""   # "yes", "no", "pending" or "" (none declared)
+
+
+def judge(claim: Mapping, data: Data, profile: str = "lab") -> Judgement:
+    """The verdict of one claim: its test, and around it its preconditions, nulls and seed count.
+
+    A failed precondition, a null that passes the same test, or fewer seeds than ``min_seeds`` make the verdict
+    inconclusive; the test's own evidence is still shown. Raises Pending / MissingResults like `evaluate`."""
+    pre = list(claim.get("requires") or [])
+    said = "; ".join(p["says"] for p in pre)
+    failed = []
+    for p in pre:
+        pdata = replace(data, artifact=p.get("artifact", data.artifact), seeds_seen=[])
+        v, e = evaluate(p["test"], pdata, profile)
+        if v != REPRODUCED:
+            failed.append(f"{p['says']} — not met: {e}")
+    verdict, evidence = evaluate(claim["test"], data, profile)
+    met = "" if not pre else "no" if failed else "yes"
+    reasons = []
+    if failed:
+        reasons.append("precondition failed: " + "; ".join(failed))
+    for n in claim.get("nulls") or []:
+        ndata = replace(data, left_out={}, seeds_seen=[])
+        try:
+            nv, ne = evaluate(with_null(claim["test"], n), ndata, profile)
+        except (MissingResults, KeyError, ValueError) as err:
+            raise ValueError(f"claim {claim.get('id', '?')!r}: its null {n['says']!r} cannot be evaluated: {err}")
+        if nv == REPRODUCED and verdict in (REPRODUCED, PARTLY):
+            reasons.append(f"a null model passes the same test ({n['says']}: {ne})")
+    need = claim.get("min_seeds")
+    if need and data.seeds_seen and min(data.seeds_seen) < need and verdict not in (OFFLINE,):
+        reasons.append(f"the test needs {need} seeds to decide; the run has {min(data.seeds_seen)}")
+    if reasons and verdict not in (OFFLINE, PENDING):
+        return Judgement(INCONCLUSIVE, f"Inconclusive: {' | '.join(reasons)}. The test itself: {verdict}, "
+                                       f"{evidence}", said, met)
+    return Judgement(verdict, evidence, said, met)
+
+
+def _left_out_words(left_out: Mapping) -> str:
+    runs = {}
+    for (artifact, exp, seed), reason in sorted(left_out.items(), key=str):
+        runs.setdefault((exp, seed), (reason, []))[1].append(artifact)
+    return "; ".join(f"model {exp} seed {seed} ({reason})" for (exp, seed), (reason, _) in runs.items())
 
 
 def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[str, pd.DataFrame],
                  out: str | os.PathLike | None = None, profile: str = "lab",
-                 claims: list[dict] | None = None, pending=()) -> pd.DataFrame:
-    """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict).
+                 claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict, id, quote,
+    precondition, precondition_met).
 
     `results`: a results folder (its CSVs by file name) or a mapping artifact -> long frame. The rows replace this
     chapter's rows in ``<out>/claims.csv`` (`out` defaults to `results` when that is a folder; the other chapters'
     rows stay). `pending`: experiments not trained yet; a claim that reads one gets the verdict "pending".
+    `health`: the runs' health (:func:`xlrepro.health.assess`); by default the paper's health rule is applied to the
+    frames given (and to the results folder's CSVs), and failed runs are left out of every selection, named in the
+    evidence.
     """
+    from .health import assess, exclusions, load_rules
     from .results import CLAIM_COLUMNS, read_claims, write_claims
     claims = load_claims(paper) if claims is None else claims
     chapters = sorted({c["chapter"] for c in claims})
@@ -601,25 +799,34 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     if not mine:
         raise ValueError(f"paper {paper!r} has no claims for chapter {chapter!r}; chapters: {', '.join(chapters)}")
     frames = results if isinstance(results, Mapping) else read_results(results)
+    folder = out if out is not None else (None if isinstance(results, Mapping) else results)
+    if health is None:
+        every = {**(read_results(folder) if folder is not None and Path(folder).is_dir() else {}), **frames}
+        health = assess(load_rules(paper) if claims_path(paper).is_file() else [], every)
+    failed = exclusions(health)
     rows_ = []
     for c in mine:
+        data = Data(frames, paper, c.get("artifact"), frozenset(map(str, pending)), failed)
+        pre = "; ".join(p["says"] for p in c.get("requires") or [])
         try:
-            verdict, evidence = evaluate(c["test"], Data(frames, paper, c.get("artifact"), frozenset(map(str, pending))),
-                                         profile)
+            j = judge(c, data, profile)
         except Pending as wait:
-            verdict, evidence = PENDING, str(wait)
+            j = Judgement(PENDING, str(wait), pre, "pending" if pre else "")
         except MissingResults as e:  # the run is still to be made: say so rather than stop the chapter
-            verdict, evidence = PENDING, f"no results yet ({e.args[0]})"
-        if c.get("after_run") and verdict != PENDING:
+            j = Judgement(PENDING, f"no results yet ({e.args[0]})", pre, "pending" if pre else "")
+        evidence = j.evidence
+        if data.left_out and j.verdict != PENDING:
+            evidence = f"{evidence}. Left out as failed runs (health.csv): {_left_out_words(data.left_out)}"
+        if c.get("after_run") and j.verdict != PENDING:
             evidence = f"{evidence}. Note written after the run: {c['after_run']}"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
-                      "evidence": evidence, "verdict": verdict})
-    table = pd.DataFrame(rows_, columns=list(CLAIM_COLUMNS))
-    folder = out if out is not None else (None if isinstance(results, Mapping) else results)
+                      "evidence": evidence, "verdict": j.verdict, "id": c["id"], "quote": c["quote"],
+                      "precondition": j.precondition, "precondition_met": j.precondition_met})
+    table = pd.DataFrame(rows_, columns=[*CLAIM_COLUMNS, *EXTRA_COLUMNS])
     if folder is not None:
         path = Path(folder) / "claims.csv"
         old = read_claims(path) if path.exists() else pd.DataFrame(columns=[*CLAIM_COLUMNS, "chapter"])
-        records = [{**{k: "" for k in ("section", "criterion")}, **r}  # rows from before the columns
+        records = [{**{k: "" for k in ("section", "criterion", *EXTRA_COLUMNS)}, **r}  # rows from before the columns
                    for r in (old.to_dict("records") if "chapter" in old else [])]
         mine_at = [i for i, r in enumerate(records) if r["chapter"] == chapter]
         at = mine_at[0] if mine_at else len(records)  # the chapter's rows keep their place in the file

@@ -211,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-train", action="store_true", help="only run the chapters")
     p.add_argument("--dry-run", action="store_true", help="print the commands only")
     p.add_argument("--allow-cpu", action="store_true")
+    p = sub.add_parser("verdicts", help="recompute the runs' health, the claims tables and the findings page from the "
+                                        "published results (no model is loaded)")
+    p.add_argument("papers", nargs="*", metavar="paper", help="default: every paper with claims; one of "
+                                                                + ", ".join(papers()))
+    p.add_argument("--no-notebooks", action="store_true",
+                   help="write health.csv, claims.csv and the findings page only, not the published chapters' tables")
     p = sub.add_parser("bench", help="MLM training step time: HF (fp32, bf16, compiled) against ours, one process")
     p.add_argument("--cases", nargs="+", default=["small", "base", "mbert"], choices=BENCH_CASES)
     p.add_argument("--engines", nargs="+", choices=BENCH_ENGINES,
@@ -275,6 +281,11 @@ def main(argv=None) -> int:
             print(out)
         elif a.command == "reproduce":
             return _reproduce(a, main)
+        elif a.command == "verdicts":
+            from .verdicts import main as verdicts
+            for name in a.papers:
+                get_paper(name)  # an unknown name: ConfigError naming the papers
+            print("\n".join(verdicts(a.papers or None, notebooks=not a.no_notebooks)))
         elif a.command == "bench":
             from .bench import check_bench_args, write_bench
             steps, repeats, warmup = (3, 3, 1) if a.quick else (a.steps, a.repeats, a.warmup)

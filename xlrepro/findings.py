@@ -19,11 +19,12 @@ import pandas as pd
 import yaml
 
 from .atomic import atomic_open
-from .claims import NOT, OFFLINE, PARTLY, PENDING, REPRODUCED, VERDICTS
+from .claims import INCONCLUSIVE, NOT, OFFLINE, PARTLY, PENDING, REPRODUCED, VERDICTS
 from .paths import repo_root
 
 PAGE = Path("book") / "findings.md"
 VERDICT_MARK = {REPRODUCED: "**reproduced**", PARTLY: "**partly**", NOT: "**not reproduced**",
+                INCONCLUSIVE: "**inconclusive**",
                 OFFLINE: "**not testable offline**", PENDING: "*pending (awaits its GPU run)*"}
 
 
@@ -94,15 +95,35 @@ def _paper_section(paper: BookPaper, results: Path) -> list[str]:
         out += [f"* - {md_text(row.section)}", f"  - {md_text(row.claim)}", f"  - {md_text(row.evidence)}",
                 f"  - {VERDICT_MARK[row.verdict]}{link}"]
     out += ["```", ""]
-    misses = claims[claims["verdict"] == NOT]
-    if len(misses):
-        out += ["**Where we disagree most.** The claims this replication does not reproduce, with the numbers that "
-                "decided them:", ""]
-        out += [f"- {md_text(r.claim)} ({md_text(r.section)}): {md_text(r.evidence)}"
-                for r in misses.itertuples(index=False)]
+    out += _at_a_glance(claims)
+    return out
+
+
+def _why_undecided(evidence: str) -> str:
+    """The reason an inconclusive verdict gives, in a few words (the evidence's first sentence)."""
+    reason = evidence.split(". The test itself:")[0].removeprefix("Inconclusive: ")
+    if "underpowered" in evidence and "precondition failed" not in reason:
+        return "the test could not pass at this seed count (k SE alone reaches its tolerance)"
+    return reason
+
+
+def _at_a_glance(claims: pd.DataFrame) -> list[str]:
+    """What held, what did not, and what the experiments could not decide (and why), from the verdicts alone."""
+    out = []
+    for verdict, lead in ((REPRODUCED, "**What held.**"), (NOT, "**What did not hold here.**"),
+                          (PARTLY, "**Partly.**")):
+        rows = claims[claims["verdict"] == verdict]
+        if len(rows):
+            out += [f"{lead} " + " ".join(f"{md_text(r.claim)} ({md_text(r.section)})"
+                                          for r in rows.itertuples(index=False)), ""]
+    undecided = claims[claims["verdict"] == INCONCLUSIVE]
+    if len(undecided):
+        out += [f"**Undecided ({len(undecided)}).** The experiment cannot decide these claims; the reason for each:", ""]
+        out += [f"- {md_text(r.claim)} ({md_text(r.section)}): {md_text(_why_undecided(r.evidence))}"
+                for r in undecided.itertuples(index=False)]
         out.append("")
-    else:
-        out += ["Every tested claim of this paper is reproduced at least partly.", ""]
+    if not (claims["verdict"] == NOT).any():
+        out += ["No tested claim of this paper is contradicted by a decided test.", ""]
     return out
 
 
@@ -113,9 +134,13 @@ def render_findings(results: str | os.PathLike | None = None, planned: str | os.
              "# Findings", "",
              "Every claim the book tests, paper by paper, with the verdict of this replication. A claim is the "
              "paper's sentence, tested by a criterion fixed before the run (the chapter shows the criterion and "
-             "the paper's words); *partly* means one of the criterion's two conditions holds, *not testable "
-             "offline* that the test needs a resource this machine cannot download (see {doc}`intro`). Each "
-             "verdict links to the chapter that tests it.", ""]
+             "the paper's words); *partly* means one of the criterion's two conditions holds (for a claim of "
+             "several parts, that the parts score at least half); *inconclusive* that the experiment cannot decide "
+             "the claim: a precondition of the test failed (the model never learned what the claim is about), a "
+             "null model passes the test too, or the run has too few seeds for it; *not testable offline* that the "
+             "test needs a resource this machine cannot download (see {doc}`intro`). Failed runs are left out of "
+             "every mean and named in the evidence (each paper's `health.csv`). Each verdict links to the chapter "
+             "that tests it.", ""]
     for paper in book_papers(planned):
         lines += _paper_section(paper, results)
     return "\n".join(lines).rstrip("\n") + "\n"

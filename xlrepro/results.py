@@ -22,7 +22,9 @@ from .paths import repo_root
 
 REQUIRED = ("experiment", "seed", "metric", "value")
 OPTIONAL = ("layer", "step", "language")
-VERDICTS = ("reproduced", "partly", "not reproduced", "not testable offline", "pending")
+# inconclusive: the experiment cannot decide the claim (a precondition failed, a null model passes the test too, or
+# the run has fewer seeds than the test needs); pending: the run a claim reads has not been made yet
+VERDICTS = ("reproduced", "partly", "not reproduced", "inconclusive", "not testable offline", "pending")
 # claims.csv: the paper's claim, where the paper makes it, the test (xlrepro.claims), our numbers, the verdict
 CLAIM_COLUMNS = ("claim", "section", "criterion", "evidence", "verdict")
 MISSING = "–"  # en dash: shown where a number is missing

@@ -38,6 +38,9 @@ class Paper:
     prepare: Callable[[str], object] | None = field(
         default=None, metadata={"help": "profile -> prepares the paper's data cache (`xlrepro prepare`)"})
     order: int = field(default=100, metadata={"help": "position in the book"})
+    claims_frames: Callable[[str, object], dict] | None = field(
+        default=None, metadata={"help": "(chapter, results folder) -> the frames that chapter's claims read, by "
+                                        "artifact name (the chapter notebook calls the same); None: the folder's CSVs"})
 
 
 @lru_cache(maxsize=None)
