@@ -260,3 +260,27 @@ def test_the_command_line_multiplies_with_the_bias_inside_unless_told_otherwise(
     assert parse(["train", "dufter2020", "--ids", "0", "--linear", "mm"]).linear == "mm"
     with pytest.raises(SystemExit):
         parse(["train", "dufter2020", "--ids", "0", "--linear", "bmm"])
+
+
+def test_table5_keeps_longer_runs_apart_from_the_papers_100_epochs(tmp_path):
+    """Table 5's per-model times: 100-epoch models beside the paper's, the 250-epoch model 17-250 in a row of its own;
+    no-parallel models (200 epochs on half the corpus) count as 100 passes over it."""
+    import pandas as pd
+
+    from xlrepro.papers.dufter2020.report import corpus_epochs, load_timings, table5_for_readers
+
+    assert corpus_epochs(["17-250/0"]) == 250
+    assert corpus_epochs(["21/0", "21b/0"]) == corpus_epochs(["0/0"]) == 100
+    for name, members, size, seconds in (("a", ["15/0", "16/0"], "base", 600.0), ("b", ["17-250/0"], "base", 1200.0),
+                                         ("c", ["0/0", "21/0"], "small", 120.0)):
+        (tmp_path / "stacks" / name).mkdir(parents=True)
+        (tmp_path / "stacks" / name / "timing.json").write_text(json.dumps({
+            "members": members, "size": size, "steps": 10, "train_seconds": seconds, "steps_per_second": 1.0,
+            "device": "cpu"}))
+    paper = pd.DataFrame({"experiment": ["small-bible", "base-bible"], "metric": "runtime_minutes", "mean": [35, 240]})
+    table, _ = table5_for_readers(load_timings(tmp_path), paper)
+    per_model = table["ours: training time per model (stack time / models)"]
+    assert per_model["BERT-base, Bible, 100 epochs"] == "5.0 min"  # 600 s over 2 models, the 250-epoch run left out
+    assert per_model["BERT-base, Bible, 250 epochs"] == "20.0 min"
+    assert per_model["BERT-small, Bible, 100 epochs"] == "1.0 min"
+    assert table.loc["BERT-base, Bible, 250 epochs", "paper: time per model (one GTX 1080Ti)"] != "∼240 min"

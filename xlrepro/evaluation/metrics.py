@@ -1,4 +1,4 @@
-"""Multilinguality metrics of Dufter & Schütze (2020), "Identifying Necessary Elements for BERT's Multilinguality".
+"""Multilinguality metrics of Dufter & Schütze (2020), "Identifying Elements Essential for BERT's Multilinguality".
 
 The paper (§2.2 and appendix A.1) measures how multilingual a model trained on English and a shifted copy of it is with:
 

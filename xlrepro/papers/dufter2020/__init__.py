@@ -1,4 +1,4 @@
-"""Dufter & Schütze 2020, "Identifying Necessary Elements for BERT's Multilinguality" (English + Fake-English).
+"""Dufter & Schütze 2020, "Identifying Elements Essential for BERT's Multilinguality" (English + Fake-English).
 
 ``reference.csv`` (the paper's numbers, read by `xlrepro.reference.paper_numbers`), columns
     table, experiment, description, epochs, metric, mean, std, note
@@ -124,7 +124,7 @@ def prepare(profile: str):
 
 PAPER = Paper(
     name=NAME,
-    title="Dufter & Schütze 2020, Identifying Necessary Elements for BERT's Multilinguality",
+    title="Dufter & Schütze 2020, Identifying Elements Essential for BERT's Multilinguality",
     chapters=tuple(f"{NAME}/{n}" for n in ("setup", "architecture", "comparability", "training_dynamics",
                                                        "knn_replace", "engineering")),
     add_train_arguments=add_train_arguments,

@@ -150,12 +150,23 @@ def load_curves(root: Path, members) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def corpus_epochs(members, chapter: Chapter | None = None) -> float:
+    """How many passes over the whole two-language corpus a stack's models train: their experiments' epochs, halved
+    for no-parallel models (Table 2: half of the corpus for each language, twice the epochs, the same steps).
+    `members`: keys "<ID>/<seed>"; an ID the chapter does not know counts as the default 100 epochs."""
+    chapter = chapter or load_chapter()
+    passes = [(e.epochs / 2 if e.no_parallel else e.epochs) if (e := chapter.experiments.get(m.split("/")[0]))
+              else 100 for m in members]
+    return max(passes) if passes else 100
+
+
 def load_timings(root: Path) -> pd.DataFrame:
-    """Wall time and throughput of every trained stack of a run folder."""
+    """Wall time and throughput of every trained stack of a run folder, with its models' epochs (`corpus_epochs`)."""
     rows = []
     for path in sorted((root / "stacks").glob("*/timing.json")):
         t = json.loads(path.read_text())
         rows.append({"models": len(t["members"]), "size": t["size"], "steps": t["steps"],
+                     "epochs": corpus_epochs(t["members"]),
                      "train_seconds": t["train_seconds"], "steps_per_second": t["steps_per_second"],
                      "seconds_per_model": t["train_seconds"] / len(t["members"]), "device": t["device"],
                      "experiments": ",".join(sorted({m.split("/")[0] for m in t["members"]}))})
@@ -167,17 +178,23 @@ def table5_for_readers(timings: pd.DataFrame, paper: pd.DataFrame) -> tuple[pd.D
     paper's single-GPU time per model; and the stacks one per row with human column names (for a collapsed block).
 
     `timings`: `load_timings`; `paper`: the paper's Table 5 (long: experiment, metric, mean). The stacks shared GPUs,
-    so a stack's time divided by its models is a share of a GPU, not a speed."""
+    so a stack's time divided by its models is a share of a GPU, not a speed. The paper's times are for 100 epochs;
+    models trained longer (17-250 of Table 10) get rows of their own, without a paper number."""
     sizes = {"small": ("BERT-small, Bible", "small-bible"), "base": ("BERT-base, Bible", "base-bible")}
     minutes = paper[paper["metric"] == "runtime_minutes"].set_index("experiment")["mean"]
+    if len(timings) and "epochs" not in timings:
+        timings = timings.assign(epochs=100)
     rows = []
     for size, (label, exp) in sizes.items():
         t = timings[timings["size"] == size] if len(timings) else timings
-        models = int(t["models"].sum()) if len(t) else 0
-        rows.append({"model": label, "models trained": models, "stacks": len(t),
-                     "ours: training time per model (stack time / models)":
-                         f"{t['train_seconds'].sum() / models / 60:.1f} min" if models else "not trained yet",
-                     "paper: time per model (one GTX 1080Ti)": f"∼{minutes[exp]:.0f} min" if exp in minutes else MISSING})
+        for epochs in sorted({100, *(t["epochs"] if len(t) else [])}):
+            e = t[t["epochs"] == epochs] if len(t) else t
+            models = int(e["models"].sum()) if len(e) else 0
+            rows.append({"model": f"{label}, {epochs:g} epochs", "models trained": models, "stacks": len(e),
+                         "ours: training time per model (stack time / models)":
+                             f"{e['train_seconds'].sum() / models / 60:.1f} min" if models else "not trained yet",
+                         "paper: time per model (one GTX 1080Ti)":
+                             f"∼{minutes[exp]:.0f} min" if exp in minutes and epochs == 100 else MISSING})
     if "base-wikipedia" in minutes:
         rows.append({"model": "BERT-base, Wikipedia (§5)", "models trained": 0, "stacks": 0,
                      "ours: training time per model (stack time / models)": "not run (no Wikipedia offline)",

@@ -130,7 +130,7 @@ def check_encoder(encoder_dir: str | Path | None = None) -> Path:
     path = Path(encoder_dir) if encoder_dir is not None else MiniMBertConfig().default_dir()
     if not (path / "training.json").exists():
         raise FileNotFoundError(f"no finished mini-mBERT in {path}: train it first with `{PRETRAIN_COMMAND}` (GPU, "
-                                "about 3.5 minutes on an H200), or pass --encoder DIR")
+                                "about 7.3 minutes on an H200), or pass --encoder DIR")
     return path
 
 

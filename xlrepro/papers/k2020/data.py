@@ -106,7 +106,8 @@ def n_transpositions(length: int, p: float) -> int:
 
 
 def permute(pieces: Sequence, p: float, rng: np.random.Generator) -> list:
-    """The line with int((L-1)*p) random transpositions of two distinct positions (their scheme, seeded)."""
+    """The line with int((L-1)*p) random transpositions of two distinct positions (their script's swap mode, seeded;
+    about twice the p*L/2 pair swaps of the paper's text, so a row labelled p is permuted about as much as 2p there)."""
     if not 0 <= p <= 1:
         raise ConfigError(f"permutation share p must be in [0, 1]; got {p}")
     out = list(pieces)

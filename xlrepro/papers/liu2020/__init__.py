@@ -70,7 +70,8 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
 
 PAPER = Paper(
     name=NAME,
-    title="Liu, Hsu, Chuang & Lee 2020, What makes multilingual BERT multilingual?",
+    title=("Liu, Hsu, Chuang & Lee 2020, A Study of Cross-Lingual Ability and Language-specific Information in "
+           "Multilingual BERT"),
     chapters=tuple(f"{NAME}/{c}" for c in CHAPTERS),
     add_train_arguments=add_train_arguments,
     prepare_train=prepare_train,
