@@ -4,7 +4,8 @@ let xlChecked = false;
 const xlCheck = () => {
   if (xlChecked) return;
   xlChecked = true;
-  const out = {broken_images: [], wide: [], truncated_tables: [], nav: [], text: ""};
+  const out = {broken_images: [], wide: [], truncated_tables: [], touching_cells: [], numeric_cells: [], nav: [],
+               text: ""};
   const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
   const col = article.getBoundingClientRect();
   const describe = (e) => (e.closest("[id]") ? "#" + e.closest("[id]").id + " " : "") +
@@ -27,9 +28,52 @@ const xlCheck = () => {
       out.truncated_tables.push(describe(t));
     }
   }
+  // Cells whose texts touch: neighbours in a row with less than MIN_GAP px between the end of one cell's text and
+  // the start of the next one's read as one run of characters ("89.247.5" for 89.2 and 47.5). Measured on the
+  // text itself (ranges over its text nodes), with every collapsed block opened; one finding per table.
+  const MIN_GAP = 4;
+  out.text = article.innerText;  // the text as a reader first sees it, collapsed blocks closed
+  for (const d of article.querySelectorAll("details")) d.open = true;
+  const textBox = (cell) => {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let left = Infinity, right = -Infinity;
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (!n.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) {
+        if (r.width > 0) { left = Math.min(left, r.left); right = Math.max(right, r.right); }
+      }
+    }
+    return left < right ? {left, right} : null;
+  };
+  for (const t of article.querySelectorAll("table")) {
+    let worst = null;
+    for (const row of t.rows) {
+      let prev = null, prevCell = null;
+      for (const cell of row.cells) {
+        const box = textBox(cell);
+        if (!box) continue;
+        if (prev) {
+          const gap = box.left - prev.right;
+          if (gap < MIN_GAP && (!worst || gap < worst.gap)) {
+            worst = {gap: Math.round(gap * 10) / 10, cells: [prevCell.innerText.trim(), cell.innerText.trim()]};
+          }
+        }
+        prev = box;
+        prevCell = cell;
+      }
+    }
+    if (worst) out.touching_cells.push({what: describe(t), ...worst});
+  }
+  // Cells whose own text holds digits, a point, digits, a point and a digit: the candidates for two numbers written
+  // without a separator; the test tells them from version numbers and the like.
+  for (const c of article.querySelectorAll("td, th")) {
+    const text = c.innerText.trim();
+    if (/\d\.\d+\.\d/.test(text)) out.numeric_cells.push(text.slice(0, 200));
+  }
   out.nav = [...document.querySelectorAll(".bd-sidebar-primary nav a, nav.bd-docs-nav a")]
     .map((a) => a.getAttribute("href"));
-  out.text = article.innerText;
   const pre = document.createElement("pre");
   pre.id = "xl-book-check";
   pre.textContent = JSON.stringify(out);

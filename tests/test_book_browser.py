@@ -1,5 +1,6 @@
 """Every built page, opened in a real browser (headless chromium): no broken image, every page in the navigation,
-no raw traceback, no absolute machine path, nothing wider than the content column, no truncated table.
+no raw traceback, no absolute machine path, nothing wider than the content column, no truncated table, no Markdown
+table markup shown as text, no table whose neighbouring cells' texts touch, no numbers written without a separator.
 
 Runs on ``_build/html`` (``make book``; ``make test-book`` builds and runs this). Marked ``book`` and left out of
 ``make test``; it skips when the built book or chromium is absent (Debian: ``apt-get install -y chromium``).
@@ -18,6 +19,8 @@ from urllib.parse import urljoin
 
 import pytest
 import yaml
+
+from .book_checks import glued_numbers, raw_table_markup
 
 pytestmark = pytest.mark.book
 
@@ -40,6 +43,19 @@ def toc_pages() -> list[str]:
     return [f"{f}.html" for f in files]
 
 
+def check_page(page: Path) -> dict:
+    """The findings of tests/book_check.js on `page`, opened in chromium (from a copy beside it, the script added)."""
+    checked = page.with_name(f"xl-check-{page.name}")
+    script = f"<script>{CHECK_JS.read_text()}</script>"
+    checked.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+                          f"--window-size={WINDOW}", "--virtual-time-budget=5000", "--dump-dom",
+                          checked.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    hits = re.findall(r'<pre id="xl-book-check"[^>]*>(.*?)</pre>', dom, re.S)
+    assert hits, f"{page.name}: the check script did not run (chromium output: {dom[:300]!r})"
+    return json.loads(html.unescape(hits[-1]))
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> dict[str, dict]:
     if not (HTML / "book" / "intro.html").is_file():
@@ -48,21 +64,10 @@ def pages(tmp_path_factory) -> dict[str, dict]:
         pytest.skip("no chromium: apt-get install -y chromium")
     site = tmp_path_factory.mktemp("site")
     shutil.copytree(HTML, site, dirs_exist_ok=True)
-    script = f"<script>{CHECK_JS.read_text()}</script>"
     found = {}
     for rel in toc_pages():
         page = site / rel
-        if not page.is_file():
-            found[rel] = None
-            continue
-        checked = page.with_name(f"xl-check-{page.name}")
-        checked.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
-        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-                              f"--window-size={WINDOW}", "--virtual-time-budget=5000", "--dump-dom",
-                              checked.as_uri()], capture_output=True, text=True, timeout=120).stdout
-        hits = re.findall(r'<pre id="xl-book-check"[^>]*>(.*?)</pre>', dom, re.S)
-        assert hits, f"{rel}: the check script did not run (chromium output: {dom[:300]!r})"
-        found[rel] = json.loads(html.unescape(hits[-1]))
+        found[rel] = check_page(page) if page.is_file() else None
     return found
 
 
@@ -98,3 +103,45 @@ def test_nothing_wider_than_the_content_column(pages):
 
 def test_no_truncated_table(pages):
     assert {rel: r["truncated_tables"] for rel, r in pages.items() if r and r["truncated_tables"]} == {}
+
+
+def test_no_table_markup_shown_as_text(pages):
+    raw = {rel: raw_table_markup(r["text"])[:3] for rel, r in pages.items() if r and raw_table_markup(r["text"])}
+    assert not raw, "Markdown table markup shown as text:\n" + json.dumps(raw, indent=1, ensure_ascii=False)
+
+
+def test_no_table_cells_run_together(pages):
+    touching = {rel: r["touching_cells"] for rel, r in pages.items() if r and r["touching_cells"]}
+    assert not touching, ("neighbouring cells whose texts touch (px between them):\n"
+                          + json.dumps(touching, indent=1, ensure_ascii=False))
+
+
+def test_no_numbers_without_a_separator(pages):
+    glued = {rel: sorted({g for t in r["numeric_cells"] + [r["text"]] for g in glued_numbers(t)})
+             for rel, r in pages.items() if r}
+    glued = {rel: g for rel, g in glued.items() if g}
+    assert not glued, "numbers written without a separator:\n" + json.dumps(glued, indent=1, ensure_ascii=False)
+
+
+HAND_MADE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+td, th {padding: 0} table.spaced td, table.spaced th {padding: 0.25rem 0.75rem}</style></head>
+<body><article class="bd-article">
+<p>| model | metric | |—|—| | 0 | µ |</p>
+<table id="tight"><tr><th>en</th><th>es</th></tr><tr><td>89.2</td><td>47.5</td></tr></table>
+<table id="spaced" class="spaced"><tr><th>en</th><th>es</th></tr><tr><td>89.2</td><td>47.5</td></tr></table>
+<details><summary>more</summary><table id="hidden"><tr><td>1.600000</td><td>1.60e-03</td></tr></table></details>
+<table id="glued"><tr><td>12541303923</td><td> 1.6000001.60e-03</td></tr></table>
+</article></body></html>"""
+
+
+def test_the_checks_find_hand_made_faults(tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("no chromium: apt-get install -y chromium")
+    page = tmp_path / "page.html"
+    page.write_text(HAND_MADE, encoding="utf-8")
+    found = check_page(page)
+    assert raw_table_markup(found["text"]) == ["|—|—|"]
+    # unpadded cells touch, in a collapsed block too; padded ones do not
+    assert [t["what"].split()[0] for t in found["touching_cells"]] == ["#tight", "#hidden", "#glued"]
+    assert found["touching_cells"][0]["cells"] == ["89.2", "47.5"] and found["touching_cells"][0]["gap"] < 4
+    assert [g for t in found["numeric_cells"] for g in glued_numbers(t)] == ["1.6000001.60"]

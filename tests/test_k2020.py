@@ -665,3 +665,15 @@ def test_every_table_of_the_plan_has_one_chapter():
     served = {t for e in load_plan().experiments.values() for t in e.table}
     listed = [t for ts in CHAPTER_TABLES.values() for t in ts]
     assert sorted(listed) == sorted(served) == sorted(f"Table {k}" for k in range(1, 12))
+
+
+def test_corpus_card_for_readers_writes_each_number_once_and_readably():
+    from xlrepro.papers.k2020.report import corpus_card_for_readers
+
+    card = pd.DataFrame({"language": ["en", "hi"], "side": ["source (half 0)", "target (half 1)"],
+                         "chapters": [488, 480], "lines": [12541, 12664], "words": [303923, 314224],
+                         "MB": [1.6, 3.88], "share_of_1GB": [1.6e-3, 3.88e-3]})
+    shown = corpus_card_for_readers(card)
+    assert shown.values.tolist() == [
+        ["en", "source (half 0)", "488", "12,541", "303,923", "1.60", "0.16 %"],
+        ["hi", "target (half 1)", "480", "12,664", "314,224", "3.88", "0.39 %"]]

@@ -52,6 +52,16 @@ def corpus_card(profile: str = "lab", languages=("en", "es", "hi", "ru")) -> pd.
     return pd.DataFrame(rows)
 
 
+def corpus_card_for_readers(card: pd.DataFrame) -> pd.DataFrame:
+    """`corpus_card` as the chapter shows it: counts with thousands separators, MB with two decimals and the share
+    of the paper's 1 GB per language in per cent (two significant digits), all as text."""
+    return pd.DataFrame({
+        "language": card["language"], "side": card["side"],
+        "chapters": [f"{int(v):,}" for v in card["chapters"]], "lines": [f"{int(v):,}" for v in card["lines"]],
+        "words": [f"{int(v):,}" for v in card["words"]], "MB": [f"{v:.2f}" for v in card["MB"]],
+        "share of the paper's 1 GB": [f"{100 * v:.2g} %" for v in card["share_of_1GB"]]})
+
+
 def overlap_rows(experiments, profile: str = "lab") -> pd.DataFrame:
     """Word-piece overlap between the source and the target pre-training corpus of each experiment, under its own
     joint vocabulary (trained here if the cell has none yet): shared types, p_type, p_token (%), long format."""
