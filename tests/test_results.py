@@ -142,3 +142,18 @@ def test_results_dir(tmp_path, monkeypatch):
     assert results_dir("wu2019", root=tmp_path) == tmp_path.resolve() / "book" / "results" / "wu2019"
     with pytest.raises(ValueError):
         results_dir("../x")
+
+
+def test_duplicate_key_names_the_first_repeated_key():
+    df = long_frame()
+    assert results.duplicate_key(df) is None
+    # the same (experiment, seed, metric) twice, with another value: the second occurrence is named
+    twice = pd.concat([df, pd.DataFrame({"experiment": ["0", "21b"], "seed": [42, 0], "metric": ["mu", "retr_l8"],
+                                         "value": [0.7, 0.2]})], ignore_index=True)
+    assert results.duplicate_key(twice) == {"experiment": "0", "seed": 42, "metric": "mu"}
+    # a column the file adds tells rows apart: the same key in two tasks is no duplicate
+    tasks = pd.DataFrame({"experiment": ["a", "a"], "seed": [0, 0], "task": ["ner", "sections"],
+                          "metric": ["f1", "f1"], "value": [0.5, 0.5]})
+    assert results.duplicate_key(tasks) is None
+    assert results.duplicate_key(tasks.assign(task="ner")) == {"experiment": "a", "seed": 0, "task": "ner",
+                                                               "metric": "f1"}

@@ -227,3 +227,42 @@ def test_in_language_without_training_lists_the_missing_runs_as_pending(lab, mon
     assert pending_note(lab).startswith("**In-language upper bound: 5 runs pending the GPU run** (seeds 0, 1, 2 in 2 "
                                         "languages)")
     assert "xlrepro train wu2019 --part in-language" in pending_note(lab)
+
+
+def _bare_lab(tmp_path, languages):
+    """A lab without an encoder: only the plan, the languages and the run cache, for the frames read from it."""
+    lab = object.__new__(tr.TransferLab)
+    lab.plan, lab.languages, lab.root, lab.encoder = tr.load_plan(), list(languages), tmp_path, None
+    lab.device = tr.torch.device("cpu")
+    lab.epochs, lab.progress, lab.pending_runs, lab.model = None, False, [], "smoke"
+    lab.model_dir, lab.max_train_pairs, lab.max_test_pairs = tmp_path / "encoder", None, None
+    return lab
+
+
+def _cache(lab, config, train, test):
+    path = lab._path(config, train)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"test": {lang: {"accuracy": acc, "macro_f1": acc - 0.1} for lang, acc in test.items()}}))
+
+
+def test_in_language_rows_hold_each_run_s_own_language_only(tmp_path, monkeypatch):
+    # The English in-language run is the English zero-shot run: its cached result is tested in every language,
+    # and only its English scores are in-language ones.
+    lab = _bare_lab(tmp_path, ["en", "fr", "de"])
+    lab.plan = tr.dataclasses.replace(lab.plan, in_language_seeds=[0])
+    monkeypatch.setattr(lab, "selected_lr", lambda: 2e-4)
+    monkeypatch.setattr(tr, "finetune", lambda *a, **kw: pytest.fail("a cached run was fine-tuned again"))
+    config = lab.config(2e-4, 0)
+    _cache(lab, config, "en", {"en": 0.875, "fr": 0.375, "de": 0.25, "es": 0.5})  # es: not one of the lab's
+    _cache(lab, config, "fr", {"fr": 0.75})
+    _cache(lab, config, "de", {"de": 0.625})
+
+    upper = lab.in_language()
+    assert upper[["experiment", "seed", "language", "metric", "value"]].values.tolist() == [
+        ["in-language", 0, "en", "accuracy", 0.875], ["in-language", 0, "en", "macro_f1", 0.775],
+        ["in-language", 0, "fr", "accuracy", 0.75], ["in-language", 0, "fr", "macro_f1", 0.65],
+        ["in-language", 0, "de", "accuracy", 0.625], ["in-language", 0, "de", "macro_f1", 0.525]]
+    # the zero-shot frame reads the same English run, in the lab's languages (not the cached es)
+    zero = lab.zero_shot(seeds=[0])
+    assert zero[zero["metric"] == "accuracy"][["language", "value"]].values.tolist() == [
+        ["en", 0.875], ["fr", 0.375], ["de", 0.25]]

@@ -52,6 +52,17 @@ def check_long(df: pd.DataFrame) -> None:
         raise ValueError("results frame has rows without an experiment ID")
 
 
+def duplicate_key(df: pd.DataFrame) -> dict | None:
+    """The key of the first row whose key an earlier row has, as a dict; None where every key is unique.
+
+    A row's key is every column but `value`: the contract's (experiment, seed, metric[, layer, step, language])
+    and any column a file adds to tell its rows apart (e.g. K et al.'s `task`)."""
+    check_long(df)
+    keys = [c for c in df.columns if c != "value"]
+    dup = df.duplicated(subset=keys)
+    return df.loc[dup.idxmax(), keys].to_dict() if dup.any() else None
+
+
 def write_csv(df: pd.DataFrame, path: str | os.PathLike, *, check: bool = True) -> Path:
     """Write a results frame to `path` atomically (temp file in the same folder, fsync, os.replace).
 

@@ -151,15 +151,27 @@ def load_curves(root: Path, members) -> pd.DataFrame:
 
 
 def load_timings(root: Path) -> pd.DataFrame:
-    """Wall time and throughput of every trained stack of a run folder."""
+    """Wall time and throughput of every trained stack of a run folder; `stack` numbers the stacks from 1 in the
+    order of their folders' names."""
     rows = []
-    for path in sorted((root / "stacks").glob("*/timing.json")):
+    for i, path in enumerate(sorted((root / "stacks").glob("*/timing.json")), 1):
         t = json.loads(path.read_text())
-        rows.append({"models": len(t["members"]), "size": t["size"], "steps": t["steps"],
+        rows.append({"stack": i, "models": len(t["members"]), "size": t["size"], "steps": t["steps"],
                      "train_seconds": t["train_seconds"], "steps_per_second": t["steps_per_second"],
                      "seconds_per_model": t["train_seconds"] / len(t["members"]), "device": t["device"],
                      "experiments": ",".join(sorted({m.split("/")[0] for m in t["members"]}))})
     return pd.DataFrame(rows)
+
+
+RUNTIME_METRICS = ("models", "steps", "train_seconds", "steps_per_second")
+
+
+def runtime_long(timings: pd.DataFrame) -> pd.DataFrame:
+    """`load_timings` as the long rows of runtime.csv: per stack (column `stack`), its models, steps, training time
+    and throughput, under the experiment IDs it trained (e.g. "15,16"). Several stacks can train the same IDs (other
+    seeds), so `stack` is part of a row's key; `seed` is -1."""
+    return (timings.assign(experiment=timings["experiments"], seed=-1)
+            .melt(id_vars=["experiment", "seed", "stack"], value_vars=list(RUNTIME_METRICS), var_name="metric"))
 
 
 def table5_for_readers(timings: pd.DataFrame, paper: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -244,9 +244,11 @@ class TransferLab:
         sel = self.selection()
         return float(sel.loc[sel["dev_accuracy"].idxmax(), "lr"])
 
-    def _long(self, experiment: str, result: dict, seed: int) -> list[dict]:
+    def _long(self, experiment: str, result: dict, seed: int, languages) -> list[dict]:
+        """Long rows of a run's test scores in `languages` only (in that order): a cached run may hold more (the
+        English in-language run is the English zero-shot run, tested in every language)."""
         return [{"experiment": experiment, "seed": seed, "language": lang, "metric": metric, "value": value}
-                for lang, scores in result["test"].items() for metric, value in scores.items()]
+                for lang in languages for metric, value in result["test"][lang].items()]
 
     def zero_shot(self, seeds=None) -> pd.DataFrame:
         """Fine-tune all on English with the selected learning rate; test in every language (their Table 3)."""
@@ -291,7 +293,8 @@ class TransferLab:
         """Run (or read from the cache) `jobs`; long rows named `experiment`, else after each config's mode."""
         rows = []
         for config, train, tests in jobs:
-            rows += self._long(experiment or config.mode, self.run(config, train, tests), config.seed)
+            result = self.run(config, train, tests)
+            rows += self._long(experiment or config.mode, result, config.seed, tests or self.languages)
         return pd.DataFrame(rows)
 
     def jobs(self, part: str, languages=None, seeds=None) -> list[tuple[FinetuneConfig, str, list[str] | None]]:
