@@ -226,6 +226,21 @@ def test_each_over_languages_fills_both_sides():
     assert "1 of 3 languages reproduced, 1 partly (zh), 1 not (ko)." in evidence
 
 
+def test_each_over_an_all_gives_every_part_the_value_and_needs_values():
+    rows = pd.DataFrame([{"experiment": "o", "seed": -1, "metric": m, "language": l, "value": v}
+                         for l, tok, typ in (("a", 60.0, 40.0), ("b", 60.0, 70.0), ("c", 10.0, 1.0))
+                         for m, v in (("tok", tok), ("typ", typ))])
+    both = {"kind": "all", "combine": "weakest", "parts": [
+        {"kind": "within", "value": {"experiment": "o", "metric": "tok"}, "target": 62.5, "tolerance": 12.5,
+         "noise": "deterministic"},
+        {"kind": "below", "value": {"experiment": "o", "metric": "typ"}, "bound": 50, "noise": "deterministic"}]}
+    test = {"kind": "each", "over": "language", "values": ["a", "b", "c"], "test": both}
+    v, evidence = C.evaluate(test, C.Data({"t": rows}, artifact="t"))
+    assert "1 of 3 languages reproduced" in evidence and "2 not (b, c)" in evidence  # each language, both parts
+    with pytest.raises(ValueError, match="list them in 'values'"):
+        C.evaluate({k: x for k, x in test.items() if k != "values"}, C.Data({"t": rows}, artifact="t"))
+
+
 def test_not_testable_offline():
     test = {"kind": "not_testable_offline", "reason": "needs XNLI"}
     assert C.evaluate(test, C.Data({}))[0] == "not testable offline"

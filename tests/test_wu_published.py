@@ -144,10 +144,15 @@ def test_claims_recomputed_from_the_published_csvs_equal_the_published_verdicts(
                                                            "q4_subword_overlap")}
     for chapter in ("q1_zero_shot", "q2_layers", "q3_language_id"):
         claims_table("wu2019", chapter=chapter, results=tmp_path)
+    # Q4's claims cell reads the frames of `claims_frames`, as `xlrepro verdicts` does: the folder's CSVs, which hold
+    # what the chapter draws (its overlap.csv, Q1's zero-shot rows) and the majority rows its precondition reads
+    from xlrepro.papers.wu2019.report import claims_frames
     lab = labs["q4_subword_overlap"]
-    paraphrase = {"paraphrase": lab.paraphrase()} if lab.paraphrase() is not None else {}
-    claims_table("wu2019", chapter="q4_subword_overlap", results={"overlap": lab.overlap(), "zero_shot": lab.zero_shot(),
-                                                                  **paraphrase}, out=tmp_path)
+    frames = claims_frames("q4_subword_overlap", tmp_path)
+    assert frames["overlap"].equals(lab.overlap())
+    zero = frames["zero_shot"]
+    assert zero[zero["experiment"] == "zero-shot"].reset_index(drop=True).equals(lab.zero_shot())
+    claims_table("wu2019", chapter="q4_subword_overlap", results=frames, out=tmp_path)
     ours = read_claims(tmp_path / "claims.csv")
     # claims added to claims.yaml after the published run (the paraphrase task's, written before its runs) are
     # pending, as they would be in a re-render; every claim the published run decided comes back unchanged

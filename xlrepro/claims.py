@@ -631,6 +631,8 @@ def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, s
 
 
 def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "value", "target")) -> dict:
+    if test.get("kind") == "all":  # an inner `all`: every part gets the value
+        return {**test, "parts": [_substitute(p, over, value, into) for p in test["parts"]]}
     out = dict(test)
     for key in into:
         if isinstance(out.get(key), Mapping):
@@ -640,9 +642,14 @@ def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "va
 
 def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
     over, inner = test["over"], test["test"]
-    first = next(inner[k] for k in ("left", "value") if isinstance(inner.get(k), Mapping))
-    values = [str(v) for v in test["values"]] if "values" in test else \
-        list(dict.fromkeys(rows(first, data)[over].astype(str)))
+    if "values" in test:
+        values = [str(v) for v in test["values"]]
+    else:  # the values of the inner test's first selector (an inner `all` or `each` needs `values`)
+        first = next((inner[k] for k in ("left", "value") if isinstance(inner.get(k), Mapping)), None)
+        if first is None:
+            raise ValueError(f"each over {over}: its test ({inner['kind']}) has no left or value selector to take "
+                             f"the {_plural(over)} from; list them in 'values'")
+        values = list(dict.fromkeys(rows(first, data)[over].astype(str)))
     values = [v for v in values if v not in _as_list(test.get("exclude", []))]
     if not values:  # e.g. a run on fewer languages than the claim needs: its claim waits, as for a missing model
         raise MissingResults(f"no {over} left to test (the results hold none but the excluded "

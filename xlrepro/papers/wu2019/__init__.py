@@ -105,6 +105,13 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     return None
 
 
+def claims_frames(chapter: str, folder) -> dict:
+    """The frames a chapter's claims read (`report.claims_frames`; imported on call, as pandas is)."""
+    from .report import claims_frames as frames
+
+    return frames(chapter, folder)
+
+
 PAPER = Paper(
     name=NAME,
     title="Wu & Dredze 2019, Beto, Bentz, Becas: The Surprising Cross-Lingual Effectiveness of BERT",
@@ -118,4 +125,5 @@ PAPER = Paper(
                ("train", NAME, "--part", "zero-shot", "--task", "paraphrase")),
     pending_training=pending_training,
     order=20,
+    claims_frames=claims_frames,
 )
