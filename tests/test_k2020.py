@@ -499,6 +499,31 @@ def test_trend_frames_hold_only_complete_series():
     assert "heads" not in frames
 
 
+def test_claims_frames_are_the_chapters_derived_frames_and_the_source_margin_of_every_run(tmp_path):
+    from xlrepro.papers.k2020 import PAPER
+    from xlrepro.papers.k2020.report import derived
+    from xlrepro.results import write_csv
+
+    def acc(name, lang, value, seed):
+        return {"experiment": name, "seed": seed, "language": lang, "task": "sections", "metric": "accuracy",
+                "value": value}
+    arch = [acc("enfake-ru", "enfake", 0.88, s) for s in (0, 1)] + [acc("enfake-ru", "ru", 0.2, s) for s in (0, 1)]
+    arch += [acc("majority/enfake-ru", "enfake", 0.25, -1), acc("majority/enfake-ru", "ru", 0.25, -1)]
+    ling = [acc("en-es", "en", 0.25, 0), acc("en-es", "es", 0.3, 0), acc("majority/en-es", "en", 0.25, -1)]
+    write_csv(pd.DataFrame(arch), tmp_path / "architecture.csv")
+    write_csv(pd.DataFrame(ling), tmp_path / "linguistic.csv")
+    frames = PAPER.claims_frames("architecture", tmp_path)
+    assert set(frames) == set(derived(pd.DataFrame(arch))) | {"source_over_majority"}
+    pd.testing.assert_frame_equal(frames["transfer"].reset_index(drop=True), pd.DataFrame(arch), check_dtype=False)
+    margin = frames["source_over_majority"]  # every chapter's runs, on their own fine-tuning language
+    assert margin[["experiment", "seed", "language"]].values.tolist() == [["en-es", 0, "en"],
+                                                                           ["enfake-ru", 0, "enfake"],
+                                                                           ["enfake-ru", 1, "enfake"]]
+    assert margin["value"].round(6).tolist() == [0.0, 0.63, 0.63]
+    with pytest.raises(ConfigError):
+        PAPER.claims_frames("no_such_chapter", tmp_path)
+
+
 def test_architecture_reading_names_the_cells_above_the_majority_and_the_seeds_that_learnt_nothing():
     from xlrepro.papers.k2020.report import architecture_reading, failed_seeds
 

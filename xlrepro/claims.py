@@ -56,8 +56,9 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
 
 Inconclusive (:data:`INCONCLUSIVE`): the test cannot decide. A precondition failed; a declared null model passes the
 same test; the run has fewer seeds than ``min_seeds``; or a ``within``/``flat`` test whose k SE alone reaches its
-tolerance (it could not pass whatever the means) and whose gap is not beyond the tolerance by k SE either. Where
-parts of an ``all``/``each`` test are inconclusive, the whole is.
+tolerance (it could not pass whatever the means) and whose gap is not beyond the tolerance by k SE either; or a
+test that reads a model whose every run failed (health.csv: no run is left to test). Where parts of an
+``all``/``each`` test are inconclusive, the whole is.
 
 Partly on numbers without seed noise (``deterministic``) needs a stated minimum effect: in ``greater``, the
 difference must reach ``partly_margin`` (default half the margin), not merely have the right sign.
@@ -256,6 +257,12 @@ class MissingResults(KeyError):
     `claims_table` turns it into the verdict "pending"; `evaluate` lets it through, so a test sees it."""
 
 
+class AllRunsFailed(MissingResults):
+    """Every run of a model a test reads failed (health.csv), so its rows were all left out: the test cannot decide.
+    `evaluate` turns it into the verdict "inconclusive" for the test (or the part of an ``all``/``each``) that reads
+    it, naming the failed runs."""
+
+
 @dataclass
 class Data:
     """The frames a claim reads: results artifacts by name, and the paper (for ``reference`` selectors)."""
@@ -267,6 +274,7 @@ class Data:
     # failed runs (xlrepro.health): artifact -> {(experiment, seed): reason}; their rows are left out of every selection
     excluded: Mapping[str, Mapping[tuple[str, int], str]] = field(default_factory=dict)
     left_out: dict = field(default_factory=dict)  # (artifact, experiment, seed) -> reason, for the evidence
+    all_failed: dict = field(default_factory=dict)  # artifact -> {experiment: reasons} of models whose every run failed
     seeds_seen: list = field(default_factory=list)  # the seed count of every stochastic sample taken
     power: list = field(default_factory=list)  # (k SE, tolerance, seeds) of every within/flat comparison made
 
@@ -284,6 +292,9 @@ class Data:
             keys = list(zip(df["experiment"].astype(str), pd.to_numeric(df["seed"]).astype(int)))
             drop = np.array([k in failed for k in keys], dtype=bool)
             if drop.any():
+                gone = {k[0] for k, d in zip(keys, drop) if d} - {k[0] for k, d in zip(keys, drop) if not d}
+                self.all_failed[name] = {e: sorted({failed[k] for k, d in zip(keys, drop) if d and k[0] == e})
+                                         for e in gone}
                 self.left_out.update({(name, *k): failed[k] for k, d in zip(keys, drop)
                                       if d and _dropped_matches(sel, (name, *k))})
                 df = df[~drop]
@@ -308,6 +319,11 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
         if waiting:
             raise Pending(waiting)
         bad = [w for w in want if w not in set(col)]
+        if bad and key == "experiment" and "reference" not in sel:
+            gone = data.all_failed.get(sel.get("artifact", data.artifact), {})
+            if all(w in gone for w in bad):
+                raise AllRunsFailed("every run of model " + "; ".join(f"{w} failed (health.csv: {', '.join(gone[w])})"
+                                                                      for w in bad) + ": no run left to test")
         if bad:
             raise (MissingResults if key in ("experiment", "language") else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
                            f"valid choices: {', '.join(sorted(set(col)))}")
@@ -489,7 +505,15 @@ def _grade(strong: bool, weak: bool) -> str:
 
 # ------------------------------------------------------------------------------------------------- verdicts
 def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]:
-    """(verdict, evidence) of one test; see the module docstring for each kind."""
+    """(verdict, evidence) of one test; see the module docstring for each kind. A test (or a part of an ``all`` or
+    ``each``) that reads a model whose every run failed (health.csv) is inconclusive."""
+    try:
+        return _evaluate(test, data, profile)
+    except AllRunsFailed as gone:
+        return INCONCLUSIVE, str(gone.args[0])
+
+
+def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]:
     check_test(test)
     kind = test["kind"]
     if kind == "not_testable_offline":

@@ -120,6 +120,12 @@ def prepare(profile: str) -> str:
     return label_statistics({s: silver_entities(s) for s in ("train", "dev", "test")}).to_string()
 
 
+def claims_frames(chapter: str, folder) -> dict:
+    """The frames `chapter`'s claims read, from a results folder (`report.claims_frames`)."""
+    from .report import claims_frames as frames
+    return frames(chapter, folder)
+
+
 def pending_training(chapter: str, parameters: dict) -> str | None:
     return None  # the chapters never train at the lab profile: they read finished cells and say what is pending
 
@@ -134,4 +140,5 @@ PAPER = Paper(
     reproduce=(("train", NAME, "--part", "pilot"), ("train", NAME, "--part", "all")),
     pending_training=pending_training,
     order=30,
+    claims_frames=claims_frames,
 )

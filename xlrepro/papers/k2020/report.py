@@ -399,6 +399,53 @@ def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
+SOURCE_OVER_MAJORITY = "source_over_majority"  # the health frame: source accuracy minus the majority class
+
+
+def source_over_majority(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (experiment, seed): the section-task test accuracy on the cell's own fine-tuning (source) language minus
+    the majority class there (its ``majority/<cell>`` row: the source train majority class's share of the test
+    pairs). A classifier that learnt its source task stands well above 0; one at 0 never left the majority class.
+    Metric ``accuracy_over_majority``, language the source; cells without a majority row are left out."""
+    if results.empty:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    plan = load_plan()
+    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
+    acc = acc.drop_duplicates(["experiment", "seed", "language"])
+    rows = []
+    for name in acc["experiment"].unique():
+        if name.startswith("majority/") or name not in plan.experiments:
+            continue
+        src = plan.experiments[name].finetune
+        major = acc[(acc["experiment"] == f"majority/{name}") & (acc["language"] == src)]["value"]
+        if major.empty:
+            continue
+        mine = acc[(acc["experiment"] == name) & (acc["language"] == src)]
+        rows += [{"experiment": name, "seed": int(seed), "language": src, "task": "sections",
+                  "metric": "accuracy_over_majority", "value": float(v) - float(major.iloc[0])}
+                 for seed, v in zip(mine["seed"], mine["value"])]
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def claims_frames(chapter: str, folder) -> dict[str, pd.DataFrame]:
+    """The frames a chapter's claims read, from a results folder: `derived` of the chapter's published CSV
+    (``<folder>/<chapter>.csv``, every cell with its ``majority/<cell>`` baselines), and the health frame
+    ``source_over_majority`` of every chapter CSV the folder holds (the same in every chapter, so the health rule
+    reads every run once). The chapter notebooks call this on the folder they have just written; ``xlrepro
+    verdicts`` calls it on book/results/k2020."""
+    from xlrepro.results import read_csv
+    from . import CHAPTERS
+    choose("chapter", chapter, CHAPTERS)
+    folder = Path(folder)
+    path = folder / f"{chapter}.csv"
+    results = read_csv(path) if path.is_file() else pd.DataFrame(columns=RESULT_COLUMNS)
+    out = derived(results)
+    every = [read_csv(folder / f"{c}.csv") for c in CHAPTERS if (folder / f"{c}.csv").is_file()]
+    if every:
+        out[SOURCE_OVER_MAJORITY] = source_over_majority(pd.concat(every, ignore_index=True))
+    return out
+
+
 def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
     if results.empty:
         return None
@@ -418,7 +465,8 @@ COST_CAPTION = ("**What each table cost** (minutes of the workers that ran them:
 def failed_seeds(results: pd.DataFrame) -> pd.DataFrame:
     """(experiment, seed, source accuracy, majority) of every seed whose test accuracy on its own fine-tuning language
     is within LEARNED_MARGIN of the majority class: it learnt nothing of the source task, so its pre-training or
-    its fine-tuning failed. Such seeds stay in every mean and claim (the criteria were fixed with every seed)."""
+    its fine-tuning failed. Such seeds stay in the means of the chapter's tables; the claims leave them out
+    (the health rule never_left_majority of claims.yaml, on `source_over_majority`, names them in health.csv)."""
     plan = load_plan()
     acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
     rows = []
