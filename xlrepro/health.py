@@ -72,10 +72,13 @@ def load_rules(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
 
 def _values(rule: Mapping, frames: Mapping[str, pd.DataFrame]) -> pd.Series | None:
     """One number per (experiment, seed) of what the rule reads; None where its artifact is absent."""
-    from .claims import Data, rows
+    from .claims import Data, MissingResults, rows
     if rule["reads"]["artifact"] not in frames:
         return None
-    df = rows(rule["reads"], Data(frames))
+    try:
+        df = rows(rule["reads"], Data(frames))
+    except MissingResults:  # a chapter's frames that hold none of the models the rule reads
+        return None
     df = df.assign(value=pd.to_numeric(df["value"]), seed=pd.to_numeric(df["seed"]).astype(int),
                    experiment=df["experiment"].astype(str))
     return df.groupby(["experiment", "seed"], sort=False)["value"].mean()

@@ -53,7 +53,7 @@ class ClaimsTable:
 
     def __init__(self, table: pd.DataFrame, note: str = ""):
         self.table, self.note = table, note
-
+        self.data = table  # as a pandas Styler's .data
     def _repr_html_(self) -> str:
         return claims_html(self.table, self.note)
 
