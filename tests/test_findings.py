@@ -54,11 +54,11 @@ def test_page_from_hand_made_claims(tmp_path):
     assert "{doc}`architecture <dufter2020/architecture>`" in dufter
     assert "{doc}`training dynamics <dufter2020/training_dynamics>`" in dufter
     assert r"a = 1 \| b" in dufter
-    glance = dufter[dufter.index("**What held.**"):]
-    assert "**What held.** A holds. (§1)" in glance and "**What did not hold here.** B holds. (§2)" in glance
-    undecided = glance[glance.index("**Undecided (1).**"):]
-    assert "- C holds. (§3): precondition failed: the base transfers — not met: 0.2 below 0.25" in undecided
-    assert "The test itself" not in undecided and "A holds." not in undecided
+    glance = dufter[dufter.index("**What held**"):dufter.index("Every claim with our evidence")]
+    assert "**What held** (1):\n\n- A holds. (§1)" in glance and "- B holds. (§2)" in glance
+    undecided = glance[glance.index("**Undecided** (1)"):]
+    assert "- *precondition not met: the base transfers*: C holds. (§3)" in undecided
+    assert "The test itself" not in undecided and "A holds." not in undecided and "0.2 below" not in undecided
     wu = page[page.index("## Wu"):page.index("## Zed")]
     assert "No verdicts yet" in wu                              # registered, but no claims.csv here
     zed = page[page.index("## Zed"):]

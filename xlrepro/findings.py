@@ -87,6 +87,8 @@ def _paper_section(paper: BookPaper, results: Path) -> list[str]:
     claims = pd.read_csv(path, dtype=str, keep_default_na=False)
     counts = verdict_counts(claims)
     out += [f"{len(claims)} claims: " + ", ".join(f"**{n}** {v}" for v, n in counts.items()) + ".", ""]
+    out += _at_a_glance(claims)
+    out += ["Every claim with our evidence:", ""]
     out += ["```{list-table}", ":header-rows: 1", ":widths: 12 36 36 16", ":class: xl-findings", "",
             "* - Section", "  - Claim", "  - Our evidence", "  - Verdict"]
     for row in claims.itertuples(index=False):
@@ -95,32 +97,53 @@ def _paper_section(paper: BookPaper, results: Path) -> list[str]:
         out += [f"* - {md_text(row.section)}", f"  - {md_text(row.claim)}", f"  - {md_text(row.evidence)}",
                 f"  - {VERDICT_MARK[row.verdict]}{link}"]
     out += ["```", ""]
-    out += _at_a_glance(claims)
     return out
 
 
-def _why_undecided(evidence: str) -> str:
-    """The reason an inconclusive verdict gives, in a few words (the evidence's first sentence)."""
-    reason = evidence.split(". The test itself:")[0].removeprefix("Inconclusive: ")
-    if "underpowered" in evidence and "precondition failed" not in reason:
-        return "the test could not pass at this seed count (k SE alone reaches its tolerance)"
-    return reason
+_FAILED_PRE = re.compile(r"(?:precondition failed: |; )([^;|]+?) — not met:")
+
+
+def _why_undecided(evidence: str) -> list[str]:
+    """The reasons an inconclusive verdict gives, each in a few words: the preconditions not met (their own words),
+    a null model that passes, too few seeds, a test that could not pass at its seed count, every run failed."""
+    head = evidence.split(". The test itself:")[0]
+    reasons = [f"precondition not met: {m.group(1).strip()}" for m in _FAILED_PRE.finditer(head)]
+    null = re.search(r"a null model passes the same test \(([^:]+):", head)
+    if null:
+        reasons.append(f"a null model passes the test too ({null.group(1).strip()})")
+    seeds = re.search(r"the test needs (\d+) seeds to decide; the run has (\d+)", head)
+    if seeds:
+        reasons.append(f"needs {seeds.group(1)} seeds, the run has {seeds.group(2)}")
+    if "underpowered" in evidence and not reasons:
+        reasons.append("the test could not pass at this seed count (its noise alone reaches the tolerance)")
+    if "every run of model" in evidence and not reasons:
+        reasons.append("every run of a model it compares failed (health.csv)")
+    return reasons or [head.removeprefix("Inconclusive: ")[:200]]
+
+
+def _bullets(rows) -> list[str]:
+    return [f"- {md_text(r.claim)} ({md_text(r.section)})" for r in rows.itertuples(index=False)]
 
 
 def _at_a_glance(claims: pd.DataFrame) -> list[str]:
-    """What held, what did not, and what the experiments could not decide (and why), from the verdicts alone."""
+    """What held, what did not, and what the experiments could not decide, grouped by why, from the verdicts alone."""
     out = []
-    for verdict, lead in ((REPRODUCED, "**What held.**"), (NOT, "**What did not hold here.**"),
-                          (PARTLY, "**Partly.**")):
+    for verdict, lead in ((REPRODUCED, "**What held**"), (PARTLY, "**Partly**"),
+                          (NOT, "**What did not hold here** (the test was decided and contradicts the paper)")):
         rows = claims[claims["verdict"] == verdict]
         if len(rows):
-            out += [f"{lead} " + " ".join(f"{md_text(r.claim)} ({md_text(r.section)})"
-                                          for r in rows.itertuples(index=False)), ""]
+            out += [f"{lead} ({len(rows)}):", "", *_bullets(rows), ""]
     undecided = claims[claims["verdict"] == INCONCLUSIVE]
     if len(undecided):
-        out += [f"**Undecided ({len(undecided)}).** The experiment cannot decide these claims; the reason for each:", ""]
-        out += [f"- {md_text(r.claim)} ({md_text(r.section)}): {md_text(_why_undecided(r.evidence))}"
-                for r in undecided.itertuples(index=False)]
+        groups: dict[str, list] = {}
+        for r in undecided.itertuples(index=False):
+            for reason in _why_undecided(r.evidence)[:1]:  # the first reason decides the group
+                groups.setdefault(reason, []).append(r)
+        out += [f"**Undecided** ({len(undecided)}): the experiment cannot decide these claims, for these reasons "
+                f"(the first each claim gives; its evidence below gives them all):", ""]
+        for reason, rows in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            out.append(f"- *{md_text(reason)}*: " + "; ".join(f"{md_text(r.claim)} ({md_text(r.section)})"
+                                                             for r in rows))
         out.append("")
     if not (claims["verdict"] == NOT).any():
         out += ["No tested claim of this paper is contradicted by a decided test.", ""]
