@@ -631,10 +631,14 @@ def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, s
 
 
 def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "value", "target")) -> dict:
+    """`test` with `over` set to `value` in the selectors named by `into`, and in their ``minus`` (as `by` does): a
+    difference per language is taken within the language."""
     out = dict(test)
     for key in into:
         if isinstance(out.get(key), Mapping):
-            out[key] = {**out[key], over: value}
+            sel = out[key]
+            out[key] = {**sel, over: value, **({"minus": {**sel["minus"], over: value}}
+                                               if isinstance(sel.get("minus"), Mapping) else {})}
     return out
 
 
