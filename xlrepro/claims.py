@@ -50,7 +50,7 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
 - ``argmax``: among ``candidates`` (values of ``over``) ``expect`` has the highest mean AND beats the runner-up
   beyond noise / the highest mean alone.
 - ``all`` (``parts``; ``combine: weakest`` gives the weakest part's verdict instead) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
-  ``exclude``; ``into`` names the selectors that get the value, default all): reproduced if every part is; partly if
+  ``exclude``; ``into`` names the selectors that get the value, their ``minus`` too, default all): reproduced if every part is; partly if
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
