@@ -190,6 +190,15 @@ def test_pos_classes():
 def test_claims_pending_without_artifact():
     from xlrepro.claims import claims_table
     table = claims_table("liu2020", "part_of_speech", {})
+    # the preconditions (MRR above chance) are read first: the first missing artifact is named
+    assert set(table["verdict"]) == {"pending"} and table["evidence"].str.contains("no results artifact").all()
+    assert set(table["precondition_met"]) == {"pending"}
+    import pandas as pd
+    some = {"retrieval_bert": pd.DataFrame({"experiment": ["bert-big-w512"], "seed": [-1], "language": ["fr"],
+                                            "layer": [12], "metric": ["mrr"], "value": [0.5]}),
+            "baselines": pd.DataFrame({"experiment": ["chance-identical"], "seed": [-1], "language": ["fr"],
+                                       "metric": ["mrr"], "value": [0.1]})}
+    table = claims_table("liu2020", "part_of_speech", some)
     assert set(table["verdict"]) == {"pending"} and table["evidence"].str.contains("'pos'").all()
 
 

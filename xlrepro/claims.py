@@ -50,7 +50,7 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
 - ``argmax``: among ``candidates`` (values of ``over``) ``expect`` has the highest mean AND beats the runner-up
   beyond noise / the highest mean alone.
 - ``all`` (``parts``; ``combine: weakest`` gives the weakest part's verdict instead) and ``each`` (``test`` for every value of ``over``: ``values``, else those in the data less
-  ``exclude``; ``into`` names the selectors that get the value, default all): reproduced if every part is; partly if
+  ``exclude``; ``into`` names the selectors that get the value, their ``minus`` too, default all): reproduced if every part is; partly if
   the parts score at least half (reproduced 1, partly ½); else not reproduced.
 - ``not_testable_offline`` (``reason``): needs the paper profile.
 
@@ -655,12 +655,16 @@ def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, s
 
 
 def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "value", "target")) -> dict:
+    """`test` with `over` set to `value` in the selectors named by `into`, and in their ``minus`` (as `by` does): a
+    difference per language is taken within the language."""
     if test.get("kind") == "all":  # an inner `all`: every part gets the value
         return {**test, "parts": [_substitute(p, over, value, into) for p in test["parts"]]}
     out = dict(test)
     for key in into:
         if isinstance(out.get(key), Mapping):
-            out[key] = {**out[key], over: value}
+            sel = out[key]
+            out[key] = {**sel, over: value, **({"minus": {**sel["minus"], over: value}}
+                                               if isinstance(sel.get("minus"), Mapping) else {})}
     return out
 
 
