@@ -1,6 +1,7 @@
 """Power and null checks of every paper's claims, on the published results: a claim must be able to pass at the seed
 count it asks for, must not be passed by a declared null model, and the published verdicts must be the ones its
 claims file gives today (claims.csv recomputed from book/results)."""
+import functools
 import math
 from pathlib import Path
 
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPERS = sorted(p.parent.name for p in (ROOT / "xlrepro" / "papers").glob("*/claims.yaml"))
 
 
+@functools.lru_cache(maxsize=None)
 def _judged(paper):
     """(claim, Data after judging it, Judgement) for every claim of `paper` whose results are published."""
     folder = ROOT / "book" / "results" / paper
