@@ -13,6 +13,11 @@ Engines (rows; `ENGINES`), each applicable to some cases (`engines_for`):
   HF fp32          `BertForMaskedLM(labels=...)` in float32 (no TF32), SDPA attention, torch AdamW (foreach)
   HF bf16          the same under bf16 autocast, with fused AdamW
   HF bf16 compile  the same, the model wrapped in `torch.compile`: what a competent user runs
+  HF best          what a careful user writes: `model.bert(...)` then `model.cls` at the labelled pieces only (the
+                   MLM output layer where the loss is, as Google's BERT does), cross-entropy there, bf16 autocast,
+                   SDPA attention, fused AdamW, the loss `torch.compile`d with CUDA graphs: modes "reduce-overhead"
+                   and "max-autotune" both timed in the process, the faster kept (`compile_mode` says which, `note`
+                   gives both); on the CPU, without `compile_on_cpu`, eager
   ours             `ModelStack` over `fused_bert` (bf16, output layer at the masked positions only, fused AdamW,
                    regional torch.compile and a CUDA graph per step on a GPU): the engine the grid trains with
   ours + lever     the same with one speed lever of `fused_bert.Levers` or of the inputs (no attention mask on full
@@ -30,7 +35,8 @@ capture happen in the warm-up, timed apart), with the fastest and slowest repeat
 (`model_flops`: encoder at every real piece, attention within each document, the output layer at the 15% labelled
 pieces), the same for every engine, so MFU compares like with like; the peak is the dense bf16 tensor-core peak of
 the device's datasheet (`PEAK_BF16`; H100 and H200 SXM: 989 TFLOP/s), also for the fp32 row. The headline,
-`speedup_vs_best_hf`, divides the fastest HF row's time per model-step by the row's.
+`speedup_vs_best_hf`, divides the best HF row's time per model-step by the row's: the best HF row is `hf-best`
+where it was timed, else the fastest HF row of the same GPU count; `best_hf_engine` names it.
 """
 from __future__ import annotations
 
@@ -103,6 +109,7 @@ ENGINES = {
     "hf-fp32": Engine("HF fp32", "hf", "all"),
     "hf-bf16": Engine("HF bf16 autocast + fused AdamW", "hf", "all"),
     "hf-compile": Engine("HF bf16 + torch.compile", "hf", "all"),
+    "hf-best": Engine("HF best: masked-only head + compile, CUDA graphs", "hf", "all"),
     "ours": Engine("ours (fused, compiled, CUDA graph)", "ours", "all"),
     "ours-nomask": Engine("ours + no mask", "ours", "dense", nomask=True),
     "ours-qkv": Engine("ours + fused QKV", "ours", "all", fused_qkv=True),
@@ -121,10 +128,12 @@ ENGINES = {
     "ours-ddp-graph": Engine("ours, data parallel (all-reduce in the CUDA graph)", "ours", "dp", ddp=True,
                              ddp_graphs=True, reference="ours"),
 }
+HF_BEST = "hf-best"  # the HF engine every headline ratio is against, where it was timed
+HF_BEST_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes hf-best times ("auto": both, the faster kept)
 DP_REFERENCES = ("hf-compile", "ours")  # the one-GPU engines the data-parallel case times first, on rank 0 alone
 # The order a case runs its engines in: the rows the headline needs first, so that a time limit cuts the least
 # informative (fp32, at 0.4 s a step the slowest to time) last.
-RUN_ORDER = ("hf-compile", "hf-bf16", "ours", "ours-nomask-mm", "ours-mm", "ours-nomask-qkv", "ours-packed",
+RUN_ORDER = ("hf-best", "hf-compile", "hf-bf16", "ours", "ours-nomask-mm", "ours-mm", "ours-nomask-qkv", "ours-packed",
              "ours-flex", "ours-nomask", "ours-qkv", "ours-packed-qkv", "ours-stack", "hf-compile-ddp", "ours-ddp",
              "ours-ddp-graph", "ours-nomask-mm-tuned", "hf-fp32")  # autotuning compiles for minutes: near the end
 assert sorted(RUN_ORDER) == sorted(ENGINES)
@@ -170,6 +179,8 @@ def model_flops(size: ModelSize, vocab: int, batch: int, length: int, mlm: float
     dense = 2 * (4 * h * h + 2 * h * f)  # per piece and layer: Q, K, V, output projection, FFN
     attention = 2 * 2 * h * sum(n * n for n in lengths)  # per layer: scores and values over each document
     head = 2 * (h * h + h * vocab)  # MLM transform + decoder, at masked positions only
+    # (useful work: the same count for every engine, also for the HF rows that compute the head at every piece, so
+    # that MFU compares like with like; hf-best and ours do exactly this work)
     return 3 * (layers * (tokens * dense + attention) + mlm * tokens * head)
 
 
@@ -219,7 +230,27 @@ def make_inputs(case: Case, device) -> Inputs:
     return Inputs(ids.to(device), real.to(device), labels.to(device), lengths)
 
 
-def _hf_step(case: Case, inputs: Inputs, device, engine: str):
+def masked_positions(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(flat indices of the labelled pieces of a [B, W] label tensor, their labels): computed once per batch beside
+    it, as BERT's input pipeline gives `masked_lm_positions`, so that the step has fixed shapes."""
+    flat = labels.reshape(-1)
+    where = (flat != -100).nonzero().squeeze(1)
+    return where, flat[where]
+
+
+def masked_mlm_loss(model, ids: torch.Tensor, mask: torch.Tensor | None, where: torch.Tensor,
+                    targets: torch.Tensor) -> torch.Tensor:
+    """HF `BertForMaskedLM`'s MLM loss with the output layer at the labelled pieces only: the encoder
+    (`model.bert`), then `model.cls` on the hidden states at `where` (flat indices), cross-entropy against
+    `targets`. The same loss as `model(labels=...)`, which computes the output layer at every piece."""
+    h = model.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+    logits = model.cls(h.flatten(0, 1).index_select(0, where))
+    return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+
+def _hf_step(case: Case, inputs: Inputs, device, engine: str, mode: str | None = None, bf16: bool | None = None):
+    """One HF training step of `engine` (a closure; `.model` is the model). mode: hf-best's torch.compile mode
+    (None: eager). bf16: autocast (default: every engine but hf-fp32)."""
     model = init_model(case.size, case.vocab, 0, attn="sdpa", positions=max(256, case.length)).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=case.size.lr, eps=1e-6, weight_decay=0.01,
                             fused=True if engine != "hf-fp32" else None)  # fp32: torch's default (foreach)
@@ -231,11 +262,22 @@ def _hf_step(case: Case, inputs: Inputs, device, engine: str):
     if engine in ("hf-compile", "hf-compile-ddp"):
         run = torch.compile(run)
     mask = inputs.real.long() if case.ragged else None  # full rows: no mask, as a user without padding passes
-    bf16 = engine != "hf-fp32"
+    bf16 = engine != "hf-fp32" if bf16 is None else bf16
+    if engine == HF_BEST:
+        where, targets = masked_positions(inputs.labels)
+        loss_of = torch.compile(masked_mlm_loss, mode=mode) if mode else masked_mlm_loss
+
+        def forward():
+            if mode:  # a new step: the CUDA graphs' outputs of the last one may be overwritten
+                torch.compiler.cudagraph_mark_step_begin()
+            return loss_of(model, inputs.ids, mask, where, targets)
+    else:
+        def forward():
+            return run(input_ids=inputs.ids, attention_mask=mask, labels=inputs.labels).loss
 
     def step():
         with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
-            loss = run(input_ids=inputs.ids, attention_mask=mask, labels=inputs.labels).loss
+            loss = forward()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -243,7 +285,55 @@ def _hf_step(case: Case, inputs: Inputs, device, engine: str):
 
     # float32 proper: no TF32 tensor cores (PyTorch's default for matmuls; set again after every engine)
     torch.backends.cuda.matmul.allow_tf32 = False
+    step.model = model
     return step
+
+
+def hf_best_modes(cuda: bool, compile_on_cpu: bool, choice: str = "auto") -> list[str | None]:
+    """The torch.compile modes hf-best times: `choice` ("auto": both of `HF_BEST_MODES`); [None] (eager) on the CPU
+    unless `compile_on_cpu`."""
+    if choice != "auto" and choice not in HF_BEST_MODES:
+        raise ConfigError(f"hf-best mode {choice!r}: valid modes are auto, {', '.join(HF_BEST_MODES)}")
+    if not cuda and not compile_on_cpu:
+        return [None]
+    return list(HF_BEST_MODES) if choice == "auto" else [choice]
+
+
+def _free(cuda: bool) -> None:
+    """Drop what the last engine left: garbage, the CUDA cache, compiled graphs; float32 without TF32 again."""
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    torch._dynamo.reset()
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def _time_hf_best(case: Case, inputs: Inputs, device, modes: list[str | None], steps: int, repeats: int,
+                  warmup: int, profile: bool):
+    """Time hf-best in each of `modes`, one after the other in this process: (warm-up seconds, times, profile or
+    None, mode, note) of the fastest (median), the note giving every mode's median or failure."""
+    cuda = torch.device(device).type == "cuda"
+    trials, notes, error = [], [], None
+    for mode in modes:
+        step = None
+        try:
+            step = _hf_step(case, inputs, device, HF_BEST, mode=mode)
+            warm, times = measure(step, device, steps, repeats, warmup)
+            profiled = profile_step(step, device) if profile else None
+            trials.append((statistics.median(times), mode, warm, times, profiled))
+            notes.append(f"{mode or 'eager'} {1e3 * statistics.median(times):.2f} ms")
+        except Exception as err:  # noqa: BLE001 - one mode failing (a compile error) leaves the other
+            error = err
+            notes.append(f"{mode or 'eager'} failed: {type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}")
+        finally:
+            step = None
+            _free(cuda)
+    if not trials:
+        raise error
+    med, mode, warm, times, profiled = min(trials, key=lambda t: t[0])
+    note = ("eager: torch.compile is timed on a GPU only" if mode is None and not cuda else
+            f"the fastest of {', '.join(notes)}" if len(modes) > 1 else ", ".join(notes))
+    return warm, times, profiled, mode or "none", note
 
 
 def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
@@ -326,11 +416,12 @@ def profile_step(step: Callable[[], object], device, steps: int = 5) -> tuple[li
 
 def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup: int, budget_s: float | None = None,
                compile_on_cpu: bool = False, on_row: Callable[[dict], None] | None = None,
-               profile_to: Path | None = None) -> list[dict]:
+               profile_to: Path | None = None, hf_best_mode: str = "auto") -> list[dict]:
     """Rows for one case (dicts; see `write_bench` for the columns). An engine that fails leaves a row that says so;
     past `budget_s` of the case's wall time the remaining engines are skipped with a row that says so.
     profile_to: a folder; each engine timed "ok" is then profiled for 5 more steps (`profile_step`), into
-    profile-<case>-<engine>.txt (the kinds of kernels, then the profiler's top 30) and the rows of profile.csv."""
+    profile-<case>-<engine>.txt (the kinds of kernels, then the profiler's top 30) and the rows of profile.csv.
+    hf_best_mode: the torch.compile mode of hf-best ("auto": each of `HF_BEST_MODES`, the faster kept)."""
     case = CASES[case_name]
     cuda = torch.device(device).type == "cuda"
     peak = peak_flops(device)
@@ -360,20 +451,27 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
                 raise _Skip("skipped: FlexAttention trains on a GPU only (no backward on the CPU)")
             if e.ddp_graphs and not cuda:
                 raise _Skip("skipped: CUDA graphs need a GPU")
-            stack = None
-            if e.family == "hf":
+            stack = profiled = None
+            if key == HF_BEST:
+                modes = hf_best_modes(cuda, compile_on_cpu, hf_best_mode)
+                warm, times, profiled, row["compile_mode"], row["note"] = _time_hf_best(
+                    case, inputs, device, modes, steps, repeats, warmup, profile_to is not None)
+            elif e.family == "hf":
                 step = _hf_step(case, inputs, device, key)
+                row["compile_mode"] = "default" if key in ("hf-compile", "hf-compile-ddp") else "none"
             else:
                 step, row["rows"], stack = _ours_step(case, inputs, device, e)
-            warm, times = measure(step, device, steps, repeats, warmup)
+                row["compile_mode"] = stack.compiled or "none"
+            if key != HF_BEST:
+                warm, times = measure(step, device, steps, repeats, warmup)
+                if profile_to is not None:  # every rank steps (data parallel: the all-reduce needs them)
+                    profiled = profile_step(step, device)
             if stack is not None and stack.fallbacks:  # timed (mostly) on the eager path: not the engine's speed
                 row["status"] = f"eager fallback: {stack.fallbacks[0]['error']}"
             elif e.ddp_graphs and stack is not None and not stack._graphs:  # the capture failed: eager steps
                 row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
-            if profile_to is not None:  # every rank steps (data parallel: the all-reduce needs them); rank 0 writes
-                profiled = profile_step(step, device)
-                if rank == 0:
-                    _write_profile(profile_to, case_name, key, *profiled)
+            if profiled is not None and rank == 0:
+                _write_profile(profile_to, case_name, key, *profiled)
             med = statistics.median(times)
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
@@ -388,11 +486,7 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             row["status"] = f"failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
         finally:
             step = stack = None  # the model, optimiser, stack and CUDA graphs of this engine go before the next one
-            gc.collect()
-            if cuda:
-                torch.cuda.empty_cache()
-            torch._dynamo.reset()
-            torch.backends.cuda.matmul.allow_tf32 = False
+            _free(cuda)
         rows.append(row)
         _headline(rows)
         if on_row is not None:
@@ -427,13 +521,15 @@ def _write_profile(folder: Path, case: str, engine: str, kinds: list[dict], tabl
 
 
 def _headline(rows: list[dict]) -> None:
-    """Fill, in place, best_hf_engine and speedup_vs_best_hf (the fastest HF time per model-step over the row's, among
-    the rows of the same GPU count) and, for data-parallel rows, scaling_efficiency (the one-GPU reference engine's
-    time per step over the row's: with the same batch on every GPU, 1.0 is perfect scaling)."""
+    """Fill, in place, best_hf_engine and speedup_vs_best_hf (the best HF row's time per model-step over the row's,
+    among the rows of the same GPU count: the best HF row is hf-best where it was timed, else the fastest HF row) and,
+    for data-parallel rows, scaling_efficiency (the one-GPU reference engine's time per step over the row's: with the
+    same batch on every GPU, 1.0 is perfect scaling)."""
     for gpus in {r.get("gpus", 1) for r in rows}:
         group = [r for r in rows if r.get("gpus", 1) == gpus]
         hf = [r for r in group if r["family"] == "hf" and r["status"] == "ok"]
-        best = min(hf, key=lambda r: r["ms_per_model_step"]) if hf else None
+        best = next((r for r in hf if r["engine_key"] == HF_BEST), None) or \
+            (min(hf, key=lambda r: r["ms_per_model_step"]) if hf else None)
         for r in group:
             r["best_hf_engine"] = best["engine"] if best else None
             ok = best is not None and r["status"] == "ok"
@@ -447,17 +543,20 @@ def _headline(rows: list[dict]) -> None:
 
 COLUMNS = ["case", "engine", "engine_key", "family", "models", "gpus", "status", "ms_per_step", "ms_per_step_min",
            "ms_per_step_max", "ms_per_model_step", "tokens_per_s_stack", "tokens_per_s_per_model", "tokens_per_s_all",
-           "mfu", "speedup_vs_best_hf", "best_hf_engine", "scaling_efficiency", "warmup_s", "batch", "width", "rows", "tokens", "padding_share",
+           "mfu", "speedup_vs_best_hf", "best_hf_engine", "scaling_efficiency", "compile_mode", "note", "warmup_s",
+           "batch", "width", "rows", "tokens", "padding_share",
            "steps", "repeats", "warmup_steps", "device", "peak_tflops", "torch", "transformers", "commit", "date"]
 
 
 def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int = 3, warmup: int = 10,
                 folder: Path | None = None, device: str | None = None, budget_s: float | None = None,
-                commit: str | None = None, compile_on_cpu: bool = False, profile: bool = False) -> Path:
+                commit: str | None = None, compile_on_cpu: bool = False, profile: bool = False,
+                hf_best_mode: str = "auto") -> Path:
     """Run the benchmark and write `bench.csv` (and `bench.png`) in `folder` (default `book/results/bench`), after
     every row (atomically), keeping the rows of cases not run now. engines: None = every engine of each case.
     Under torchrun (the data-parallel case) every rank runs it and rank 0 alone writes. profile: also write a kernel
-    profile of each engine (`profile_step`) beside the CSV (profile.csv, profile-<case>-<engine>.txt)."""
+    profile of each engine (`profile_step`) beside the CSV (profile.csv, profile-<case>-<engine>.txt).
+    hf_best_mode: hf-best's torch.compile mode on a GPU: "auto" (both of `HF_BEST_MODES`, the faster kept) or one."""
     import pandas as pd
     import transformers
 
@@ -466,6 +565,7 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
     from .runrecord import git_commit
 
     check_bench_args(cases, engines, steps, repeats, warmup)
+    hf_best_modes(True, True, hf_best_mode)  # an unknown mode: ConfigError before anything runs
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     folder = Path(folder or repo_root() / "book" / "results" / "bench")
     peak = peak_flops(device)
@@ -498,7 +598,8 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
     for case in cases:
         chosen = [e for e in (engines or engines_for(case)) if e in engines_for(case)]
         bench_case(case, chosen, device, steps, repeats, warmup, budget_s, compile_on_cpu,
-                   on_row=save if writer else None, profile_to=folder if profile else None)
+                   on_row=save if writer else None, profile_to=folder if profile else None,
+                   hf_best_mode=hf_best_mode)
         if writer:
             print(summary(save()[lambda d: d["case"] == case]), flush=True)
     if writer:
@@ -507,7 +608,8 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
 
 
 def summary(df) -> str:
-    """One line per row: engine, median ms per model-step (min-max), MFU, speed-up against the best HF row."""
+    """One line per row: engine, median ms per model-step (min-max), MFU, speed-up against the best HF row (named),
+    hf-best's compile mode."""
     import pandas as pd
 
     lines = []
@@ -518,8 +620,9 @@ def summary(df) -> str:
         mfu = "" if pd.isna(r.mfu) else f" MFU {r.mfu:5.1%}"
         speed = "" if pd.isna(r.speedup_vs_best_hf) else f"  {r.speedup_vs_best_hf:.2f}x vs {r.best_hf_engine}"
         scaling = "" if pd.isna(r.scaling_efficiency) else f"  {r.gpus} GPUs: scaling efficiency {r.scaling_efficiency:.0%}"
+        mode = f"  [{r.note}]" if r.engine_key == HF_BEST and isinstance(r.note, str) else ""
         lines.append(f"{r.case:12s} {r.engine:52s} {r.ms_per_model_step:8.2f} ms/model-step "
-                     f"({r.ms_per_step_min / r.models:.2f}-{r.ms_per_step_max / r.models:.2f}){mfu}{speed}{scaling}")
+                     f"({r.ms_per_step_min / r.models:.2f}-{r.ms_per_step_max / r.models:.2f}){mfu}{speed}{scaling}{mode}")
     return "\n".join(lines)
 
 
@@ -541,7 +644,7 @@ def _save_plot(df, folder: Path) -> None:
 
 def plot_bench(df):
     """Milliseconds per model-step of every engine, one panel per case (a linear axis from 0, so that a bar's length
-    is its time), HF grey; MFU and speed-up annotated."""
+    is its time), HF grey; MFU and speed-up annotated, the speed-up's HF row named in the panel's title."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
@@ -565,7 +668,8 @@ def plot_bench(df):
                         textcoords="offset points", va="center", fontsize=7)
         ax.set_xlim(0, 1.45 * float((sub["ms_per_step_max"] / sub["models"]).max()))  # linear from 0: bar = time
         ax.invert_yaxis()
-        ax.set_title(case)
+        refs = list(dict.fromkeys(sub["best_hf_engine"].dropna())) if "best_hf_engine" in sub else []
+        ax.set_title(case + (f" (speed-ups vs {' / '.join(refs)})" if refs else ""), fontsize=9)
         ax.set_xlabel("ms per model-step (median; bars: min-max)")
         ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(f"MLM training step time on {df['device'].iloc[0]}")
