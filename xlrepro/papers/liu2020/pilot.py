@@ -264,6 +264,7 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     start = steps_done(folder, steps)
     dev = torch.device(device)
     if dev.type == "cuda":
+        dev = torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
         torch.cuda.set_device(dev)
     tok = mbert_tokenizer()
     data = Data(setup, make_dictionaries=True)
