@@ -230,7 +230,7 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
                       weights: np.ndarray, sizes: np.ndarray, starts: np.ndarray, *, seed: int, steps: int,
                       batch_size: int, mask_id: int, vocab_size: int, mlm_probability: float, checkpoint: Path,
                       time_limit: float | None, t0: float, progress: bool, desc: str, loss_every: int = 100,
-                      compile: bool = False):
+                      compile: bool = False, on_eval=None, eval_every: int | None = None):
     """Masked-LM pretraining of one model on rows of several languages, each batch drawn from one language with
     probability `weights` (mini-mBERT's language sampling; `draw_batch`). Resumable from `checkpoint`.
 
@@ -238,6 +238,9 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
     Returns (stack, losses, seconds) when finished, None when stopped by `time_limit` (checkpoint saved).
     compile: run the fused loss (`fused_bert.py`, SDPA attention, dropout from PyTorch's generator) compiled
     region by region instead of HF's model; the random draws differ from the HF path, so callers key runs on it.
+    on_eval(stack, losses, seconds): called at every multiple of `eval_every` steps (0 and `steps` included, and
+    on resuming at such a step), then the checkpoint is saved; `seconds` is the training time so far, which leaves
+    out the time spent in on_eval. A true return stops the run there as the time limit does (it returns None).
     """
     from ..progress import progress as progress_bar
 
@@ -273,6 +276,20 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
     torch.manual_seed(seed * 100003 + stack.step_count)  # masking and dropout streams (one model: its own)
     bar = progress_bar(total=steps, initial=stack.step_count, disable=not progress, desc=desc)
     t_start = last_save = time.time()
+
+    def evaluate_here() -> bool | None:
+        """None where this step is no evaluation point, else whether on_eval asks to stop."""
+        nonlocal t_start
+        if on_eval is None or not eval_every or (stack.step_count % eval_every and stack.step_count != steps):
+            return None
+        t_hook = time.time()
+        stop = bool(on_eval(stack, losses, elapsed + t_hook - t_start))
+        t_start += time.time() - t_hook  # training time leaves out the evaluation
+        return stop
+
+    if evaluate_here() and stack.step_count < steps:
+        bar.close()
+        return None
     while stack.step_count < steps:
         step = stack.step_count
         lang, sent = draw_batch(seed, step, weights, sizes, batch_size)
@@ -286,8 +303,9 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
             losses.append([step, loss.float().item()])
             bar.set_postfix(loss=f"{losses[-1][1]:.3f}")
         bar.update(1)
-        over = time_limit is not None and time.time() - t0 > time_limit
-        if over or time.time() - last_save > CHECKPOINT_SECONDS:
+        evaluated = evaluate_here()
+        over = bool(evaluated) or (time_limit is not None and time.time() - t0 > time_limit)
+        if over or (evaluated is not None and stack.step_count < steps) or time.time() - last_save > CHECKPOINT_SECONDS:
             save()
             last_save = time.time()
         if over and stack.step_count < steps:

@@ -127,9 +127,11 @@ def encode_rows(size: str, window: int, langs: Sequence[str], max_chapters: int 
 
 
 def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", root: str | Path | None = None,
-                  time_limit: float | None = None, progress: bool = True, languages: Sequence[str] | None = None
-                  ) -> Path:
-    """Train (or resume) one of the four BERTs; returns its folder (training.json there when finished)."""
+                  time_limit: float | None = None, progress: bool = True, languages: Sequence[str] | None = None,
+                  rows=None, loss_every: int = 50, on_eval=None, eval_every: int | None = None) -> Path:
+    """Train (or resume) one of the four BERTs; returns its folder (training.json there when finished).
+    rows: `encode_rows`'s output where the caller has it already; on_eval / eval_every: evaluation points during
+    training (`train_sampled_mlm`), each followed by a checkpoint."""
     from safetensors.torch import save_model
 
     from xlrepro.data.mbert_vocab import mbert_tokenizer
@@ -151,7 +153,7 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
     device = torch.device(device)
     atomic.write_json(out / "config.json", cfg_json)
     tok = mbert_tokenizer()
-    ids, lengths, starts = encode_rows(config.size, config.window, langs, config.max_chapters, tok)
+    ids, lengths, starts = rows or encode_rows(config.size, config.window, langs, config.max_chapters, tok)
     sizes = np.diff(starts)
     weights = sampling_weights(dict(zip(langs, sizes.tolist())), config.alpha)
     p = np.array([weights[lang] for lang in langs])
@@ -165,7 +167,8 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
                              steps=config.steps, batch_size=B, mask_id=tok.token_to_id("[MASK]"),
                              vocab_size=vocab_size, mlm_probability=config.mlm_probability,
                              checkpoint=out / "checkpoint.pt", time_limit=time_limit, t0=t0, progress=progress,
-                             desc=config.name, loss_every=50, compile=config.compile)
+                             desc=config.name, loss_every=loss_every, compile=config.compile, on_eval=on_eval,
+                             eval_every=eval_every)
     if done is None:
         return out
     stack, losses, seconds = done

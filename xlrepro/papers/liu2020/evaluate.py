@@ -154,11 +154,13 @@ def write_text(path: Path, text: str) -> None:
 # ---- shared data ------------------------------------------------------------------------------------------------
 
 class Data:
-    """Lazily loaded inputs shared by the tasks of one process."""
+    """Lazily loaded inputs shared by the tasks of one process. make_dictionaries: build the test dictionaries
+    where none are cached (from the installed dictionaries or the cache's prepared packs) instead of stopping."""
 
-    def __init__(self, setup: Setup):
+    def __init__(self, setup: Setup, make_dictionaries: bool = False):
         from xlrepro.data.mbert_vocab import mbert_tokenizer
         self.setup, self.tok = setup, mbert_tokenizer()
+        self.make_dictionaries = make_dictionaries
         self._cache: dict = {}
 
     def once(self, key, make):
@@ -178,7 +180,7 @@ class Data:
             langs = [l for l in self.setup.languages if l != "en"]
             from xlrepro.paths import runs_dir
             cached = runs_dir() / "liu2020" / "lab" / "dictionaries"
-            if not self.setup.smoke and not any(cached.glob("*.json")):
+            if not self.setup.smoke and not self.make_dictionaries and not any(cached.glob("*.json")):
                 raise ConfigError(f"no cached test dictionaries in {cached}: carry runs/liu2020/lab/dictionaries "
                                   "(made by the static_vs_bert chapter) to this machine")
             if self.setup.smoke:  # no dictionary files in the tests: shared tokens stand in (smoke only)
@@ -240,24 +242,24 @@ def load_model(setup: Setup, name: str, device):
     return model.to(device)
 
 
-def run_retrieval(task: Task, data: Data, device, out: Path) -> None:
-    """MRR per layer with bootstrap intervals, and every source word's reciprocal rank at the last layer."""
+def retrieval_rows(bert, data: Data, device, experiment: str) -> tuple[list[dict], list[dict]]:
+    """Word retrieval of one BERT encoder (`model.bert`) on the chapters' test dictionaries: (MRR rows with
+    bootstrap intervals at every layer, per language; every source word's reciprocal rank at the last layer).
+    The chapters' evaluation (`run_retrieval`) and the learning curves of `pilot` both score through it."""
     from .bert import word_vectors
     from .lab import mrr_rows
     from .retrieval import word_retrieval
 
     plan, tok = data.setup.plan, data.tok
     dictionaries = data.dictionaries()
-    model = load_model(data.setup, task.model, device)
     corpus = data.corpus("small")
     langs = ["en", *dictionaries]
     streams = {l: [[tok.token_to_id(t) for t in s] for s in corpus[l]] for l in langs}
     words = {"en": {tok.token_to_id(s) for p in dictionaries.values() for s, _ in p}}
     words.update({l: {tok.token_to_id(t) for _, t in p} for l, p in dictionaries.items()})
-    vec = word_vectors(model.bert, streams, words, window=plan.contexts.window,
+    vec = word_vectors(bert, streams, words, window=plan.contexts.window,
                        max_contexts=plan.contexts.max_contexts, device=device)
     rows, word_rows = [], []
-    experiment = f"bert-{task.model}"
     for lang, pairs in dictionaries.items():
         n_layers = next(iter(vec["en"].values())).shape[0]
         for layer in range(n_layers):
@@ -270,6 +272,13 @@ def run_retrieval(task: Task, data: Data, device, out: Path) -> None:
             if layer == n_layers - 1:
                 word_rows += [{"experiment": experiment, "language": lang, "word": w[1], "rr": r}
                               for w, r in zip(ws, rr)]
+    return rows, word_rows
+
+
+def run_retrieval(task: Task, data: Data, device, out: Path) -> None:
+    """MRR per layer with bootstrap intervals, and every source word's reciprocal rank at the last layer."""
+    model = load_model(data.setup, task.model, device)
+    rows, word_rows = retrieval_rows(model.bert, data, device, f"bert-{task.model}")
     folder = out / "retrieval"
     write_text(folder / f"{task.model}-words.csv", pd.DataFrame(word_rows).to_csv(index=False))
     write_text(task.done_file(out), pd.DataFrame(rows).to_csv(index=False))
