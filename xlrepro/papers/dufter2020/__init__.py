@@ -68,7 +68,7 @@ def prepare_train(a: argparse.Namespace):
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     max_stack = grid.parse_max_stack(a.max_stack)
     devices = grid.available_devices()
-    check_long_run(f"training {plural(len(ids), 'model')} of {NAME} at the paper's settings", devices[0], a.allow_cpu)
+    check_long_run(f"training {plural(len(ids), 'model')} of {NAME}", devices[0], a.allow_cpu)
 
     def train() -> str:
         done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
