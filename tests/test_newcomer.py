@@ -215,3 +215,11 @@ def test_counts_agree_with_their_nouns(capsys, runs, cpu):
     from xlrepro.papers.dufter2020.report import chapter_run
     chapter_run("dufter2020", seeds=[0]).train(["0"])
     assert "1 model awaits a GPU run (0/0)" in capsys.readouterr().out
+
+
+def test_a_multilingual_chapter_on_a_cpu_names_the_command_for_the_gpu(capsys, runs, cpu, monkeypatch, tmp_path):
+    monkeypatch.setenv("XLREPRO_CACHE", str(tmp_path / "cache"))  # no encoder pretrained there
+    assert main(["run", "wu2019/q3_language_id"]) == 2
+    err = _one_line(capsys)
+    assert "pretraining mini-mBERT (20000 steps; on a GPU: xlrepro pretrain mini-mbert)" in err and "--allow-cpu" in err
+    assert not runs.exists()
