@@ -224,7 +224,7 @@ def test_interrupted_run_leaves_no_temporary_file(monkeypatch, tmp_path, gpu):
         main(["run", "dufter2020/architecture", "--publish", "--output", str(out)])
     assert not calls[0]["output"].is_relative_to(tmp_path)  # executed outside the book
     assert not calls[0]["output"].exists()  # and removed
-    assert list(tmp_path.rglob("*")) == [tmp_path / "book", tmp_path / "book" / "dufter2020"]
+    assert list(tmp_path.rglob("*")) == []  # nor the folders it made for its output
 
 
 def test_reproduce_trains_each_paper_then_publishes_its_chapters(capsys):

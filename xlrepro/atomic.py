@@ -69,15 +69,38 @@ def write_json(path: str | os.PathLike, obj) -> None:
     write_bytes(path, json.dumps(obj, indent=1, ensure_ascii=False).encode())
 
 
+class LockHeld(RuntimeError):
+    """`locked(..., wait=False)` found the lock held by another process."""
+
+
+class CorruptFile(ValueError):
+    """A prepared file that does not parse (a truncated write, a full disk): the message names it and the fix."""
+
+
+def read_json(path: str | os.PathLike, fix: str):
+    """The JSON document in `path`; one that does not parse raises CorruptFile naming the file and `fix` (e.g.
+    "delete it and run `xlrepro prepare`")."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise CorruptFile(f"{path} is corrupt (not valid JSON: {err}; a truncated write?); {fix}") from None
+
+
 @contextmanager
-def locked(path: str | os.PathLike) -> Iterator[None]:
+def locked(path: str | os.PathLike, wait: bool = True) -> Iterator[None]:
     """Hold an exclusive lock for `path` (fcntl.flock on a ".<name>.lock" file next to it) between
-    processes; it is released when the block ends, also when a process dies."""
+    processes; it is released when the block ends, also when a process dies. Without `wait`, a lock another
+    process holds raises LockHeld at once."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise LockHeld(f"{path} is locked by another process") from None
         yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -19,13 +19,16 @@ import argparse
 import ast
 import hashlib
 import json
+import os
 import shutil
+import signal
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
-from .atomic import atomic_path
-from .config import PROFILES, ConfigError, check_profile, choose
+from .atomic import LockHeld, atomic_path, locked
+from .config import PROFILES, ConfigError, check_profile, check_seeds, choose
 from .papers import get_paper, paper_of_chapter, papers
 from .paths import repo_root, runs_dir
 
@@ -41,6 +44,26 @@ def _value(text: str):
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so that its clean-up (`finally`) runs as for Ctrl-C."""
+
+
+@contextmanager
+def _sigterm_cleans_up():
+    """While the block runs, SIGTERM raises Terminated (its `finally` clauses run); the old handler after it."""
+    def handler(signum, frame):
+        raise Terminated(f"stopped by signal {signum}")
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def chapters() -> dict[str, Path]:
@@ -66,7 +89,40 @@ def check_parameters(name: str, parameters: dict) -> dict[str, dict]:
                           f"valid choices: {', '.join(k for k in declared if k != 'publish')}")
     if "publish" in parameters:
         raise ConfigError("set `publish` with --publish, not -p")
+    for key, value in parameters.items():
+        check_value(name, key, value, declared[key].get("default"))
     return declared
+
+
+# Parameters the package has a checker for, whatever the chapter (None: the chapter's default)
+_CHECKERS = {"seeds": check_seeds, "large_seeds": check_seeds}
+
+
+def check_value(chapter: str, key: str, value, default: str | None) -> None:
+    """A value given with -p against the default of the chapter's parameters cell (`default`, its source text):
+    the default's type (a list for a list, a number for a number, ...; anything where the default is None), then
+    the package's checker for the name (seeds). Raises a one-line ConfigError."""
+    where = f"chapter {chapter}: parameter {key}"
+    if isinstance(value, str) and value.strip()[:1] in "[({" and value.strip():
+        raise ConfigError(f"{where}: {value!r} is not a Python literal (a bracket unclosed or a value mistyped?); "
+                          f"e.g. -p {key} \"{default}\"")
+    try:
+        base = ast.literal_eval(default) if default is not None else None
+    except (ValueError, SyntaxError):  # a default computed in the cell: no type to check against
+        base = None
+    if base is not None and value is not None:
+        kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,), list: (list, tuple),
+                 tuple: (list, tuple), dict: (dict,)}.get(type(base), (type(base),))
+        ok = isinstance(value, kinds) and (isinstance(value, bool) == isinstance(base, bool))
+        if not ok:
+            kind = {bool: "True or False", int: "an integer", float: "a number", str: "a string",
+                    list: "a list", tuple: "a list", dict: "a dictionary"}.get(type(base), type(base).__name__)
+            raise ConfigError(f"{where} must be {kind}, like its default {default}; got {value!r}")
+    if key in _CHECKERS and value is not None:
+        try:
+            _CHECKERS[key](value)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
 
 
 def exploratory_dir(name: str, parameters: dict) -> Path:
@@ -77,11 +133,16 @@ def exploratory_dir(name: str, parameters: dict) -> Path:
 
 
 def check_training(name: str, parameters: dict, allow_cpu: bool) -> None:
-    """A chapter that would start a full-size training on a CPU stops here unless `allow_cpu`."""
+    """Before a kernel starts: the paper's own checks of the values and of what the chapter needs on this machine
+    (`Paper.check_chapter`: missing input files, models only a GPU run trains); then a chapter that would start a
+    full-size training on a CPU stops here unless `allow_cpu`. Each raises a one-line ConfigError."""
     from .devices import check_long_run, default_device
 
     paper = paper_of_chapter(name)
-    if paper is None or allow_cpu or default_device() != "cpu":
+    if paper is None:
+        return
+    paper.check_chapter(name, parameters, allow_cpu)
+    if allow_cpu or default_device() != "cpu":
         return
     what = paper.pending_training(name, parameters)
     if what:
@@ -106,8 +167,6 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
                 publish: bool = False, allow_cpu: bool = False) -> Path:
     """Execute notebooks/<name>.ipynb with papermill. With `publish`, into book/<name>.ipynb with the results in
     book/results/ (the published run); else into runs/<folder>/exploratory/<key>/ with its results beside it."""
-    import papermill
-
     declared = check_parameters(name, parameters)
     # `publish` is a parameter too: a paper may render its published run without training
     check_training(name, {**parameters, "publish": publish} if "publish" in declared else parameters, allow_cpu)
@@ -119,15 +178,36 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
         output = output or repo_root() / "book" / f"{name}.ipynb"
         if "publish" in declared:
             params["publish"] = True
+        lock = runs_dir() / name.split("/")[0] / ".locks" / f"publish-{Path(name).name}"
     else:
         folder = exploratory_dir(name, parameters)
         output = output or folder / f"{Path(name).name}.ipynb"
+        lock = runs_dir() / name.split("/")[0] / ".locks" / folder.name
         if "results" in declared and "results" not in params:
             params["results"] = str(folder / "results")
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     notebook = chapters()[name]
+    try:
+        with locked(lock, wait=False), _sigterm_cleans_up():  # one run per chapter and parameters at a time
+            _execute(notebook, output, params, kernel)
+    except LockHeld:
+        raise ConfigError(f"another `xlrepro run {name}` with these parameters is running (it holds "
+                          f"{lock.parent / ('.' + lock.name + '.lock')}); wait for it to end") from None
+    if publish:  # a published chapter may have new verdicts: the findings page follows its claims.csv
+        from .findings import write_findings
+        write_findings()
+    return output
+
+
+def _execute(notebook: Path, output: Path, params: dict, kernel: str) -> None:
+    """papermill into a scratch folder, then the executed notebook onto `output`. A failed or stopped run (an
+    error, Ctrl-C, SIGTERM) leaves neither the scratch folder nor an output folder it created that stayed empty."""
+    import papermill
+
+    created = [d for d in (output.parent, *output.parent.parents) if not d.exists()]
+    output.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="xlrepro-run-"))  # never inside book/: an interrupted run leaves nothing
+    done = False
     try:
         executed = scratch / output.name
         papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel,
@@ -135,12 +215,15 @@ def run_chapter(name: str, parameters: dict, output: Path | None = None, kernel:
         portable_paths(executed, notebook, output)
         with atomic_path(output, suffix=".ipynb") as tmp:  # the output changes only when the run succeeded
             shutil.copyfile(executed, tmp)
+        done = True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if publish:  # a published chapter may have new verdicts: the findings page follows its claims.csv
-        from .findings import write_findings
-        write_findings()
-    return output
+        if not done:
+            for d in created:  # deepest first; one that holds anything stays
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
 
 
 def _reproduce(a, main) -> int:
@@ -277,8 +360,14 @@ def main(argv=None) -> int:
             out = pretrain(config, device, time_limit=a.time_limit)
             print(out if (out / "training.json").exists() else f"{out}: time limit reached, run again to resume")
         elif a.command == "run":
+            from papermill.exceptions import PapermillExecutionError
             parameters = {k: _value(v) for k, v in a.parameter}
-            out = run_chapter(a.chapter, parameters, a.output, publish=a.publish, allow_cpu=a.allow_cpu)
+            try:
+                out = run_chapter(a.chapter, parameters, a.output, publish=a.publish, allow_cpu=a.allow_cpu)
+            except PapermillExecutionError as err:  # the kernel's traceback is the chapter's; one line here
+                print(f"xlrepro: chapter {a.chapter} stopped in cell [{err.exec_count}]: {err.ename}: {err.evalue}",
+                      file=sys.stderr)
+                return 2 if err.ename in ("ConfigError", "CorruptFile") else 1
             if not a.publish:
                 print(f"exploratory run (the book is unchanged; --publish writes it): {out.parent}", file=sys.stderr)
             print(out)
@@ -303,6 +392,9 @@ def main(argv=None) -> int:
     except ConfigError as err:
         print(f"xlrepro: {err}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("xlrepro: stopped by SIGTERM; its scratch files are removed", file=sys.stderr)
+        return 128 + signal.SIGTERM
     return 0
 
 

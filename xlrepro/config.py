@@ -29,6 +29,11 @@ def choose(kind: str, value: Any, valid: Iterable[Any]) -> Any:
     return value
 
 
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """'1 model', '2 models', '0 models' (`many`: an irregular plural): the count of a message."""
+    return f"{n} {noun if n == 1 else many or noun + 's'}"
+
+
 def check_profile(profile: str) -> str:
     return choose("profile", profile, PROFILES)
 

@@ -373,7 +373,8 @@ def read_pack(lang: str) -> dict | None:
     meta = _pack_meta(lang)
     if not (meta.exists() and pack_path(lang).exists()):
         return None
-    info = json.loads(meta.read_text(encoding="utf-8"))
+    from xlrepro.atomic import read_json
+    info = read_json(meta, "delete it and run `xlrepro prepare --multilingual` to rebuild it")
     return info if info.get("parser_version") == PARSER_VERSION else None
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from xlrepro import paths
-from xlrepro.atomic import atomic_open, locked, write_json
+from xlrepro.atomic import atomic_open, locked, read_json, write_json
 
 # ---------------------------------------------------------------------------------------------
 # Languages and editions
@@ -618,7 +618,7 @@ def read_manifest(cache_dir: str | os.PathLike | None = None) -> dict | None:
     path = _cache_root(cache_dir) / MANIFEST
     if not path.exists():
         return None
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest = read_json(path, "delete it and run `xlrepro prepare --multilingual` to rebuild it")
     return manifest if manifest.get("cache_version") == CACHE_VERSION else None
 
 
@@ -758,7 +758,8 @@ def edition_is_cached(lang: str, edition: str, cache_dir: str | os.PathLike | No
     if not (path.exists() and sidecar.exists()):
         return False
     stamp = _edition_stamp(lang)
-    return {k: v for k, v in json.loads(sidecar.read_text(encoding="utf-8")).items() if k in stamp} == stamp
+    recorded = read_json(sidecar, "delete it and run `xlrepro prepare --paraphrase-editions` to rebuild it")
+    return {k: v for k, v in recorded.items() if k in stamp} == stamp
 
 
 def prepare_edition(lang: str, edition: str, cache_dir: str | os.PathLike | None = None, *, force: bool = False,

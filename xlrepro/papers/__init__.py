@@ -35,6 +35,12 @@ class Paper:
         metadata={"help": "(chapter, notebook parameters, `publish` among them where the chapter declares it) -> "
                           "what full-size training running it would start, or None (smoke size, trained already, "
                           "or rendered from the published results)"})
+    check_chapter: Callable[[str, dict, bool], None] = field(
+        default=lambda chapter, parameters, allow_cpu: None,
+        metadata={"help": "(chapter, notebook parameters as `pending_training` gets them, allow_cpu) -> None, called "
+                          "before a kernel starts; raises a one-line ConfigError for a value out of range, or when "
+                          "the chapter cannot run on this machine: a missing input file (and the variable that "
+                          "names its folder), or models that only a GPU run trains (and the command to run there)"})
     prepare: Callable[[str], object] | None = field(
         default=None, metadata={"help": "profile -> prepares the paper's data cache (`xlrepro prepare`)"})
     order: int = field(default=100, metadata={"help": "position in the book"})

@@ -48,7 +48,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def prepare_train(a: argparse.Namespace):
-    from xlrepro.config import ConfigError, check_seeds
+    from xlrepro.config import ConfigError, check_seeds, plural
     from xlrepro.devices import check_long_run
 
     from . import grid
@@ -68,7 +68,7 @@ def prepare_train(a: argparse.Namespace):
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     max_stack = grid.parse_max_stack(a.max_stack)
     devices = grid.available_devices()
-    check_long_run(f"training {len(ids)} models of {NAME} at the paper's settings", devices[0], a.allow_cpu)
+    check_long_run(f"training {plural(len(ids), 'model')} of {NAME}", devices[0], a.allow_cpu)
 
     def train() -> str:
         done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
@@ -112,6 +112,65 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     return f"{len(todo)} untrained models of {NAME} ({table}) at the paper's settings" if todo else None
 
 
+# The chapters whose parameters cell selects a run (`report.chapter_run`): profile, seeds, sizes, time_limit
+RUN_CHAPTERS = ("setup", *TRAINS)
+SMOKE = '-p epochs 1 -p max_sentences 4 -p batch_size 4 -p seeds "[0]"'  # a run of minutes on a CPU
+
+
+def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
+    """Before a kernel starts (`Paper.check_chapter`): the values the notebook's `chapter_run` checks; the PBC files
+    of the paper profile where its cache is not prepared; and, on a CPU at the paper's settings, a chapter none of
+    whose models is trained (it would have nothing to show): the command that trains them on a GPU."""
+    from xlrepro.config import ConfigError, plural
+    from xlrepro.devices import default_device
+
+    from .grid import is_done
+    from .report import chapter_run
+
+    short = chapter.split("/")[-1]
+    if short not in RUN_CHAPTERS:
+        return
+    names = ("profile", "seeds", "large_seeds", "epochs", "max_sentences", "batch_size")
+    try:
+        run = chapter_run(NAME, **{k: parameters[k] for k in names if k in parameters})
+    except ConfigError as err:
+        raise ConfigError(f"chapter {chapter}: {err}") from None
+    limit = parameters.get("time_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        raise ConfigError(f"chapter {chapter}: time_limit must be None or a positive number of seconds; got {limit!r}")
+    if run.profile == "paper":
+        missing = missing_pbc_files()
+        if missing:
+            raise ConfigError(f"chapter {chapter} with profile 'paper' needs the Parallel Bible Corpus "
+                              f"{'files' if len(missing) > 1 else 'file'} {', '.join(map(str, missing))} (not "
+                              f"downloadable); set XLREPRO_PBC_DIR to the folder that holds them, or use -p profile lab")
+    table = TRAINS.get(short)
+    shrunk = (run.epochs, run.max_sentences, run.batch_size) != (None, None, None)
+    if table is None or shrunk or allow_cpu or default_device() != "cpu":
+        return
+    members = run.members(list(run.chapter.tables[table]))
+    if members and not any(is_done(run.root, m) for m in members):
+        raise ConfigError(f"chapter {chapter} needs {plural(len(members), 'model')} ({table}) that no run has trained "
+                          f"here, and at the paper's settings they train on a GPU (days on this CPU); on a GPU: "
+                          f"{run.train_command(members)}; here: smoke sizes ({SMOKE}) or --allow-cpu")
+
+
+def missing_pbc_files() -> list:
+    """The Parallel Bible Corpus files the paper profile reads that are missing, where its cache is not prepared
+    (the folder is $XLREPRO_PBC_DIR, else `pbc` beside the chapters' notebooks, the kernels' working folder)."""
+    import os
+
+    from xlrepro.data.bible import PBC_DEV_FILE, PBC_TRAIN_FILE
+    from xlrepro.paths import repo_root
+
+    from .lab import lab_cache
+
+    if (lab_cache("paper") / "tokenizer.json").exists() and (lab_cache("paper") / "corpus.json").exists():
+        return []
+    folder = repo_root() / "notebooks" / NAME / os.environ.get("XLREPRO_PBC_DIR", "pbc")  # an absolute one stays
+    return [folder / f for f in (PBC_TRAIN_FILE, PBC_DEV_FILE) if not (folder / f).exists()]
+
+
 def prepare(profile: str):
     """The lab corpus and vocabulary, then knn-replace's neighbour table (fastText + VecMap; needs gensim)."""
     from .knn import prepare_knn
@@ -131,6 +190,7 @@ PAPER = Paper(
     prepare_train=prepare_train,
     reproduce=(("train", NAME),),
     pending_training=pending_training,
+    check_chapter=check_chapter,
     prepare=prepare,
     order=10,
 )

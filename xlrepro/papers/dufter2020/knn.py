@@ -16,7 +16,6 @@ The table is a prepared artifact (`xlrepro prepare`), cached beside the lab data
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -125,6 +124,9 @@ def _npy_bytes(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+_FIX = "delete its folder and run `xlrepro prepare` to rebuild the neighbour table"
+
+
 def load_neighbours(profile: str = "lab", k: int = 1, root: Path | None = None, prepare: bool = True,
                     max_sentences: int | None = None) -> np.ndarray:
     """[2 * shift, k] the neighbour table (prepared first when missing and `prepare`)."""
@@ -134,7 +136,7 @@ def load_neighbours(profile: str = "lab", k: int = 1, root: Path | None = None, 
             raise FileNotFoundError(f"no knn-replace neighbour table in the cache for profile {profile!r}, k={k}; "
                                     f"run `xlrepro prepare` (it needs gensim)")
         prepare_knn(profile, k, root, progress=False, max_sentences=max_sentences)
-    recorded = json.loads((folder / "knn.json").read_text()).get("vocabulary") if (folder / "knn.json").exists() \
+    recorded = atomic.read_json(folder / "knn.json", _FIX).get("vocabulary") if (folder / "knn.json").exists() \
         else None
     if recorded is not None:  # tables made before vocabularies were fingerprinted carry none
         from tokenizers import Tokenizer
@@ -147,4 +149,4 @@ def load_neighbours(profile: str = "lab", k: int = 1, root: Path | None = None, 
 
 def knn_report(profile: str = "lab", k: int = 1, root: Path | None = None, max_sentences: int | None = None) -> dict:
     """The prepared table's manifest: its settings and the mapping's precision against the identity."""
-    return json.loads((knn_folder(profile, k, root, max_sentences) / "knn.json").read_text())
+    return atomic.read_json(knn_folder(profile, k, root, max_sentences) / "knn.json", _FIX)

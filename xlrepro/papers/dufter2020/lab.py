@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from xlrepro.atomic import write_bytes
+from xlrepro.atomic import CorruptFile, read_json, write_bytes
 from xlrepro.config import check_profile
 from xlrepro.data.bible import DEV_EDITION, DEV_SENTENCES, LAB_CLAUSES, TRAIN_EDITION, load_english
 from xlrepro.paths import cache_dir
@@ -60,7 +60,7 @@ def prepare_lab(profile: str = "lab", root: Path | None = None, pbc_dir=None) ->
     new training would not reproduce). Delete the folder to prepare it afresh."""
     folder = lab_cache(profile, root)
     if (folder / "tokenizer.json").exists() and (folder / "corpus.json").exists() and \
-            json.loads((folder / "corpus.json").read_text()).get("corpus") == CORPUS:
+            read_json(folder / "corpus.json", _fix(profile)).get("corpus") == CORPUS:
         return folder
     corpora = load_english(profile, pbc_dir)
     tok = train_wordpiece(corpora.train, VOCAB_PER_LANGUAGE)
@@ -71,16 +71,24 @@ def prepare_lab(profile: str = "lab", root: Path | None = None, pbc_dir=None) ->
     return folder
 
 
+def _fix(profile: str) -> str:
+    return f"delete it and run `xlrepro prepare --profile {profile}` to rebuild it"
+
+
 def load_lab(profile: str = "lab", root: Path | None = None, prepare: bool = True) -> LabData:
     folder = lab_cache(profile, root)
-    corpus = json.loads((folder / "corpus.json").read_text()) if (folder / "corpus.json").exists() else None
+    corpus = read_json(folder / "corpus.json", _fix(profile)) if (folder / "corpus.json").exists() else None
     if corpus is None or corpus.get("corpus") != CORPUS:  # missing, or prepared with other settings
         if not prepare:
             raise FileNotFoundError(f"no prepared data for these corpus settings in the cache; run "
                                     f"`xlrepro prepare --profile {profile}`")
         prepare_lab(profile, root)
-        corpus = json.loads((folder / "corpus.json").read_text())
-    fe = FakeEnglish(Tokenizer.from_file(str(folder / "tokenizer.json")), shift=VOCAB_PER_LANGUAGE)
+        corpus = read_json(folder / "corpus.json", _fix(profile))
+    try:
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as err:  # tokenizers raises its own Exception for a file it cannot parse
+        raise CorruptFile(f"{folder / 'tokenizer.json'} is corrupt ({err}); {_fix(profile)}") from None
+    fe = FakeEnglish(tokenizer, shift=VOCAB_PER_LANGUAGE)
     return LabData(fe=fe, train_sentences=corpus["train"], dev_sentences=corpus["dev"],
                    train_pieces=fe.encode(corpus["train"], MAX_LENGTH - 2),
                    dev_pieces=fe.encode(corpus["dev"], MAX_LENGTH - 2), source=corpus["source"])

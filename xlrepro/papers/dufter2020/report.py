@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from xlrepro.config import check_profile, check_seeds
+from xlrepro.config import ConfigError, check_profile, check_seeds, plural
 from xlrepro.devices import default_device
 from xlrepro.results import MISSING, results_dir, stats
 
@@ -70,15 +70,24 @@ class ChapterRun:
             todo = [m for m in self.members(ids) if not is_done(self.root, m)]
             self.pending += [m for m in todo if m not in self.pending]
             if todo:
-                print(f"{len(todo)} models await a GPU run ({', '.join(m.key for m in todo)}); on a GPU: "
-                      f"xlrepro train {self.chapter.name} --ids {' '.join(dict.fromkeys(m.exp.id for m in todo))} "
-                      f"--compile")
+                print(f"{plural(len(todo), 'model')} await{'s' if len(todo) == 1 else ''} a GPU run "
+                      f"({', '.join(m.key for m in todo)}); on a GPU: {self.train_command(todo)}")
             return
         done = run_grid(self.chapter.name, ids, self.seeds, large_seeds=self.large_seeds, profile=self.profile,
                         root=self.root, epochs=self.epochs, max_sentences=self.max_sentences, time_limit=time_limit,
                         batch_size=self.batch_size)
         if not done:
             raise RuntimeError("the time limit stopped training; run the notebook again to resume from checkpoints")
+
+    def train_command(self, members) -> str:
+        """The `xlrepro train` command that trains `members` (at the paper's settings) on a GPU."""
+        ids = " ".join(dict.fromkeys(m.exp.id for m in members))
+        extra = "" if self.profile == "lab" else f" --profile {self.profile}"
+        if self.seeds != list(self.chapter.seeds):
+            extra += " --seeds " + " ".join(map(str, self.seeds))
+        if self.large_seeds != self.seeds:
+            extra += " --large-seeds " + " ".join(map(str, self.large_seeds))
+        return f"xlrepro train {self.chapter.name} --ids {ids}{extra} --compile"
 
     def members(self, ids):
         """The run's models with their resolved configurations (which name their folders)."""
@@ -121,7 +130,7 @@ def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds
     large_seeds = seeds if large_seeds is None else check_seeds(large_seeds)
     for name, value in (("epochs", epochs), ("max_sentences", max_sentences), ("batch_size", batch_size)):
         if value is not None and (not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be None (the paper's setting) or a positive integer; got {value!r}")
+            raise ConfigError(f"{name} must be None (the paper's setting) or a positive integer; got {value!r}")
     root = run_root(chapter_name, profile, epochs, max_sentences, batch_size)
     folder = Path(results) if results else results_dir(chapter_name) if publish else root / "results"
     return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder)

@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+from xlrepro.config import plural
 from xlrepro.training.fused_bert import LINEARS
 
 from .config import load_chapter
@@ -57,7 +58,7 @@ def main(argv=None) -> None:
         done = StackRun(chapter, members, lab, root, a.device, a.epochs, a.max_sentences, batch_size=a.batch_size,
                         compile=a.compile, graphs=not a.no_graphs, evaluation=a.evaluation,
                         linear=a.linear).run(left, progress=False)
-        print(f"[{a.device}] {'done' if done else 'paused'}: {len(members)} models "
+        print(f"[{a.device}] {'done' if done else 'paused'}: {plural(len(members), 'model')} "
               f"({','.join(sorted({m.exp.id for m in members}))}) in {time.time() - t_stack:.0f} s", flush=True)
         if done:
             job.unlink()

@@ -40,7 +40,7 @@ import pandas as pd
 import torch
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError, choose
+from xlrepro.config import ConfigError, choose, plural
 from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
@@ -444,8 +444,9 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
             eval_line = (f"\nevaluations: about {secs / 60:.0f} worker-minutes of fine-tuning for the {len(evals)} left "
                          f"(median measured fine-tuning: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(med.items()))
                          + "; data and testing on top), shared by the evaluation workers")
-    head = (f"{count('stack')} stacks ({sum(r['models'] for r in rows)} models), {count('nsp')} models one at a time "
-            f"(NSP, control) and {count('eval')} evaluations left over {slots} slots"
+    head = (f"{plural(count('stack'), 'stack')} ({plural(sum(r['models'] for r in rows), 'model')}), "
+            f"{plural(count('nsp'), 'model')} one at a time (NSP, control) and "
+            f"{plural(count('eval'), 'evaluation')} left over {slots} slots"
             f"{'' if gpu is None else f' (speeds measured on {gpu}s only)'}")
     if not rows:
         return head + eval_line

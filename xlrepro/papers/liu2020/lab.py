@@ -104,7 +104,6 @@ def cached_dictionaries(plan: Plan, counts: Mapping[str, Counter], tokenizer, la
                         root=None, key_extra: Mapping | None = None):
     """`test_dictionaries`, cached as JSON under runs/liu2020/lab/dictionaries/<key>.json (reading 300k German
     pairs takes a minute)."""
-    import json
     from pathlib import Path
 
     from xlrepro import atomic
@@ -115,8 +114,11 @@ def cached_dictionaries(plan: Plan, counts: Mapping[str, Counter], tokenizer, la
     key = run_key({"dictionary": vars(plan.dictionary), "langs": langs,
                    "corpus_tokens": {l: sum(counts[l].values()) for l in counts}, **(key_extra or {})})
     path = Path(root or runs_dir() / "liu2020" / "lab" / "dictionaries") / f"{key}.json"
-    if path.exists():
-        raw = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        raw = atomic.read_json(path, "") if path.exists() else None
+    except atomic.CorruptFile:  # a truncated write: computed again below
+        raw = None
+    if raw is not None:
         return {l: [tuple(p) for p in ps] for l, ps in raw["pairs"].items()}, pd.DataFrame(raw["table"])
     d, table = test_dictionaries(plan, counts, tokenizer, langs)
     atomic.write_json(path, {"pairs": d, "table": table.to_dict("records")})

@@ -97,11 +97,11 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
             return None
     config, _ = mini_mbert_for(load_plan(), "lab")
     if not (config.default_dir() / "training.json").exists():
-        return f"pretraining mini-mBERT ({config.steps} steps)"
+        return f"pretraining mini-mBERT ({config.steps} steps; on a GPU: xlrepro pretrain mini-mbert)"
     shrunk = any(parameters.get(k) is not None for k in ("max_train_pairs", "max_test_pairs", "epochs"))
     finetunes = name in ("q1_zero_shot", "q2_layers", "q4_subword_overlap")
     if finetunes and not shrunk and not any((runs_dir() / NAME / "lab" / "finetune").glob("*/*/*.json")):
-        return f"the {NAME} fine-tuning runs at the plan's settings"
+        return f"the {NAME} fine-tuning runs at the plan's settings; on a GPU: xlrepro train {NAME} --part all"
     return None
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from xlrepro import differences as shared
-from xlrepro.config import choose
+from xlrepro.config import choose, plural
 from xlrepro.reference import paper_numbers
 
 CHAPTERS = ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")
@@ -112,6 +112,7 @@ def pending_note(lab) -> str:
         return ""
     langs = sorted({lang for lang, _ in missing})
     seeds = sorted({s for _, s in missing})
-    return (f"**In-language upper bound: {len(missing)} runs pending the GPU run** (seeds {', '.join(map(str, seeds))}"
-            f" in {len(langs)} languages); the table above averages the seeds that exist. On a GPU: "
+    return (f"**In-language upper bound: {plural(len(missing), 'run')} pending the GPU run** (seeds "
+            f"{', '.join(map(str, seeds))} in {plural(len(langs), 'language')}); the table above averages the seeds "
+            f"that exist. On a GPU: "
             f"`xlrepro train wu2019 --part in-language`, then rerun this chapter.")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from xlrepro.config import ConfigError, choose
+from xlrepro.config import ConfigError, choose, plural
 
 SOURCES = ("auto", "train", "published")
 CHAPTERS = ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")
@@ -203,7 +203,8 @@ class PublishedLab:
                    if (lang, int(s)) not in have]
         self.pending_runs += [m for m in missing if m not in self.pending_runs]
         if missing:
-            print(f"{len(missing)} in-language runs await a GPU run: xlrepro train wu2019 --part in-language")
+            print(f"{plural(len(missing), 'in-language run')} await{'s' if len(missing) == 1 else ''} a GPU run: "
+                  f"xlrepro train wu2019 --part in-language")
         return rows
 
     def frozen(self, seeds=None) -> pd.DataFrame:

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError, check_seeds, choose
+from xlrepro.config import ConfigError, check_seeds, choose, plural
 from xlrepro.data.multilingual import check_language
 from xlrepro.models import device_name
 from xlrepro.paths import runs_dir
@@ -280,7 +280,8 @@ class TransferLab:
             missing = [(train, config.seed) for config, train, tests in jobs if not self.cached(config, train, tests)]
             self.pending_runs += [m for m in missing if m not in self.pending_runs]
             if missing:
-                print(f"{len(missing)} in-language runs await a GPU run: xlrepro train wu2019 --part in-language")
+                print(f"{plural(len(missing), 'in-language run')} await{'s' if len(missing) == 1 else ''} a GPU run: "
+                      f"xlrepro train wu2019 --part in-language")
             jobs = [j for j in jobs if (j[1], j[0].seed) not in missing]
         return self._frame(jobs, "in-language")
 
