@@ -402,17 +402,12 @@ def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
 SOURCE_OVER_MAJORITY = "source_over_majority"  # the health frame: source accuracy minus the majority class
 
 
-def source_over_majority(results: pd.DataFrame) -> pd.DataFrame:
-    """Per (experiment, seed): the section-task test accuracy on the cell's own fine-tuning (source) language minus
-    the majority class there (its ``majority/<cell>`` row: the source train majority class's share of the test
-    pairs). A classifier that learnt its source task stands well above 0; one at 0 never left the majority class.
-    Metric ``accuracy_over_majority``, language the source; cells without a majority row are left out."""
-    if results.empty:
-        return pd.DataFrame(columns=RESULT_COLUMNS)
+def _source_accuracies(results: pd.DataFrame):
+    """(experiment, seed, source language, source accuracy, majority) of every cell with a ``majority/<cell>`` row:
+    the section-task test accuracy on the cell's own fine-tuning language and the majority class's share there."""
     plan = load_plan()
     acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
     acc = acc.drop_duplicates(["experiment", "seed", "language"])
-    rows = []
     for name in acc["experiment"].unique():
         if name.startswith("majority/") or name not in plan.experiments:
             continue
@@ -421,9 +416,20 @@ def source_over_majority(results: pd.DataFrame) -> pd.DataFrame:
         if major.empty:
             continue
         mine = acc[(acc["experiment"] == name) & (acc["language"] == src)]
-        rows += [{"experiment": name, "seed": int(seed), "language": src, "task": "sections",
-                  "metric": "accuracy_over_majority", "value": float(v) - float(major.iloc[0])}
-                 for seed, v in zip(mine["seed"], mine["value"])]
+        for seed, v in zip(mine["seed"], mine["value"]):
+            yield name, int(seed), src, float(v), float(major.iloc[0])
+
+
+def source_over_majority(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (experiment, seed): the section-task test accuracy on the cell's own fine-tuning (source) language minus
+    the majority class there (its ``majority/<cell>`` row: the source train majority class's share of the test
+    pairs). A classifier that learnt its source task stands well above 0; one at 0 never left the majority class.
+    Metric ``accuracy_over_majority``, language the source; cells without a majority row are left out."""
+    if results.empty:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    rows = [{"experiment": name, "seed": seed, "language": src, "task": "sections",
+             "metric": "accuracy_over_majority", "value": v - major}
+            for name, seed, src, v, major in _source_accuracies(results)]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -467,20 +473,8 @@ def failed_seeds(results: pd.DataFrame) -> pd.DataFrame:
     is within LEARNED_MARGIN of the majority class: it learnt nothing of the source task, so its pre-training or
     its fine-tuning failed. Such seeds stay in the means of the chapter's tables; the claims leave them out
     (the health rule never_left_majority of claims.yaml, on `source_over_majority`, names them in health.csv)."""
-    plan = load_plan()
-    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
-    rows = []
-    for name in acc["experiment"].unique():
-        if name.startswith("majority/"):
-            continue
-        src = plan.experiments[name].finetune
-        major = acc[(acc["experiment"] == f"majority/{name}") & (acc["language"] == src)]["value"]
-        if major.empty:
-            continue
-        mine = acc[(acc["experiment"] == name) & (acc["language"] == src)]
-        for seed, v in zip(mine["seed"], mine["value"]):
-            if v < major.iloc[0] + LEARNED_MARGIN:
-                rows.append({"experiment": name, "seed": int(seed), "source_accuracy": v, "majority": major.iloc[0]})
+    rows = [{"experiment": name, "seed": seed, "source_accuracy": v, "majority": major}
+            for name, seed, _, v, major in _source_accuracies(results) if v < major + LEARNED_MARGIN]
     return pd.DataFrame(rows, columns=["experiment", "seed", "source_accuracy", "majority"])
 
 
