@@ -574,3 +574,17 @@ def test_preconditions_and_nulls_in_a_claims_file_are_checked(tmp_path):
     path.write_text(yaml.safe_dump({**base, "gates": []}))
     with pytest.raises(ValueError, match="valid keys: claims, preconditions, health"):
         C.load_claims("p", path)
+
+
+def test_a_health_bound_can_be_read_from_the_results():
+    from xlrepro import health as H
+    df = pd.DataFrame([{"experiment": e, "seed": s, "metric": "acc", "language": "en", "value": v}
+                       for e, s, v in [("clf", 0, 0.90), ("clf", 1, 0.27), ("majority", -1, 0.26)]])
+    rule = {"name": "at_majority", "reads": {"artifact": "t", "experiment": "clf", "metric": "acc", "language": "en"},
+            "kind": "at_most", "bound_from": {"artifact": "t", "experiment": "majority", "metric": "acc"},
+            "margin": 0.02, "covers": ["t"], "why": "w"}
+    H.check_rule(rule)
+    h = H.assess([rule], {"t": df})
+    assert h.status.tolist() == ["ok", "failed"] and "acc en 0.27 ≤ 0.28" in h.loc[1, "reason"]
+    with pytest.raises(ValueError, match="not both"):
+        H.check_rule({**rule, "bound": 0.3})

@@ -18,7 +18,8 @@ A rule in ``claims.yaml``::
 Kinds: ``above_median`` (failed: value > factor × the median of its experiment's seeds; for losses and
 perplexities, where a diverged seed sits far above its siblings), ``at_most`` (failed: value ≤ ``bound``; for an
 accuracy that never left the majority class) and ``at_least`` (failed: value ≥ ``bound``; for a loss that never
-left its starting level).
+left its starting level). Instead of a number, ``bound_from`` may name a selector whose mean is the bound (a majority
+class the results hold, say), plus ``margin`` (default 0).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import pandas as pd
 from .atomic import atomic_open
 
 RULE_KINDS = ("above_median", "at_most", "at_least")
-RULE_KEYS = ("name", "reads", "kind", "factor", "bound", "covers", "why")
+RULE_KEYS = ("name", "reads", "kind", "factor", "bound", "bound_from", "margin", "covers", "why")
 COLUMNS = ("rule", "experiment", "seed", "value", "status", "reason", "covers")
 OK, FAILED = "ok", "failed"
 FILE = "health.csv"
@@ -48,7 +49,12 @@ def check_rule(rule: Mapping, where: str = "health rule") -> None:
     if rule["kind"] not in RULE_KINDS:
         raise ValueError(f"{where}: unknown kind {rule['kind']!r}; valid kinds: {', '.join(RULE_KINDS)}")
     need = "factor" if rule["kind"] == "above_median" else "bound"
-    if not isinstance(rule.get(need), (int, float)) or (need == "factor" and rule[need] <= 1):
+    if need == "bound" and isinstance(rule.get("bound_from"), Mapping):
+        if "bound" in rule:
+            raise ValueError(f"{where}: give 'bound' or 'bound_from', not both")
+        if not isinstance(rule.get("margin", 0), (int, float)):
+            raise ValueError(f"{where}: 'margin' must be a number")
+    elif not isinstance(rule.get(need), (int, float)) or (need == "factor" and rule[need] <= 1):
         raise ValueError(f"{where}: kind {rule['kind']} needs a number '{need}'"
                          + (" greater than 1" if need == "factor" else ""))
     if not isinstance(rule["reads"], Mapping) or "artifact" not in rule["reads"]:
@@ -93,6 +99,9 @@ def assess(rules: list[Mapping], frames: Mapping[str, pd.DataFrame]) -> pd.DataF
         if values is None:
             continue
         kind = rule["kind"]
+        bound = _bound(rule, frames) if kind != "above_median" else None
+        if kind != "above_median" and bound is None:
+            continue  # the frames hold no row of what the bound reads
         medians = values.groupby(level="experiment").median()
         for (exp, seed), v in values.items():
             if kind == "above_median":
@@ -100,15 +109,29 @@ def assess(rules: list[Mapping], frames: Mapping[str, pd.DataFrame]) -> pd.DataF
                 bad = v > limit
                 why = f"{_metric(rule)} {v:.4g} > {rule['factor']:g} × its seeds' median {medians[exp]:.4g}"
             elif kind == "at_most":
-                bad = v <= rule["bound"]
-                why = f"{_metric(rule)} {v:.4g} ≤ {rule['bound']:g}"
+                bad = v <= bound
+                why = f"{_metric(rule)} {v:.4g} ≤ {bound:.4g}"
             else:
-                bad = v >= rule["bound"]
-                why = f"{_metric(rule)} {v:.4g} ≥ {rule['bound']:g}"
+                bad = v >= bound
+                why = f"{_metric(rule)} {v:.4g} ≥ {bound:.4g}"
             out.append({"rule": rule["name"], "experiment": exp, "seed": int(seed), "value": float(v),
                         "status": FAILED if bad else OK, "reason": f"{rule['name']}: {why}" if bad else "",
                         "covers": ";".join(rule["covers"])})
     return pd.DataFrame(out, columns=list(COLUMNS))
+
+
+def _bound(rule: Mapping, frames: Mapping[str, pd.DataFrame]) -> float | None:
+    """The rule's bound: its number, or the mean of what ``bound_from`` selects plus ``margin``."""
+    if "bound_from" not in rule:
+        return float(rule["bound"])
+    from .claims import Data, MissingResults, rows
+    if rule["bound_from"].get("artifact") not in frames:
+        return None
+    try:
+        df = rows(rule["bound_from"], Data(frames))
+    except MissingResults:
+        return None
+    return float(pd.to_numeric(df["value"]).mean()) + float(rule.get("margin", 0))
 
 
 def _metric(rule: Mapping) -> str:
