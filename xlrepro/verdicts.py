@@ -96,7 +96,7 @@ def recompute(paper_name: str, root: str | os.PathLike | None = None, notebooks:
         for ch, table in tables.items():
             nb = _published_notebook(root, paper, ch)
             if nb is not None:
-                refresh_notebook(nb, table, f"Verdicts recomputed on {stamp} by `xlrepro verdicts` from this "
+                refresh_notebook(nb, table, f"Verdicts recomputed on {stamp} by xlrepro verdicts from this "
                                             f"chapter's published results and the claims file; the tables and "
                                             f"figures above are those of the chapter's execution.")
     return tables
