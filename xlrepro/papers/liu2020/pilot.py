@@ -79,6 +79,8 @@ def check_args(a) -> None:
         a.eval_every = max(1, math.ceil(a.steps / 10))
     if not 1 <= a.eval_every <= a.steps:
         raise ConfigError(f"--eval-every must be between 1 and --steps ({a.steps}); got {a.eval_every}")
+    if a.lr is not None and not 0 < a.lr < 1:
+        raise ConfigError(f"--lr must be a learning rate between 0 and 1; got {a.lr}")
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     kind = a.device.split(":")[0]
@@ -204,8 +206,8 @@ class Curve:
     """The pilot's long frame: loss rows (from the trainer's list) and evaluation rows (kept in `work`), written
     to `work` and `out` after every evaluation (atomic), with pilot.json."""
 
-    def __init__(self, work: Path, out: Path, seed: int, info: dict):
-        self.work, self.out, self.seed, self.info = work, out, seed, info
+    def __init__(self, work: Path, out: Path, seed: int, info: dict, experiment: str = EXPERIMENT):
+        self.work, self.out, self.seed, self.info, self.experiment = work, out, seed, info, experiment
         self.evals = pd.DataFrame(columns=COLUMNS)
         if (work / "curve.csv").exists():
             old = pd.read_csv(work / "curve.csv", dtype={"experiment": str})
@@ -217,13 +219,13 @@ class Curve:
         return bool((self.evals["step"] == step).any())
 
     def add(self, step: int, rows: list[dict]) -> None:
-        new = pd.DataFrame([{"experiment": EXPERIMENT, "seed": self.seed, "step": step, "layer": None,
+        new = pd.DataFrame([{"experiment": self.experiment, "seed": self.seed, "step": step, "layer": None,
                              "language": None, **r} for r in rows], columns=COLUMNS)
         keep = self.evals[self.evals["step"] != step]
         self.evals = new if keep.empty else pd.concat([keep, new], ignore_index=True)
 
     def write(self, losses: Sequence) -> None:
-        loss = pd.DataFrame([{"experiment": EXPERIMENT, "seed": self.seed, "step": int(s), "metric": "train_loss",
+        loss = pd.DataFrame([{"experiment": self.experiment, "seed": self.seed, "step": int(s), "metric": "train_loss",
                               "value": float(v), "layer": None, "language": None} for s, v in losses], columns=COLUMNS)
         frame = pd.concat([f for f in (loss, self.evals) if not f.empty], ignore_index=True) if len(loss) or len(
             self.evals) else loss
@@ -238,8 +240,9 @@ class Curve:
 
 def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: float | None = None,
               out: str | Path | None = None, work: str | Path | None = None, smoke: bool = False,
-              t0: float | None = None, progress: bool = True) -> dict:
-    """Train (or go on training) the pilot and write its curve; returns pilot.json's content."""
+              t0: float | None = None, progress: bool = True, lr: float | None = None) -> dict:
+    """Train (or go on training) the pilot and write its curve; returns pilot.json's content. `lr`: the peak
+    learning rate instead of the published run's (a lever of the pilot; the experiment name then carries it)."""
     from xlrepro.data.mbert_vocab import mbert_tokenizer
     from xlrepro.models import device_name
     from xlrepro.paths import runs_dir
@@ -253,7 +256,8 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     out = Path(out) if out is not None else root
     work = Path(work) if work is not None else root / "train"
     setup, base = pilot_setup(smoke)
-    config = replace(base, steps=steps)
+    config = replace(base, steps=steps, **({"model": replace(base.model, lr=lr)} if lr is not None else {}))
+    name = EXPERIMENT if lr is None else f"{EXPERIMENT}-lr{lr:g}"
     langs = setup.languages
     folder = config.folder(work)
     cfg_json = json.loads(json.dumps({**asdict(config), "languages": list(langs)}))
@@ -276,12 +280,12 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     chance = {l: chance_mrr(p) for l, p in data.dictionaries().items()}
     call = {"start_step": start, "end_step": start, "wall_seconds": None, "device": device_name(dev),
             "eval_seconds": 0.0, "setup_seconds": round(time.time() - t0, 1)}
-    info = {"experiment": EXPERIMENT, "seed": config.seed, "steps": steps, "eval_every": eval_every,
+    info = {"experiment": name, "seed": config.seed, "steps": steps, "eval_every": eval_every,
             "steps_done": 0, "train_seconds": 0.0, "eval_seconds": 0.0, "device": device_name(dev),
             "tokens_per_step": config.tokens_per_step, "batch_size": config.batch_size,
             "languages": list(langs), "retrieval_languages": sorted(chance), "finished": False,
             "config": json.loads(json.dumps(asdict(config))), "calls": []}
-    curve = Curve(work, out, config.seed, info)
+    curve = Curve(work, out, config.seed, info, name)
     info["calls"].append(call)
     info["eval_seconds"] = sum(c["eval_seconds"] for c in info["calls"])
     last_eval = {"seconds": None}
@@ -296,7 +300,7 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
             return False
         t1 = time.time()
         model.eval()
-        rows, _ = retrieval_rows(model.bert, data, dev, EXPERIMENT)
+        rows, _ = retrieval_rows(model.bert, data, dev, name)
         rows = [{k: v for k, v in r.items() if k not in ("experiment", "seed")} for r in rows]
         losses_now = language_losses(model, probes, dev)
         rows += summary_rows(rows, chance, losses_now, entropy)
@@ -361,12 +365,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--out", default=None, help="curve.csv and pilot.json (default: <runs>/liu2020/lab/pilot; "
                    "with --smoke <runs>/liu2020/smoke/pilot)")
     p.add_argument("--work", default=None, help="checkpoint and model (default: <runs>/liu2020/lab/pilot/train)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="peak learning rate (default: the published run's, 1e-4 for BERT-base); a lever of the pilot")
     p.add_argument("--smoke", action="store_true", help="a tiny model and corpus on the CPU (tests)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     check_args(a)
     info = run_pilot(a.steps, a.eval_every, a.device, a.time_limit, a.out, a.work, a.smoke, t0=t0,
-                     progress=not a.no_progress)
+                     progress=not a.no_progress, lr=a.lr)
     print(json.dumps({k: info[k] for k in ("steps_done", "steps", "train_seconds", "eval_seconds", "finished",
                                            "device")}), flush=True)
 
