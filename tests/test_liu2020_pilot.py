@@ -34,6 +34,7 @@ def test_summary_rows_gates_and_means():
     assert get[("gate_loss_languages", "all")]["value"] == 1  # en 3.0 <= 6 - 2; fr 5.0 is not
 
 
+@pytest.mark.slow  # about 25 s on two cores: `make test-all`
 def test_smoke_pilot_writes_curve_and_resumes(multilingual_cache, tmp_path):
     work = tmp_path / "work"
     args = ["--steps", "4", "--eval-every", "2", "--smoke", "--no-progress", "--work", str(work)]
