@@ -37,7 +37,7 @@ from xlrepro import atomic
 from xlrepro.config import ConfigError, ModelSize
 
 from .corpora import LANGUAGES
-from .run import BERT_MODELS
+from .models import BERT_MODELS
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def full_setup() -> Setup:
 
 
 def bert_config(setup: Setup, name: str):
-    from .run import bert_configs
+    from .models import bert_configs
     return bert_configs(setup.plan, **setup.model_overrides)[name]
 
 

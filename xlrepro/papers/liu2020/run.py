@@ -7,21 +7,9 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-BERT_MODELS = ("small-w512", "small-w20", "big-w512", "big-w20")
+from .models import BERT_MODELS, bert_configs  # noqa: F401  (read as run.BERT_MODELS, run.bert_configs)
+
 TRAIN_COMMAND = "xlrepro train liu2020 --part bert"
-
-
-def bert_configs(plan=None, **overrides):
-    from .bert import BASE, BertRunConfig
-    from .plan import load_plan
-
-    plan = plan or load_plan()
-    b = plan.bert
-    model = overrides.pop("model", None) or BASE.__class__(**{**vars(BASE), "lr": b.lr})
-    return {f"{s}-w{w}": BertRunConfig(size=s, window=w, model=model, steps=b.steps,
-                                       tokens_per_step=b.tokens_per_step, warmup=b.warmup, seed=b.seed,
-                                       **{"compile": b.compile, **overrides})
-            for s in ("small", "big") for w in (512, 20)}
 
 
 def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = None,
