@@ -1,7 +1,7 @@
 """MLM masking probabilities (statistically, fixed seed) and the masked-position selection."""
 import torch
 
-from xlrepro.masking import mask_tokens
+from xlrepro.training.masking import mask_tokens
 from xlrepro.training.stacked import masked_capacity, select_masked
 
 

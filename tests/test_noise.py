@@ -55,7 +55,7 @@ def test_dropout_keeps_the_expected_share_and_scales():
 def test_a_model_alone_and_in_a_stack_of_three_see_the_same_masks_and_end_equal(tmp_path, monkeypatch, precision):
     from dataclasses import replace
 
-    import xlrepro.masking as masking
+    import xlrepro.training.masking as masking
     from xlrepro.papers.dufter2020.config import load_chapter
     from xlrepro.papers.dufter2020 import grid
 

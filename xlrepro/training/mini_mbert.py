@@ -25,7 +25,7 @@ from .. import atomic
 from ..config import ConfigError, ModelSize, choose
 from ..data.collate import pad_batch
 from ..data.multilingual import LANGUAGES, load_verses
-from ..masking import mask_tokens
+from .masking import mask_tokens
 from ..models import bert_config, device_name, init_model
 from ..paths import cache_dir
 from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked

@@ -38,7 +38,7 @@ from torch.func import stack_module_state
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, check_profile, check_seeds
-from xlrepro.masking import mask_tokens
+from xlrepro.training.masking import mask_tokens
 from xlrepro.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config

@@ -312,7 +312,7 @@ class Table3Stack:
             offsets=torch.as_tensor(self.vocab.offsets, device=dev))
 
     def _batch(self, d, rows: torch.Tensor, width: int):
-        from xlrepro.masking import mask_tokens
+        from xlrepro.training.masking import mask_tokens
         from xlrepro.training.stacked import masked_capacity, select_masked
         e = d["exp_of"][:, None]
         ids = d["ids"][e, rows, :width]  # [M, B, W]

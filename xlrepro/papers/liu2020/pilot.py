@@ -101,7 +101,7 @@ def probe_batches(ids: torch.Tensor, lengths: torch.Tensor, starts: np.ndarray, 
                   vocab_size: int, mlm_probability: float, n_rows: int = PROBE_ROWS) -> dict:
     """{language: (inputs [n, W], attention mask, labels)}: n_rows rows spread evenly over the language's
     training rows, masked once with a fixed generator (15 %, 80/10/10: the training's masking)."""
-    from xlrepro.masking import mask_tokens
+    from xlrepro.training.masking import mask_tokens
     g = torch.Generator().manual_seed(PROBE_SEED)
     probs = torch.tensor([0.8, 0.1, 0.1])
     out = {}

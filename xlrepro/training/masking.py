@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .training.noise import MASK_ACTION, MASK_KNN, MASK_RANDOM_ID, MASK_SELECT, Noise
+from .noise import MASK_ACTION, MASK_KNN, MASK_RANDOM_ID, MASK_SELECT, Noise
 
 
 def mask_tokens(ids: torch.Tensor, maskable: torch.Tensor, mask_id: torch.Tensor, probs: torch.Tensor,
