@@ -1,5 +1,6 @@
 """Wu & Dredze 2019 plan and runs (xlrepro/transfer.py), on the plan's "smoke" encoder and the session's prepared
 cache (conftest's `multilingual_cache`; pretraining and every fine-tuning run take seconds on a CPU)."""
+import dataclasses
 import json
 import time
 
@@ -249,7 +250,7 @@ def test_in_language_rows_hold_each_run_s_own_language_only(tmp_path, monkeypatc
     # The English in-language run is the English zero-shot run: its cached result is tested in every language,
     # and only its English scores are in-language ones.
     lab = _bare_lab(tmp_path, ["en", "fr", "de"])
-    lab.plan = tr.dataclasses.replace(lab.plan, in_language_seeds=[0])
+    lab.plan = dataclasses.replace(lab.plan, in_language_seeds=[0])
     monkeypatch.setattr(lab, "selected_lr", lambda: 2e-4)
     monkeypatch.setattr(tr, "finetune", lambda *a, **kw: pytest.fail("a cached run was fine-tuned again"))
     config = lab.config(2e-4, 0)

@@ -15,9 +15,9 @@ import argparse
 
 from xlrepro.papers import Paper
 
+from .constants import MODELS, PARTS
+
 NAME = "wu2019"
-PARTS = ("select", "zero-shot", "in-language", "frozen", "all")  # the parts of `transfer.run_part`
-MODELS = ("lab", "smoke")  # the plan's encoders (experiments.yaml, `models`)
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:

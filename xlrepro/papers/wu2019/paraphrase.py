@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ARTIFACT = "paraphrase"
+from .constants import PARAPHRASE_ARTIFACT as ARTIFACT
+
 EXPERIMENTS = ("zero-shot", "majority", "lexical", "overlap", "in-language")
 REQUIRED_EXPERIMENTS = ("zero-shot", "majority", "lexical", "overlap")
 COMMAND = "xlrepro train wu2019 --part zero-shot --task paraphrase"

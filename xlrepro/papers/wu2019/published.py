@@ -27,7 +27,7 @@ CHAPTERS = ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")
 FILES = {"q1_zero_shot": ("zero_shot",), "q2_layers": ("frozen",), "q3_language_id": ("language_id",),
          "q4_subword_overlap": ("overlap", "zero_shot")}
 # published CSVs a chapter shows where they exist and reports pending where not (the paraphrase task's results,
-# `paraphrase.ARTIFACT`): never a condition of rendering from the published results
+# `constants.PARAPHRASE_ARTIFACT`): never a condition of rendering from the published results
 OPTIONAL_FILES = {"q1_zero_shot": ("paraphrase",), "q2_layers": (), "q3_language_id": (),
                   "q4_subword_overlap": ("paraphrase",)}
 # The run whose results book/results/wu2019/*.csv hold: the machine that fine-tuned them (every run from one mini-mBERT,
@@ -58,7 +58,7 @@ def training_needed(chapter: str, plan=None) -> str | None:
     pretraining, or (Q1, Q2, Q4) its fine-tuning runs; None where the cache holds them."""
     from xlrepro.paths import runs_dir
 
-    from .transfer import load_plan, mini_mbert_for
+    from .plan import load_plan, mini_mbert_for
 
     choose("chapter", chapter, CHAPTERS)
     config, _ = mini_mbert_for(plan or load_plan(), "lab")
@@ -77,7 +77,7 @@ def choose_source(chapter: str, source: str = "auto", *, publish: bool = False, 
     the published run's default, and the chapter's published CSVs in `folder` (default book/results/wu2019)."""
     from xlrepro.results import results_dir
 
-    from .transfer import load_plan
+    from .plan import load_plan
 
     choose("source", source, SOURCES)
     choose("chapter", chapter, CHAPTERS)
@@ -137,7 +137,7 @@ class PublishedLab:
         from xlrepro.paths import runs_dir
         from xlrepro.results import results_dir
 
-        from .transfer import load_plan, mini_mbert_for
+        from .plan import load_plan, mini_mbert_for
 
         self.chapter = choose("chapter", chapter, CHAPTERS)
         self.plan = plan or load_plan()
@@ -220,7 +220,7 @@ class PublishedLab:
     def paraphrase(self) -> pd.DataFrame | None:
         """The paraphrase task's published results (`paraphrase.py`'s contract), or None where the published run
         has none yet (its runs are pending)."""
-        from .paraphrase import ARTIFACT
+        from .constants import PARAPHRASE_ARTIFACT as ARTIFACT
 
         return self.read(ARTIFACT) if (self.folder / f"{ARTIFACT}.csv").exists() else None
 
@@ -273,7 +273,7 @@ def lab_source(source: str = "auto", *, publish: bool = False, model: str = "lab
     only on a CPU without the encoder in the cache, where the chapter would otherwise pretrain it."""
     from xlrepro.paths import repo_root
 
-    from .transfer import load_plan, mini_mbert_for
+    from .plan import load_plan, mini_mbert_for
 
     choose("source", source, SOURCES)
     if source == "train":
