@@ -127,11 +127,11 @@ def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(mu
                                                                               monkeypatch):
     from safetensors.torch import load_file
 
-    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020 import stacks, trainer
     from xlrepro.papers.k2020.bbert import Cell
     plan = smoke_plan(steps=6)
     seen: dict[int, list] = {}
-    original = stacks.whole_word_mask
+    original = trainer.whole_word_mask
 
     def recording(ids, *args, **kwargs):
         inputs, labels = original(ids, *args, **kwargs)
@@ -140,8 +140,8 @@ def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(mu
         seen.setdefault(m, []).append(sorted(map(tuple, (labels[i] != -100).nonzero().tolist())))
         return inputs, labels
 
-    monkeypatch.setattr(stacks, "whole_word_mask", recording)
-    monkeypatch.setattr(stacks, "LOSS_EVERY", 4)  # 6 steps: the loss means of steps 1-4 and 5-6
+    monkeypatch.setattr(trainer, "whole_word_mask", recording)
+    monkeypatch.setattr(trainer, "LOSS_EVERY", 4)  # 6 steps: the loss means of steps 1-4 and 5-6
     alone = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "alone")
     assert stacks.StackTrainer([(alone, 0)]).run(progress=False)
     cell = Cell(plan, "smoke", "enfake-es", [0], root=tmp_path / "stacked")

@@ -16,8 +16,9 @@ import argparse
 
 from xlrepro.papers import Paper
 
+from .constants import CHAPTERS
+
 NAME = "k2020"
-CHAPTERS = ("linguistic", "architecture", "input_objective", "mixed_pairs")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:

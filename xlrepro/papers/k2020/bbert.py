@@ -37,27 +37,16 @@ from xlrepro.training.finetune import EncodedPairs, FinetuneConfig, evaluate, fi
 
 from . import data as D
 from .config import PROFILES, Plan, load_plan, model_size
+from .constants import CHECKPOINT_SECONDS  # noqa: F401  (read as bbert.CHECKPOINT_SECONDS)
+from .masking import whole_word_mask  # noqa: F401  (read as bbert.whole_word_mask)
 
 NAME = "k2020"
 TASK = "sections"
 NER_TASK = "ner"
 NER_LABELS_VERSION = "spacy-en_core_web_sm-3.8.0/per-loc-org-v1"  # bump when the silver labels change
-CHECKPOINT_SECONDS = 180
 # Bump when the training code changes numbers for the same configuration (a new key for every cell).
 ENGINE = "k2020-stack/length-bins/padded-vocab-v1"
 RESULT_COLUMNS = ["experiment", "seed", "language", "task", "metric", "value"]
-
-
-def whole_word_mask(ids, maskable, word_start, u_select, u_action, random_ids, mask_id: int, p: float):
-    """(inputs, labels) of whole-word masking. ids, maskable, word_start (index of each piece's word-initial
-    piece), u_select, u_action, random_ids: [..., W]. A piece is selected when its word's first piece drew
-    u_select < p; selected pieces: [MASK] if u_action < 0.8, unchanged if < 0.9, else the random id."""
-    selected = (torch.gather(u_select, -1, word_start) < p) & maskable
-    labels = torch.where(selected, ids, torch.full_like(ids, -100))
-    mask_id = torch.as_tensor(mask_id, dtype=ids.dtype, device=ids.device)  # a scalar, or [M, 1, 1] per model
-    inputs = torch.where(selected & (u_action < 0.8), mask_id, ids)
-    inputs = torch.where(selected & (u_action >= 0.9), random_ids, inputs)
-    return inputs, labels
 
 
 KEY_FREE_FIELDS = ("table", "tasks")  # Experiment fields left out of a cell's run key (see Cell.__init__)
@@ -199,7 +188,7 @@ class Cell:
 
     def table(self) -> "PairTable":
         """The cell's pre-training pairs as one table (all languages; built once, then read from pairs.npz)."""
-        from .stacks import PairTable
+        from .trainer import PairTable
         self._load()
         path = self.dir / "pairs.npz"
         if path.exists():
@@ -211,7 +200,7 @@ class Cell:
     def pretrain(self, device="cpu", time_limit: float | None = None, progress: bool = True,
                  compile=None, graphs: bool = True) -> bool:
         """Pre-train the seeds that have no model yet; True when all are done (False: stopped, resumable).
-        The seeds train as one stack (`stacks.StackTrainer`; other cells of the same shape may join it through
+        The seeds train as one stack (`trainer.StackTrainer`; other cells of the same shape may join it through
         `stacks.run_stacks`, which changes no number); NSP cells and their control train their seeds one by one
         (`_pretrain_alone`)."""
         self._load()
@@ -220,7 +209,7 @@ class Cell:
             return True
         if self.exp.alone:
             return self._pretrain_alone(todo, device, time_limit, progress)
-        from .stacks import StackTrainer
+        from .trainer import StackTrainer
         return StackTrainer([(self, s) for s in todo], device, compile=compile, graphs=graphs).run(time_limit,
                                                                                                    progress)
 
@@ -489,13 +478,6 @@ class Cell:
                 return None
             frames.append(self.evaluate_seed(seed, device, progress))
         return pd.concat(frames, ignore_index=True)
-
-
-def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
-             progress: bool = True, cache_dir=None, root=None, **kwargs) -> pd.DataFrame:
-    """Every cell of a part (resumable), cells of one shape stacked: see `stacks.run_part`."""
-    from .stacks import run_part as run
-    return run(part, profile, seeds, device, time_limit, progress, cache_dir, root, **kwargs)
 
 
 GATE_MARGIN = 0.05  # the pilot gate: a target this far above the majority class on dev transfers

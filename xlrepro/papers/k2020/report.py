@@ -440,7 +440,7 @@ def claims_frames(chapter: str, folder) -> dict[str, pd.DataFrame]:
     reads every run once). The chapter notebooks call this on the folder they have just written; ``xlrepro
     verdicts`` calls it on book/results/k2020."""
     from xlrepro.results import read_csv
-    from . import CHAPTERS
+    from .constants import CHAPTERS
     choose("chapter", chapter, CHAPTERS)
     folder = Path(folder)
     path = folder / f"{chapter}.csv"

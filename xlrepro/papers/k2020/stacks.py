@@ -21,300 +21,32 @@ With several GPUs (or several workers per GPU), `run_part` writes jobs into a qu
 first, then NSP models, then fine-tuning and evaluation of every (cell, seed)) and starts one `worker` process per
 slot; a worker claims a job by renaming its file, so no two train the same stack, and a job stopped by the time limit
 goes back to the queue and resumes from its checkpoint on the next call.
+
+The pair tables, the grouping into stacks and `StackTrainer` are in `trainer` (which `bbert.Cell` pre-trains
+through); this module runs a part: its cells, jobs, queue and workers.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
 import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, choose, plural
-from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
-from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+from xlrepro.training.stacked import compile_mode
 
-from .bbert import CHECKPOINT_SECONDS, NER_TASK, RESULT_COLUMNS, TASK, Cell, whole_word_mask
+from .bbert import NER_TASK, RESULT_COLUMNS, TASK, Cell
 from .config import (EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS, PADDED_WIDTH,
-                     STACK_OVERHEAD_SECONDS, stack_caps, step_ms)
-
-MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
-LOSS_EVERY = 200  # steps: each model's mean MLM loss goes into timing.json (a diverged model shows there)
-LENGTH_BIN_SALT = 0x4B32  # the shared length-quantile order: a permutation per cycle of `bins` steps
-
-
-def shared_bin(step: int, bins: int) -> int:
-    """The length quantile every model of every stack draws from at `step`: each cycle of `bins` steps visits every
-    quantile once, in an order that depends on the cycle only (never on a seed or a stack)."""
-    if bins < 1:
-        raise ValueError(f"bins must be >= 1; got {bins}")
-    if bins == 1:
-        return 0
-    cycle, within = divmod(step, bins)
-    return int(np.random.default_rng([cycle, LENGTH_BIN_SALT]).permutation(bins)[within])
-
-
-@dataclass
-class PairTable:
-    """A cell's pre-training pairs, all languages in one padded table (built on the CPU, once per cell).
-
-    ids [N, W] int32; types [N, W] int8; wstart [N, W] int16 (input position of each piece's word-initial piece);
-    maskable [N, W] bool (content pieces: no [CLS]/[SEP]/language-id separators, no padding); lengths [N] int16;
-    is_next [N] bool; offsets/sizes [L] (each language's rows); probs [L] (language sampling, exponent alpha);
-    by_length [N] (each language's rows sorted by length, stable: the quantiles of `draw`)."""
-    ids: np.ndarray
-    types: np.ndarray
-    wstart: np.ndarray
-    maskable: np.ndarray
-    lengths: np.ndarray
-    is_next: np.ndarray
-    offsets: np.ndarray
-    sizes: np.ndarray
-    probs: np.ndarray
-    by_length: np.ndarray
-
-    @classmethod
-    def build(cls, pairs: dict, special, pretrain) -> "PairTable":
-        """From `Cell.pretraining_pairs` (per language: ids, types, word starts, lengths, is_next)."""
-        from xlrepro.training.mini_mbert import sampling_weights
-        langs = list(pairs)
-        width = max(p[0].shape[1] for p in pairs.values())
-        pad = lambda a: np.pad(a, ((0, 0), (0, width - a.shape[1])))  # noqa: E731
-        ids = np.concatenate([pad(pairs[l][0]) for l in langs])
-        lengths = np.concatenate([pairs[l][3] for l in langs])
-        sizes = np.array([len(pairs[l][0]) for l in langs], np.int64)
-        if pretrain.length_bins > sizes.min():
-            raise ConfigError(f"length_bins {pretrain.length_bins} exceeds the smallest language's {sizes.min()} pairs")
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        weights = sampling_weights(dict(zip(langs, sizes.tolist())), pretrain.alpha)
-        content = np.arange(width)[None, :] < lengths[:, None]
-        maskable = content & ~np.isin(ids, np.array(sorted(special)))
-        by_length = np.concatenate([o + np.argsort(lengths[o:o + n], kind="stable") for o, n in zip(offsets, sizes)])
-        return cls(ids.astype(np.int32), np.concatenate([pad(pairs[l][1]) for l in langs]).astype(np.int8),
-                   np.concatenate([pad(pairs[l][2]) for l in langs]).astype(np.int16), maskable,
-                   lengths.astype(np.int16), np.concatenate([pairs[l][4] for l in langs]).astype(bool),
-                   offsets, sizes, np.array([weights[l] for l in langs]), by_length)
-
-    def draw(self, seed: int, step: int, batch_size: int, bins: int = 1) -> np.ndarray:
-        """[B] rows of a model's batch: languages by `probs`, then uniformly among the language's pairs of the
-        step's shared length quantile (all pairs with bins = 1). Depends on (seed, step) only: resumable."""
-        rng = np.random.default_rng([seed, step])
-        langs = rng.choice(len(self.sizes), size=batch_size, p=self.probs)
-        b = shared_bin(step, bins)
-        lo, hi = (b * self.sizes) // bins, ((b + 1) * self.sizes) // bins
-        k = rng.integers(lo[langs], hi[langs])
-        return self.by_length[self.offsets[langs] + k]
-
-    def save(self, path: Path) -> None:
-        with atomic.atomic_path(path) as tmp:
-            with open(tmp, "wb") as f:
-                np.savez(f, **self.__dict__)
-
-    @classmethod
-    def load(cls, path: Path) -> "PairTable":
-        with np.load(path) as z:
-            return cls(**{k: z[k] for k in z.files})
-
-
-# ----------------------------------------------------------------------------------------------- planning
-def stack_shape(cell: Cell) -> tuple:
-    """What models of one stack must share: architecture, optimiser recipe, batch, table rows. Cells trained one seed
-    at a time (NSP and its control): None."""
-    if cell.exp.alone:
-        return None
-    s, p = cell.size, cell.profile.pretrain
-    return (s.hidden, s.layers, s.heads, s.ffn, s.lr, p.steps, p.warmup, p.weight_decay, p.batch_size, p.max_length,
-            p.mlm_probability, p.length_bins, cell.vocab_rows)
-
-
-def stack_key(members) -> str:
-    return hashlib.sha1(",".join(f"{c.key}/{s}" for c, s in members).encode()).hexdigest()[:12]
-
-
-def stack_folder(members, root: Path | None = None) -> Path:
-    """Where a stack of (cell, seed) members keeps its checkpoint, progress.json and timing.json."""
-    base = Path(root) if root is not None else members[0][0].dir.parent
-    return base / "stacks" / stack_key(members)
-
-
-def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[list]:
-    """(cell, seed) members grouped by `stack_shape`, each group cut into stacks of at most `max_stack`. The `slots`
-    (GPUs x workers) are shared out among the groups by their sizes, at least one each, and a group is cut into as
-    many stacks as it has slots (so one big stack does not leave the other GPUs idle, while the many small groups of
-    a sweep over shapes stay whole: a stack of one runs uncompiled and slower). The plan changes no number. NSP
-    members are left out (they train one by one)."""
-    if slots < 1 or max_stack < 1:
-        raise ConfigError(f"slots and max_stack must be >= 1; got {slots}, {max_stack}")
-    groups: dict[tuple, list] = {}
-    for cell, seed in members:
-        shape = stack_shape(cell)
-        if shape is not None:
-            groups.setdefault(shape, []).append((cell, seed))
-    stacks = []
-    for group, cap in zip(groups.values(), stack_caps([len(g) for g in groups.values()], slots, max_stack)):
-        stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
-    return stacks
-
-
-# ----------------------------------------------------------------------------------------------- training
-class StackTrainer:
-    """Pre-train (cell, seed) members of one shape together; each model is saved into its cell's folder."""
-
-    def __init__(self, members, device="cpu", compile=None, graphs: bool = True, root: Path | None = None):
-        if not members:
-            raise ValueError("a stack needs at least one member")
-        shapes = {stack_shape(c) for c, _ in members}
-        if len(shapes) != 1 or None in shapes:
-            raise ValueError(f"members of one stack need one shape and no NSP; got {len(shapes)} shapes")
-        names = [f"{c.name}/{s}" for c, s in members]
-        if len(set(names)) != len(names):
-            raise ValueError(f"a (cell, seed) appears twice in one stack: {names}")
-        self.members = members
-        self.device = torch.device(device)
-        if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)  # graph capture records on the current device's stream
-        self.compile = compile_mode(compile, self.device)
-        self.graphs = graphs and self.device.type == "cuda"
-        cell0 = members[0][0]
-        self.size, self.p = cell0.size, cell0.profile.pretrain
-        self.folder = stack_folder(members, root)
-
-    def _device_data(self):
-        """The tables of the stack's distinct cells on the device, one after the other; member m's rows start at
-        offset[m]. Per member: [MASK] id and vocabulary size (the range of random replacements), [M, 1, 1]."""
-        cells, tables = {}, []
-        for c, _ in self.members:
-            if c.dir not in cells:
-                cells[c.dir] = (sum(len(t.ids) for t in tables), len(tables))
-                tables.append(c.table())
-        width = max(t.ids.shape[1] for t in tables)
-        cat = lambda name: np.concatenate([np.pad(getattr(t, name), ((0, 0), (0, width - t.ids.shape[1])))  # noqa
-                                           for t in tables])
-        dev = self.device
-        m, b = len(self.members), self.p.batch_size
-        return dict(
-            tables=tables, table_of=[cells[c.dir][1] for c, _ in self.members],
-            offset=np.array([cells[c.dir][0] for c, _ in self.members]),
-            host_lengths=np.concatenate([t.lengths for t in tables]).astype(np.int64),
-            ids=torch.from_numpy(cat("ids")).to(dev), types=torch.from_numpy(cat("types")).to(dev),
-            wstart=torch.from_numpy(cat("wstart")).to(dev), maskable=torch.from_numpy(cat("maskable")).to(dev),
-            lengths=torch.from_numpy(np.concatenate([t.lengths for t in tables]).astype(np.int64)).to(dev),
-            mask_id=torch.tensor([c.ids["[MASK]"] for c, _ in self.members], device=dev).view(m, 1, 1),
-            vocab=torch.tensor([c.vocab_size for c, _ in self.members], device=dev).view(m, 1, 1),
-            rows=torch.zeros((m, b), dtype=torch.int64, device=dev), width=width)
-
-    def _batch(self, d, stack: ModelStack, width: int):
-        """Inputs of one step for all models from device tensors only (capturable in a CUDA graph)."""
-        rows = d["rows"]  # [M, B] rows of the stacked tables
-        x = d["ids"][rows, :width].long()  # [M, B, W]
-        tt, ws = d["types"][rows, :width].long(), d["wstart"][rows, :width].long()
-        maskable, n = d["maskable"][rows, :width], d["lengths"][rows]  # [M, B, W], [M, B]
-        noise = stack.noise
-        u, r = noise.uniform_tokens(MASK_SELECT, width), noise.uniform_tokens(MASK_ACTION, width)
-        rnd = torch.minimum((noise.uniform_tokens(MASK_RANDOM_ID, width) * d["vocab"]).long(), d["vocab"] - 1)
-        inputs, labels = whole_word_mask(x, maskable, ws, u, r, rnd, d["mask_id"], self.p.mlm_probability)
-        sel = select_masked(labels, masked_capacity(rows.shape[1] * width, self.p.mlm_probability))
-        pos = torch.arange(width, device=self.device)
-        attention = (pos < n[..., None])[:, :, None, None, :]  # [M, B, 1, 1, W]
-        return inputs, attention, pos.expand_as(x), tt, *sel
-
-    def _new_stack(self) -> ModelStack:
-        from xlrepro.models import init_model
-        p = self.p
-        models = [init_model(self.size, c.vocab_rows, s, positions=p.max_length) for c, s in self.members]
-        optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
-                            warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
-        stack = ModelStack(models, optim, self.device, compile=self.compile, seeds=[s for _, s in self.members],
-                           graphs=self.graphs)
-        stack.noise.rows = torch.arange(p.batch_size, device=self.device)
-        return stack
-
-    def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
-        """Train to the end (True) or until `time_limit` seconds (False, checkpointed); save every model."""
-        from safetensors.torch import save_model
-        from tqdm.auto import tqdm
-
-        from xlrepro.models import device_name
-        if all((c.dir / f"model_{s}.safetensors").exists() for c, s in self.members):
-            return True
-        t0 = time.time()
-        p = self.p
-        d = self._device_data()
-        stack = self._new_stack()
-        ckpt, elapsed = self.folder / "checkpoint.pt", 0.0
-        curve: dict[int, list[float]] = {}  # step -> each model's mean MLM loss over the LOSS_EVERY steps before it
-        if ckpt.exists():
-            state = torch.load(ckpt, map_location=self.device, weights_only=False)
-            stack.load_state_dict(state["stack"])
-            elapsed = state["elapsed"]
-            curve = state.get("loss_curve", {})
-            stack.fallbacks = state.get("fallbacks", [])  # earlier calls' (each call compiles afresh)
-        label = ",".join(sorted({c.name for c, _ in self.members}))
-        bar = tqdm(total=p.steps, initial=stack.step_count, disable=not progress,
-                   desc=f"{len(self.members)}x {self.size.name} ({label[:60]})")
-        t_start = last_save = time.time()
-        tokens = padded = 0
-        loss_sum = torch.zeros(len(self.members), device=self.device)  # [M], read back once per LOSS_EVERY steps
-        window = 0  # steps in loss_sum (fewer than LOSS_EVERY in the first window after a resume)
-        while stack.step_count < p.steps:
-            step = stack.step_count
-            picked = np.stack([d["offset"][i] + d["tables"][d["table_of"][i]].draw(s, step, p.batch_size,
-                                                                                   p.length_bins)
-                               for i, (_, s) in enumerate(self.members)])  # [M, B]
-            lengths = d["host_lengths"][picked]
-            width = min(int(math.ceil(lengths.max() / 8) * 8), d["width"])
-            tokens, padded = tokens + int(lengths.sum()), padded + picked.size * width
-            rows = torch.as_tensor(picked)
-            if self.device.type == "cuda":
-                rows = rows.pin_memory()
-            d["rows"].copy_(rows, non_blocking=True)
-            loss_sum += stack.step(lambda w=width: self._batch(d, stack, w), graph_key=width if self.graphs else None)
-            window += 1
-            if stack.step_count % LOSS_EVERY == 0 or stack.step_count == p.steps:
-                curve[stack.step_count] = [round(v, 4) for v in (loss_sum / window).tolist()]
-                loss_sum.zero_()
-                window = 0
-            bar.update(1)
-            over = time_limit is not None and time.time() - t0 > time_limit
-            if over or time.time() - last_save > CHECKPOINT_SECONDS:
-                with atomic.atomic_path(ckpt) as tmp:
-                    torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start,
-                                "loss_curve": curve, "fallbacks": stack.fallbacks}, tmp)
-                atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps,
-                                                                  "shape": self.size.name,
-                                                                  "compile_fallbacks": stack.fallbacks})
-                last_save = time.time()
-            if over and stack.step_count < p.steps:
-                bar.close()
-                return False
-        bar.close()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        seconds = elapsed + time.time() - t_start
-        for i, (cell, seed) in enumerate(self.members):
-            with atomic.atomic_path(cell.dir / f"model_{seed}.safetensors") as tmp:
-                save_model(stack.export(i).bert.to(torch.bfloat16).cpu(), str(tmp))
-        atomic.write_json(self.folder / "timing.json", {
-            "members": [f"{c.name}/{s}" for c, s in self.members], "shape": self.size.name, "steps": p.steps,
-            "train_seconds": seconds, "ms_per_model_step": 1000 * seconds / (p.steps * len(self.members)),
-            "padding_share_this_call": 1 - tokens / max(padded, 1), "device": device_name(self.device),
-            "compile": self.compile or "none", "graphs": self.graphs, "torch": torch.__version__,
-            # compiled steps that failed: the stack went on eagerly (same losses, lower speed) from that step
-            "compile_fallbacks": stack.fallbacks,
-            "loss_every": LOSS_EVERY, "mlm_loss_curve": {str(k): v for k, v in sorted(curve.items())}})
-        ckpt.unlink(missing_ok=True)
-        (self.folder / "progress.json").unlink(missing_ok=True)
-        return True
+                     STACK_OVERHEAD_SECONDS, step_ms)
+from .trainer import (MAX_STACK, PairTable, StackTrainer,  # noqa: F401  (PairTable, shared_bin, stack_shape: read as
+                      plan_stacks, shared_bin, stack_folder, stack_shape)  # stacks.<name>)
 
 
 # ----------------------------------------------------------------------------------------------- a part
