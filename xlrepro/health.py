@@ -65,7 +65,7 @@ def check_rule(rule: Mapping, where: str = "health rule") -> None:
 
 def load_rules(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
     """The health rules of `paper`'s claims.yaml (an empty list where it states none), checked."""
-    from .claims import load_claims_file
+    from .selections import load_claims_file
     rules = load_claims_file(paper, path).get("health") or []
     names = set()
     for r in rules:
@@ -78,7 +78,7 @@ def load_rules(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
 
 def _values(rule: Mapping, frames: Mapping[str, pd.DataFrame]) -> pd.Series | None:
     """One number per (experiment, seed) of what the rule reads; None where its artifact is absent."""
-    from .claims import Data, MissingResults, rows
+    from .selections import Data, MissingResults, rows
     if rule["reads"]["artifact"] not in frames:
         return None
     try:
@@ -124,7 +124,7 @@ def _bound(rule: Mapping, frames: Mapping[str, pd.DataFrame]) -> float | None:
     """The rule's bound: its number, or the mean of what ``bound_from`` selects plus ``margin``."""
     if "bound_from" not in rule:
         return float(rule["bound"])
-    from .claims import Data, MissingResults, rows
+    from .selections import Data, MissingResults, rows
     if rule["bound_from"].get("artifact") not in frames:
         return None
     try:
