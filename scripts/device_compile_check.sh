@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Do compiled stacks of every Table 7 shape stay compiled? (Inductor's stride checks failed on the single-head,
-# unaligned shapes L16H1, L24H1, L36H1 in two GPU sessions; the stack then went on eagerly, slower.) Trains K et al.'s
+# unaligned shapes L16H1, L24H1, L36H1 in two GPU runs; the stack then went on eagerly, slower.) Trains K et al.'s
 # t7 cells from scratch in a throw-away runs folder, compiled and with CUDA graphs as the real runs train, for SECONDS,
 # then prints each stack's shape, steps and compile fallbacks from its progress.json and writes them to
 # $OUT/compile_check.json. Nothing of the book's runs is read or written; the models are thrown away.

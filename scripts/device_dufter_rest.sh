@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What Dufter & Schütze still needs from a GPU, on a lent node of one to three GPUs, in one resumable command:
+# What Dufter & Schütze still needs from a GPU, on a node of one to three GPUs, in one resumable command:
 # Table 3 (real languages: one stack of 6 models per GPU, then their fine-tuning) and Table 10 (model 17 trained for
 # 250 epochs, seeds 0, 42 and 43, one BERT-base per seed; with --compile a stack of one BERT-base is compiled too).
 # Each GPU is a lane that works through its list and stops, resumably, at the call's deadline (Table 3: the shard's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train the Dufter & Schütze grid on a lent GPU node and pack results as they finish, so that a call cut short by its
+# Train the Dufter & Schütze grid on a GPU node and pack results as they finish, so that a run cut short by its
 # time limit still returns every model finished so far (metrics, curves, timings; no weights) in $OUT/grid.tgz.
 # Usage (repository root, on the node): bash scripts/device_grid.sh SECONDS [xlrepro train options...]
 #   e.g. bash scripts/device_grid.sh 540 --compile        (runs go to $XLREPRO_RUNS, default ./runs)

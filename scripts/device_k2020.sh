@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# K et al. 2020 on a lent GPU node: one part of experiments.yaml over all GPUs of the machine (stacks of same-shape
+# K et al. 2020 on a GPU node: one part of experiments.yaml over all GPUs of the machine (stacks of same-shape
 # B-BERTs, then fine-tuning and evaluation there: weights never leave the node). Small result files (results_*.csv,
 # config.json, timing*.json; no weights, no checkpoints) are packed into $OUT/k2020.tgz every 30 s and at the end, so
 # a call cut short still returns what finished. Checkpoints stay under $XLREPRO_RUNS (default ./runs), which persists
@@ -7,7 +7,7 @@
 # in .carry/k2020 (`bash scripts/carry_results.sh k2020` here, about 1 MB; carry `.carry` on every call): merged into
 # $XLREPRO_RUNS/k2020 without overwriting, so cells with results are not trained again (`stacks.jobs_of`). Never carry
 # runs/k2020 itself: a carried folder replaces the node's copy on every call, and with it the checkpoints and results
-# of the calls before (this cost a whole session's device time once).
+# of the runs before.
 # Usage (repository root, on the node):  bash scripts/device_k2020.sh PART SECONDS [more xlrepro train options]
 #   e.g. bash scripts/device_k2020.sh t1 480        # T1 (includes the pilot's cells), stops resumably after 480 s
 #        bash scripts/device_k2020.sh t1 300 --last-call   # the machine's last call: start no stack whose models

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several jobs side by side on one lent machine, each in its own "lane" (a GPU or a set of GPUs), all stopped by one
+# Several jobs side by side on one machine, each in its own "lane" (a GPU or a set of GPUs), all stopped by one
 # deadline, everything they write packed into ONE archive: a call returns at most 8 files, so $OUT gets only
 # $OUT/lanes.tgz (the lanes' folders and logs) and $OUT/lanes.log (which lane ended how, and when).
 # A lane is "NAME|GPUS|COMMAND": COMMAND runs under bash with CUDA_VISIBLE_DEVICES=GPUS (GPUS "-" leaves it unset,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything that needs mini-mBERT, on one lent GPU node: its weights cannot leave the node, so whatever reads them
+# Everything that needs mini-mBERT, on one GPU node: its weights cannot leave the node, so whatever reads them
 # runs here, in the same (resumable) job. In order of value:
 #   (a) pretrain mini-mBERT (`xlrepro pretrain mini-mbert --time-limit`, resumable from its checkpoint);
 #   (b) Dufter & Schütze Table 4 with mini-mBERT's middle-layer similarities

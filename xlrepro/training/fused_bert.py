@@ -157,7 +157,7 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     attention="math" spells attention out (as HF's eager attention), which Inductor fuses; "sdpa" calls PyTorch's
     fused kernels. On the lab corpus (about 34 pieces per sentence, head size 64) the score matrix is smaller than
     the queries; there the fused kernels took 22% of a compiled step, and the spelled-out form was faster
-    (docs_notes/gpu_runs.md, session 4). With `noise` (each model's own dropout masks, see `noise.py`) attention is
+    (the engineering appendix, "Fused, compiled stacks"). With `noise` (each model's own dropout masks, see `noise.py`) attention is
     always spelled out: PyTorch's fused kernels draw their dropout masks from the global generator. `stream` keys
     the layer's dropout masks (a tensor, so that one compiled layer serves every layer).
     Levers (see `Levers`; all off by default): attend may also be [M*B, 1, W, W] (packed documents), None (no

@@ -233,7 +233,7 @@ def rerun_check(folders: list[Path] | None = None, published: Path | None = None
 
 
 # ------------------------------------------------------------------------------------------ the linear=mm check
-LINEAR_RATIO_MAX = 1.5  # criterion 1 (written before the run, docs_notes/gpu_runs.md, session 20)
+LINEAR_RATIO_MAX = 1.5  # criterion 1 (written before the run; quoted in the engineering appendix)
 
 
 def linear_check(metrics: Path | None = None, published: Path | None = None):
