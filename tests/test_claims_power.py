@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 
 from xlrepro import claims as C
-from xlrepro.health import assess, exclusions, load_rules
-from xlrepro.papers import get_paper
+from xlrepro.health import exclusions
 from xlrepro.results import read_claims
-from xlrepro.verdicts import chapter_frames
+from xlrepro.verdicts import paper_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = sorted(p.parent.name for p in (ROOT / "xlrepro" / "papers").glob("*/claims.yaml"))
@@ -21,14 +20,9 @@ PAPERS = sorted(p.parent.name for p in (ROOT / "xlrepro" / "papers").glob("*/cla
 @functools.lru_cache(maxsize=None)
 def _judged(paper):
     """(claim, Data after judging it, Judgement) for every claim of `paper` whose results are published."""
-    folder = ROOT / "book" / "results" / paper
+    frames, health = paper_frames(paper, ROOT / "book" / "results" / paper)
+    failed = exclusions(health)
     claims = C.load_claims(paper)
-    chapters = list(dict.fromkeys(c["chapter"] for c in claims))
-    frames = {ch: chapter_frames(get_paper(paper), ch, folder) for ch in chapters}
-    every = C.read_results(folder)
-    for f in frames.values():
-        every.update({k: v for k, v in f.items() if k not in every})
-    failed = exclusions(assess(load_rules(paper), every))
     out = []
     for c in claims:
         data = C.Data(frames[c["chapter"]], paper, c.get("artifact"), excluded=failed)

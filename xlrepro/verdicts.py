@@ -72,6 +72,19 @@ def chapter_frames(paper, chapter: str, folder: Path) -> Mapping[str, pd.DataFra
     return read_results(folder)
 
 
+def paper_frames(paper_name: str, folder: str | os.PathLike) -> tuple[dict, pd.DataFrame]:
+    """({chapter: the frames its claims read}, the runs' health) of one paper's results folder. The health rule
+    reads the folder's CSVs and every chapter's derived frames."""
+    from .papers import get_paper
+    paper, folder = get_paper(paper_name), Path(folder)
+    chapters = list(dict.fromkeys(c["chapter"] for c in load_claims(paper.name)))
+    frames = {ch: chapter_frames(paper, ch, folder) for ch in chapters}
+    every = read_results(folder)
+    for f in frames.values():
+        every.update({k: v for k, v in f.items() if k not in every})
+    return frames, assess(load_rules(paper.name), every)
+
+
 def recompute(paper_name: str, root: str | os.PathLike | None = None, notebooks: bool = True) -> dict:
     """Health, claims.csv and (with `notebooks`) the published chapters' claims tables of one paper, from
     ``<root>/book/results/<paper>``. Returns {chapter: claims table}."""
@@ -79,13 +92,8 @@ def recompute(paper_name: str, root: str | os.PathLike | None = None, notebooks:
     paper = get_paper(paper_name)
     root = Path(root) if root is not None else repo_root()
     folder = root / "book" / "results" / paper.name
-    claims = load_claims(paper.name)
-    every = read_results(folder)
-    chapters = list(dict.fromkeys(c["chapter"] for c in claims))
-    frames = {ch: chapter_frames(paper, ch, folder) for ch in chapters}
-    for f in frames.values():  # a chapter's derived frames join the folder's CSVs for the health rule
-        every.update({k: v for k, v in f.items() if k not in every})
-    health = assess(load_rules(paper.name), every)
+    frames, health = paper_frames(paper.name, folder)
+    chapters = list(frames)
     if len(health):
         write_health(health, folder)
     tables = {}
