@@ -15,6 +15,7 @@ from xlrepro.papers.liu2020 import pilot
     (["--steps", "10", "--device", "tpu"], "cpu, cuda"),
     (["--steps", "10", "--time-limit", "0"], "--time-limit must be a positive"),
     (["--steps", "10", "--lr", "0"], "--lr must be a learning rate between 0 and 1"),
+    (["--steps", "10", "--shape", "huge"], "base, medium, mini"),
 ])
 def test_arguments_checked_before_any_work(args, message, tmp_path):
     with pytest.raises(ConfigError, match=message):

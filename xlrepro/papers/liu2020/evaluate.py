@@ -42,7 +42,7 @@ from .models import BERT_MODELS
 
 @dataclass(frozen=True)
 class Task:
-    kind: str  # retrieval | transfer | table4 | language | static | static_retrieval
+    kind: str  # retrieval | transfer | table4 | language | static | static_retrieval | loss
     model: str  # a BERT name or a static run name
     seed: int = -1
     cost: float = 1.0
@@ -53,6 +53,8 @@ class Task:
             return f"retrieval/{self.model}"
         if self.kind == "language":
             return f"language/{self.model}"
+        if self.kind == "loss":
+            return f"loss/{self.model}"
         if self.kind == "table4":
             return f"transfer/{self.model}-half-s{self.seed}"
         if self.kind == "static":
@@ -60,7 +62,7 @@ class Task:
         return f"transfer/{self.model}-all-s{self.seed}"
 
     def done_file(self, out: Path) -> Path:
-        return out / (self.name + (".csv" if self.kind in ("retrieval", "static_retrieval") else ".json"))
+        return out / (self.name + (".csv" if self.kind in ("retrieval", "static_retrieval", "loss") else ".json"))
 
 
 @dataclass
@@ -124,6 +126,7 @@ def tasks(setup: Setup) -> list[Task]:
     out = [Task("language", "big-w512", cost=3.0)]
     out += [Task("table4", "big-w512", s, cost=2.5) for s in seeds]
     out += [Task("retrieval", m, cost=1.5) for m in BERT_MODELS]
+    out += [Task("loss", m, cost=0.5) for m in BERT_MODELS]
     out += [Task("transfer", m, s, cost=1.0) for m in BERT_MODELS for s in seeds]
     out += [Task("static", static_name(r), s, cost=0.5) for r in static_runs(setup) for s in seeds]
     # GloVe trains on the node and its vectors stay there: its word retrieval is scored there too
@@ -494,7 +497,29 @@ def mds_outputs(model, tok, texts: Sequence[str], layer: int, shift: torch.Tenso
     return out
 
 
-RUNNERS = {"retrieval": run_retrieval, "transfer": run_transfer, "table4": run_table4, "language": run_language,
+def run_loss(task: Task, data: Data, device, out: Path) -> None:
+    """The trained model's MLM loss per language (nats per masked token, on a fixed sample of its training rows
+    with fixed masks: `pilot.language_losses`) beside the language's unigram entropy over the same corpus: the
+    pre-training gate reads how far below the unigram level each language got."""
+    from xlrepro.data.mbert_vocab import mbert_tokenizer
+
+    from .bert import encode_rows
+    from .pilot import PROBE_ROWS, language_losses, probe_batches, unigram_entropies
+    config = bert_config(data.setup, task.model)
+    langs = data.setup.languages
+    tok = mbert_tokenizer()
+    ids, lengths, starts = encode_rows(config.size, config.window, langs, config.max_chapters, tok)
+    probes = probe_batches(ids, lengths, starts, langs, tok.token_to_id("[MASK]"), tok.get_vocab_size(),
+                           config.mlm_probability, 2 if data.setup.smoke else PROBE_ROWS)
+    model = load_model(data.setup, task.model, device).eval()
+    losses = language_losses(model, probes, device)
+    entropy = unigram_entropies(ids, lengths, starts, langs)
+    rows = [{"experiment": f"bert-{task.model}", "metric": m, "language": l, "value": v}
+            for m, d in (("mlm_loss", losses), ("unigram_entropy", entropy)) for l, v in d.items()]
+    write_text(task.done_file(out), pd.DataFrame(rows).to_csv(index=False))
+
+
+RUNNERS = {"retrieval": run_retrieval, "loss": run_loss, "transfer": run_transfer, "table4": run_table4, "language": run_language,
            "static": run_static, "static_retrieval": run_static_retrieval}
 
 

@@ -13,7 +13,9 @@ def bert_configs(plan=None, **overrides):
 
     plan = plan or load_plan()
     b = plan.bert
-    model = overrides.pop("model", None) or BASE.__class__(**{**vars(BASE), "lr": b.lr})
+    shape = {"hidden": b.hidden, "layers": b.layers, "heads": b.heads, "ffn": b.ffn}
+    name = BASE.name if all(shape[k] == getattr(BASE, k) for k in shape) else f"{b.layers}x{b.hidden}"
+    model = overrides.pop("model", None) or BASE.__class__(**{**vars(BASE), **shape, "name": name, "lr": b.lr})
     return {f"{s}-w{w}": BertRunConfig(size=s, window=w, model=model, steps=b.steps,
                                        tokens_per_step=b.tokens_per_step, warmup=b.warmup, seed=b.seed,
                                        **{"compile": b.compile, **overrides})

@@ -48,7 +48,7 @@ import pandas as pd
 import torch
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError
+from xlrepro.config import ConfigError, ModelSize
 
 EXPERIMENT = "pilot-big-w512"
 MODEL = "big-w512"
@@ -59,6 +59,15 @@ PROBE_SEED = 2020
 SAVE_RESERVE_S = 15.0  # left for the last checkpoint write (the 768 x 12 model with its Adam state: ~2 GB)
 GATE_LOSS_NATS = 2.0
 GATE_MRR_FACTOR = 2.0
+#: Model shapes of the pilot (a lever: the paper's BERT-base may not learn from the lab's corpus). "base" is the
+#: published run's shape; "medium" and "mini" are smaller encoders with the mBERT vocabulary, "mini" being the
+#: multilingual lab's mini-mBERT (`xlrepro.training.mini_mbert.DEFAULT_SIZE`). Learning rates: the usual peak of
+#: each size (BERT-base 1e-4, as published; the smaller ones higher, as smaller BERTs are trained).
+SHAPES: dict[str, ModelSize] = {
+    "base": ModelSize(name="base", hidden=768, layers=12, heads=12, ffn=3072, lr=1e-4),
+    "medium": ModelSize(name="medium", hidden=512, layers=6, heads=8, ffn=2048, lr=2e-4),
+    "mini": ModelSize(name="mini", hidden=256, layers=4, heads=4, ffn=1024, lr=5e-4),
+}
 
 
 def pilot_setup(smoke: bool):
@@ -79,6 +88,7 @@ def check_args(a) -> None:
         a.eval_every = max(1, math.ceil(a.steps / 10))
     if not 1 <= a.eval_every <= a.steps:
         raise ConfigError(f"--eval-every must be between 1 and --steps ({a.steps}); got {a.eval_every}")
+    choose("--shape", a.shape, tuple(SHAPES))
     if a.lr is not None and not 0 < a.lr < 1:
         raise ConfigError(f"--lr must be a learning rate between 0 and 1; got {a.lr}")
     if a.time_limit is not None and a.time_limit <= 0:
@@ -240,9 +250,12 @@ class Curve:
 
 def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: float | None = None,
               out: str | Path | None = None, work: str | Path | None = None, smoke: bool = False,
-              t0: float | None = None, progress: bool = True, lr: float | None = None) -> dict:
+              t0: float | None = None, progress: bool = True, lr: float | None = None,
+              shape: str = "base") -> dict:
     """Train (or go on training) the pilot and write its curve; returns pilot.json's content. `lr`: the peak
-    learning rate instead of the published run's (a lever of the pilot; the experiment name then carries it)."""
+    learning rate instead of the shape's (a lever of the pilot; the experiment name then carries it); `shape`: a
+    key of `SHAPES` (the published run's is "base"; another one is named in the experiment). With `smoke`, the
+    shape is the smoke model's whatever `shape` says."""
     from xlrepro.data.mbert_vocab import mbert_tokenizer
     from xlrepro.models import device_name
     from xlrepro.paths import runs_dir
@@ -255,9 +268,12 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     root = runs_dir() / "liu2020" / ("smoke" if smoke else "lab") / "pilot"
     out = Path(out) if out is not None else root
     work = Path(work) if work is not None else root / "train"
+    from xlrepro.config import choose
+    choose("shape", shape, tuple(SHAPES))
     setup, base = pilot_setup(smoke)
-    config = replace(base, steps=steps, **({"model": replace(base.model, lr=lr)} if lr is not None else {}))
-    name = EXPERIMENT if lr is None else f"{EXPERIMENT}-lr{lr:g}"
+    model = base.model if smoke else SHAPES[shape]
+    config = replace(base, steps=steps, model=model if lr is None else replace(model, lr=lr))
+    name = EXPERIMENT + ("" if shape == "base" else f"-{shape}") + ("" if lr is None else f"-lr{lr:g}")
     langs = setup.languages
     folder = config.folder(work)
     cfg_json = json.loads(json.dumps({**asdict(config), "languages": list(langs)}))
@@ -367,12 +383,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--work", default=None, help="checkpoint and model (default: <runs>/liu2020/lab/pilot/train)")
     p.add_argument("--lr", type=float, default=None,
                    help="peak learning rate (default: the published run's, 1e-4 for BERT-base); a lever of the pilot")
+    p.add_argument("--shape", default="base", help=f"model shape: {' | '.join(SHAPES)} (default: base, the "
+                   "published run's 768 x 12); a lever of the pilot")
     p.add_argument("--smoke", action="store_true", help="a tiny model and corpus on the CPU (tests)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     check_args(a)
     info = run_pilot(a.steps, a.eval_every, a.device, a.time_limit, a.out, a.work, a.smoke, t0=t0,
-                     progress=not a.no_progress, lr=a.lr)
+                     progress=not a.no_progress, lr=a.lr, shape=a.shape)
     print(json.dumps({k: info[k] for k in ("steps_done", "steps", "train_seconds", "eval_seconds", "finished",
                                            "device")}), flush=True)
 

@@ -34,6 +34,15 @@ class BertPlan:
     warmup: float = field(metadata={"help": "share of steps with rising learning rate"})
     seed: int = field(metadata={"help": "initialisation and masking seed"})
     compile: bool = field(default=False, metadata={"help": "fused, compiled engine with SDPA (GPU) instead of HF's model"})
+    hidden: int = field(default=768, metadata={"help": "hidden width (the paper's: 768)"})
+    layers: int = field(default=12, metadata={"help": "transformer layers (the paper's: 12)"})
+    heads: int = field(default=12, metadata={"help": "attention heads (the paper's: 12)"})
+    ffn: int = field(default=3072, metadata={"help": "feed-forward width (the paper's: 3072)"})
+
+    def __post_init__(self):
+        from xlrepro.config import ConfigError
+        if self.hidden % self.heads:
+            raise ConfigError(f"bert: hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
 
 
 @dataclass(frozen=True)
