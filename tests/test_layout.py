@@ -52,6 +52,9 @@ def test_the_shared_chapters_belong_to_their_own_entries_under_their_old_names()
     assert "dufter2020/engineering" not in get_paper("dufter2020").chapters
     every = [c for p in papers().values() for c in p.chapters]
     assert len(every) == len(set(every)) == 19  # each chapter has one entry
+    # the lab's own check before a kernel starts: the smoke encoder never waits for a GPU run
+    assert get_paper("multilingual").pending_training("multilingual/lab", {"model": "smoke"}) is None
+    assert get_paper("appendix").pending_training("dufter2020/engineering", {}) is None  # it trains nothing
 
 
 def test_a_shared_part_trains_only_with_both_train_callbacks():
