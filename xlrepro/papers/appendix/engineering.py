@@ -202,7 +202,8 @@ def step_profile(folder: Path) -> StepProfile:
         f"LayerNorm, GELU, dropout and residuals fused by Inductor, attention, the optimizer and the clipping. "
         f"Switching dropout off saves about "
         f"{rows.loc['nomask-flash', 'ms_per_step'] - rows.loc['nodrop', 'ms_per_step']:.1f} ms "
-        f"(ours with dropout 0 against ours + no mask in the same process, {rows.loc['nomask-flash', 'ms_per_step']:.1f} "
+        f"(ours with dropout 0 against ours + no mask in the same process, "
+        f"{rows.loc['nomask-flash', 'ms_per_step']:.1f} "
         f"ms; the mask itself is worth about 0.3 ms in the bench). "
         f"Autotuning the matrix products gives no gain ({rows.loc['autotune', 'ms_per_step']:.1f} ms after "
         f"{rows.loc['autotune', 'warmup_s']:.0f} s of compiling): Triton won several products, but the layouts they "
@@ -391,7 +392,8 @@ def grid_arithmetic(floor: pd.DataFrame, folder: Path, matmul_share: float) -> G
         f"nothing measurable either: {ms[('base x5', 'bf16+compile+nonoise')]:.1f} ms with PyTorch's generator, "
         f"{ms[('base x5', 'bf16+compile+hash64')]:.1f} ms with the int64 hash; Inductor fuses the hash into the "
         f"dropout and softmax kernels. Without compiling they cost a quarter of the step: the eager stack of one "
-        f"steps at {ms[('base x1', 'bf16')]:.1f} ms with the int32 hash against {ms[('base x1', 'bf16+hash64')]:.1f} ms "
+        f"steps at {ms[('base x1', 'bf16')]:.1f} ms with the int32 hash against "
+        f"{ms[('base x1', 'bf16+hash64')]:.1f} ms "
         f"with the int64 one ({ms[('base x1', 'bf16+hash64')] / ms[('base x1', 'bf16')]:.2f}x), and an eager stack of "
         f"five at {ms[('base x5', 'bf16')]:.1f} against {ms[('base x5', 'bf16+hash64')]:.1f} ms per model-step. "
         f"The int32 form computes the same bits with half the memory traffic and no 64-bit multiplies, which a GPU "
@@ -457,10 +459,11 @@ class Spread:
 def spread_runs(spread: list[dict]) -> pd.DataFrame:
     """One row per spread run (spread-*.json, their defaults filled in), sorted, with its speed-up against the run
     of the same models, plan, evaluation and commit on one GPU."""
-    for s in spread:  # the earlier runs name their evaluation in their stacks only, and were all of Table 1's small models
+    for s in spread:  # the earlier runs name their evaluation in their stacks only; all were Table 1's small models
         s.setdefault("evaluation", s["stacks"][0].get("evaluation", "per-model"))
         s.setdefault("models", SMALL)
-    runs = pd.DataFrame([{"models": s["models"], "epochs": s["epochs"], "plan": s["plan"], "evaluation": s["evaluation"],
+    runs = pd.DataFrame([{"models": s["models"], "epochs": s["epochs"], "plan": s["plan"],
+                          "evaluation": s["evaluation"],
                           "commit": s["commit"], "GPUs": s["gpus"],
                           "wall time (s)": s["wall_seconds"], "stacks": len(s["stacks"]),
                           "each stack, training + evaluation (s)": ", ".join(
@@ -513,15 +516,15 @@ def grid_spread(folder: Path) -> Spread | None:
 
 
 def _spread_reading(folder: Path, by_run: dict, phases: pd.DataFrame) -> str:
-    one, two = by_run[("dealt in turn", "per-model", "1350daf", 1)], by_run[("dealt in turn", "per-model", "1350daf", 2)]
+    one, two = (by_run[("dealt in turn", "per-model", "1350daf", gpus)] for gpus in (1, 2))
     stack1 = max(t["wall_seconds_incl_eval"] for t in one["stacks"])
     stack2 = max(t["wall_seconds_incl_eval"] for t in two["stacks"])
     s1, s2 = by_run[("dealt in turn", "stacked", "a5b1e66", 1)], by_run[("dealt in turn", "stacked", "a5b1e66", 2)]
     small = phases[phases["IDs"] == SMALL]
     p1, p2 = small.query("evaluation == 'stacked' and GPUs == 1"), small.query("evaluation == 'stacked' and GPUs == 2")
     steps1, steps2 = p1["steps, curve evaluations included"].max(), p2["steps, curve evaluations included"].max()
-    fixed1 = p1.drop(columns=["IDs", "evaluation", "GPUs", "models", "steps, curve evaluations included"]).sum(axis=1).max()
-    fixed2 = p2.drop(columns=["IDs", "evaluation", "GPUs", "models", "steps, curve evaluations included"]).sum(axis=1).max()
+    not_time = ["IDs", "evaluation", "GPUs", "models", "steps, curve evaluations included"]
+    fixed1, fixed2 = (p.drop(columns=not_time).sum(axis=1).max() for p in (p1, p2))  # everything but the steps
     # the BERT-base pair: steps of each stack, and everything else (wall time less the steps on the busiest GPU)
     b1, b2 = by_run[("even stacks", "stacked", "88dd666", 1)], by_run[("even stacks", "stacked", "88dd666", 2)]
 
@@ -647,8 +650,8 @@ def linear_check_view(folder: Path, table1: Path) -> LinearCheck:
         + " (baddbmm and mm, seed means) against "
         + ", ".join(f"{published_means[e]:.0f}" for e in ("1", "2", "4", "5"))
         + " in the published Table 1. "
-        f"The published grid trained in stacks of 5-25 on other machines; this appendix does not settle where the shift "
-        f"comes from.")
+        f"The published grid trained in stacks of 5-25 on other machines; this appendix does not settle where the "
+        f"shift comes from.")
     return LinearCheck(shown_one, shown_failed, len(two_crit), reading)
 
 
@@ -724,7 +727,8 @@ def rerun_reading(rerun: pd.DataFrame, folder: Path) -> str:
     lines = [f"- seed {s}, {engine}: µ {r.published:.3f} in the grid, {r.alone:.3f} alone (difference "
              f"{r.difference:+.3f}); train perplexity {ppl.loc[(s, engine), 'published']:.1f} and "
              f"{ppl.loc[(s, engine), 'alone']:.1f}" for (s, engine), r in mu.iterrows()]
-    took = {name: sorted(json.loads(p.read_text())["train_seconds"] for p in (folder / name).glob("stacks/*/timing.json"))
+    took = {name: sorted(json.loads(p.read_text())["train_seconds"]
+                         for p in (folder / name).glob("stacks/*/timing.json"))
             for name in ("rerun", "rerun_compiled")}
     lines.append(f"\nTraining took {took['rerun'][0]:.0f} and {took['rerun'][1]:.0f} s eager, "
                  f"{took['rerun_compiled'][0]:.0f} and {took['rerun_compiled'][1]:.0f} s compiled, compiling included.")
