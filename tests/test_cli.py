@@ -259,6 +259,12 @@ def test_papers_lists_the_registry(capsys):
     assert names == ["dufter2020", "multilingual", "wu2019", "k2020", "liu2020", "appendix"]
 
 
+def test_verdicts_of_a_shared_part_name_the_papers_with_claims(capsys):
+    assert main(["verdicts", "appendix", "--no-notebooks"]) == 2
+    assert capsys.readouterr().err.strip() == ("xlrepro: appendix has no claims to recompute; valid choices: "
+                                               "dufter2020, wu2019, k2020, liu2020")
+
+
 def test_train_lists_the_papers_only(capsys):
     with pytest.raises(SystemExit):
         main(["train", "appendix"])
