@@ -233,6 +233,10 @@ def test_reproduce_trains_each_paper_then_publishes_its_chapters(capsys):
     assert lines[0] == "+ xlrepro train dufter2020"
     assert "+ xlrepro run dufter2020/architecture --publish -p profile 'lab'" in lines
     assert "+ xlrepro run multilingual/lab --publish" in lines  # it has no `profile`
+    # the shared parts in book order: the lab's encoder before the papers that fine-tune it, the appendix last
+    assert lines.index("+ xlrepro pretrain mini-mbert") < lines.index("+ xlrepro run multilingual/lab --publish") \
+        < lines.index("+ xlrepro train wu2019 --part all")
+    assert lines[-1] == "+ xlrepro run dufter2020/engineering --publish"
     assert lines.index("+ xlrepro train wu2019 --part all") > lines.index("+ xlrepro run dufter2020/training_dynamics "
                                                                          "--publish -p profile 'lab'")
     assert main(["reproduce", "--dry-run", "-p", "nope", "1"]) == 2
@@ -243,10 +247,26 @@ def test_papers_lists_the_registry(capsys):
     assert capsys.readouterr().out.split() == [f"{p}" for p in
                                                 ["dufter2020/setup", "dufter2020/architecture",
                                                  "dufter2020/comparability", "dufter2020/training_dynamics", "dufter2020/knn_replace",
-                                                 "dufter2020/engineering",
                                                  "multilingual/lab", "wu2019/q1_zero_shot", "wu2019/q2_layers",
                                                  "wu2019/q3_language_id", "wu2019/q4_subword_overlap",
                                                  "k2020/linguistic", "k2020/architecture", "k2020/input_objective",
                                                  "k2020/mixed_pairs",
                                                  "liu2020/static_vs_bert", "liu2020/context_window",
-                                                 "liu2020/part_of_speech", "liu2020/language_information"]]
+                                                 "liu2020/part_of_speech", "liu2020/language_information",
+                                                 "dufter2020/engineering"]]  # the book's order (_toc.yml)
+    assert main(["papers"]) == 0
+    names = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == ["dufter2020", "multilingual", "wu2019", "k2020", "liu2020", "appendix"]
+
+
+def test_verdicts_of_a_shared_part_name_the_papers_with_claims(capsys):
+    assert main(["verdicts", "appendix", "--no-notebooks"]) == 2
+    assert capsys.readouterr().err.strip() == ("xlrepro: appendix has no claims to recompute; valid choices: "
+                                               "dufter2020, wu2019, k2020, liu2020")
+
+
+def test_train_lists_the_papers_only(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "appendix"])
+    assert "invalid choice: 'appendix' (choose from 'dufter2020', 'wu2019', 'k2020', 'liu2020')" in \
+        capsys.readouterr().err

@@ -702,3 +702,28 @@ def test_corpus_card_for_readers_writes_each_number_once_and_readably():
     assert shown.values.tolist() == [
         ["en", "source (half 0)", "488", "12,541", "303,923", "1.60", "0.16 %"],
         ["hi", "target (half 1)", "480", "12,664", "314,224", "3.88", "0.39 %"]]
+
+
+def test_chapter_claims_table_marks_untrained_cells_pending_and_writes_the_chapters_rows(tmp_path):
+    from xlrepro.claims import PENDING
+    from xlrepro.papers.k2020.report import chapter_claims_table
+    from xlrepro.results import read_claims
+
+    table = chapter_claims_table("mixed_pairs", tmp_path, todo=["enfake-es"])  # nothing trained yet
+    assert table["id"].tolist() == ["mixed_pairs_drop"] and table["verdict"].tolist() == [PENDING]
+    assert read_claims(tmp_path / "claims.csv")["id"].tolist() == ["mixed_pairs_drop"]
+
+
+def test_chapter_claims_table_shows_every_claim_pending_where_no_selector_finds_a_cell(tmp_path, monkeypatch):
+    import xlrepro.claims
+    from xlrepro.papers.k2020.report import PENDING_RUN, chapter_claims_table
+
+    def no_cell(*args, **kwargs):
+        raise KeyError("enfake-es")
+    monkeypatch.setattr(xlrepro.claims, "claims_table", no_cell)
+    table = chapter_claims_table("mixed_pairs", tmp_path)
+    assert table[["section", "evidence", "verdict"]].values.tolist() == [["§4, Table 11", "", PENDING_RUN]]
+    assert table["claim"].str.startswith("Pairs with the two verses in different languages").all()
+    assert not (tmp_path / "claims.csv").exists()
+    with pytest.raises(ConfigError, match="valid choices: linguistic, architecture, input_objective, mixed_pairs"):
+        chapter_claims_table("mixed", tmp_path)

@@ -1,6 +1,8 @@
 """Liu et al. 2020: known-answer tests for retrieval, MDS, convert rate, BLEU-1, windows and the corpora."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -237,3 +239,20 @@ def test_bert_part_trains_models_in_the_order_asked(monkeypatch, tmp_path):
     trained.clear()
     result = run.train_part("bert", models=["big-w20", "small-w20", "big-w512"])
     assert trained == ["big-w20", "small-w20"] and "small-w20: checkpointed" in result
+
+
+# ------------------------------------------------------------------------------------------ the chapters' setup
+@pytest.mark.parametrize("kwargs, words", [
+    ({"profile": "wiki"}, "valid choices: lab, paper"),
+    ({"profile": "paper"}, "the paper profile needs Wikipedia, MUSE and XNLI"),
+    ({"languages": ["en", "xx"]}, "valid choices: en, fr, es"),
+    ({"max_chapters": 3, "publish": True}, "a smoke run (max_chapters set) never publishes"),
+])
+def test_chapter_setup_refuses_bad_parameters_before_any_corpus_work(kwargs, words, monkeypatch):
+    from xlrepro.papers.liu2020 import report
+
+    def no_corpus(*args, **kwargs):
+        raise AssertionError("the corpus was read before the parameters were checked")
+    monkeypatch.setattr(corpora, "tokenized_corpus", no_corpus)
+    with pytest.raises((ConfigError, ValueError), match=re.escape(words)):
+        report.chapter_setup(**kwargs)

@@ -268,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train and evaluate a paper's models (resumable)")
     per_paper = p.add_subparsers(dest="paper", required=True, metavar="paper")
     for paper in papers().values():
+        if paper.prepare_train is None:  # a part of the book that trains nothing of its own
+            continue
         q = per_paper.add_parser(paper.name, help=paper.title)
         paper.add_train_arguments(q)
         q.add_argument("--allow-cpu", action="store_true", help="train at full size even without a GPU")

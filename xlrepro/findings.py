@@ -37,10 +37,10 @@ class BookPaper:
 
 
 def book_papers(planned: str | os.PathLike | None = None) -> list[BookPaper]:
-    """The registry's papers and the planned ones without a package, in book order."""
+    """The registry's papers (not the parts they share) and the planned ones without a package, in book order."""
     from .papers import papers
 
-    found = {p.name: BookPaper(p.name, p.title, tuple(p.chapters), p.order) for p in papers().values()}
+    found = {p.name: BookPaper(p.name, p.title, tuple(p.chapters), p.order) for p in papers("paper").values()}
     path = Path(planned) if planned else Path(__file__).parent / "papers" / "planned.yaml"
     for entry in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("planned", []):
         unknown = set(entry) - {"name", "title", "order"}

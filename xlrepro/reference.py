@@ -27,8 +27,8 @@ def _norm_table(name: object) -> str:
 def _load(paper: str) -> pd.DataFrame:
     from .papers import package_of, papers
 
-    if paper not in papers():  # ConfigError is a ValueError
-        raise ConfigError(f"unknown paper {paper!r}; valid choices: {', '.join(papers())}")
+    if paper not in papers("paper"):  # ConfigError is a ValueError; a shared part has no reference numbers
+        raise ConfigError(f"unknown paper {paper!r}; valid choices: {', '.join(papers('paper'))}")
     with resources.files(package_of(paper)).joinpath("reference.csv").open("r", encoding="utf-8") as f:
         # No default NA strings: a language code such as "no" or a label such as "NA" stays text.
         df = pd.read_csv(f, dtype=str, keep_default_na=False)
@@ -46,7 +46,7 @@ def tables(paper: str) -> tuple[str, ...]:
 
 
 def paper_numbers(paper: str, table: str | None = None) -> pd.DataFrame:
-    """The transcribed numbers of `paper` (a name of `xlrepro.papers.papers()`), optionally only one `table`.
+    """The transcribed numbers of `paper` (a name of `xlrepro.papers.papers("paper")`), optionally only one `table`.
 
     `table` is the paper's name, e.g. "Table 1" (also accepted: "table1", "1"). An unknown paper or
     table raises ValueError naming the valid choices. Returns a fresh DataFrame with `experiment`

@@ -19,6 +19,7 @@ from typing import Mapping
 import pandas as pd
 
 from .claims import INCONCLUSIVE, NOT, OFFLINE, PARTLY, PENDING, REPRODUCED, claims_table, load_claims, read_results
+from .config import ConfigError
 from .health import assess, load_rules, write_health
 from .paths import repo_root
 
@@ -141,7 +142,11 @@ def main(papers: list[str] | None = None, notebooks: bool = True) -> list[str]:
     """`xlrepro verdicts`: recompute every paper (or `papers`), then the findings page. Returns lines to print."""
     from .findings import write_findings
     from .papers import papers as registry
-    names = papers or [p for p in registry() if (Path(__file__).parent / "papers" / p / "claims.yaml").is_file()]
+    with_claims = [p for p in registry() if (Path(__file__).parent / "papers" / p / "claims.yaml").is_file()]
+    for name in papers or []:  # a shared part of the book (the multilingual lab, the appendix) tests no claim
+        if name not in with_claims:
+            raise ConfigError(f"{name} has no claims to recompute; valid choices: {', '.join(with_claims)}")
+    names = papers or with_claims
     lines = []
     for name in names:
         tables = recompute(name, notebooks=notebooks)

@@ -1,9 +1,12 @@
-"""The papers of the book, one subpackage each, discovered here.
+"""The book's entries, one subpackage each, discovered here: the papers, and the parts the papers share.
 
 A paper's package (``xlrepro/papers/<paper>/``) holds its ``experiments.yaml``, its transcribed
 ``reference.csv``, its own code, and a module-level ``PAPER = Paper(...)`` in its ``__init__.py`` that says what it
 offers: title, chapters (notebooks, in book order), how to add and check its ``xlrepro train <paper>`` arguments,
 and the commands of its published run. Adding a paper = one folder + its notebooks + its ``_toc.yml`` entries.
+A part of the book that serves every paper (the multilingual lab, the appendix on how the runs were made) is an
+entry of kind "shared": the same ``PAPER`` with chapters, checks and commands, but no paper to cite, no claims, no
+reference numbers, and no ``xlrepro train`` of its own unless it declares one.
 Shared machinery (everything outside this folder) never names a paper.
 """
 from __future__ import annotations
@@ -18,16 +21,22 @@ from typing import Callable
 from ..config import ConfigError, choose
 
 
+KINDS = ("paper", "shared")  # a paper of the book; a part that serves every paper (no citation, claims or reference)
+
+
 @dataclass(frozen=True)
 class Paper:
-    name: str = field(metadata={"help": "the package's name, e.g. 'smith2021' (also the notebooks' folder)"})
-    title: str = field(metadata={"help": "authors, year and title"})
+    """One entry of the book: a paper (kind "paper") or a part the papers share (kind "shared")."""
+    name: str = field(metadata={"help": "the package's name, e.g. 'smith2021' (for a paper also its notebooks' and "
+                                        "results' folder, and its key in references.bib)"})
+    title: str = field(metadata={"help": "authors, year and title (a shared part: what it shows)"})
     chapters: tuple[str, ...] = field(metadata={"help": "chapter names '<folder>/<notebook>' in book order"})
-    add_train_arguments: Callable[[argparse.ArgumentParser], None] = field(
-        metadata={"help": "adds the options of `xlrepro train <paper>` to its subparser"})
-    prepare_train: Callable[[argparse.Namespace], Callable[[], str]] = field(
-        metadata={"help": "checks every option (raising ConfigError) and returns the training to run, which "
-                          "returns the line to print"})
+    add_train_arguments: Callable[[argparse.ArgumentParser], None] | None = field(
+        default=None, metadata={"help": "adds the options of `xlrepro train <paper>` to its subparser; None (with "
+                                        "prepare_train None): the entry has no `xlrepro train`"})
+    prepare_train: Callable[[argparse.Namespace], Callable[[], str]] | None = field(
+        default=None, metadata={"help": "checks every option (raising ConfigError) and returns the training to run, "
+                                        "which returns the line to print"})
     reproduce: tuple[tuple[str, ...], ...] = field(
         default=(), metadata={"help": "the CLI commands that train the published run, in order"})
     pending_training: Callable[[str, dict], str | None] = field(
@@ -47,6 +56,13 @@ class Paper:
     claims_frames: Callable[[str, object], dict] | None = field(
         default=None, metadata={"help": "(chapter, results folder) -> the frames that chapter's claims read, by "
                                         "artifact name (the chapter notebook calls the same); None: the folder's CSVs"})
+    kind: str = field(default="paper", metadata={"help": f"one of {', '.join(KINDS)}"})
+
+    def __post_init__(self):
+        choose("kind", self.kind, KINDS)
+        if (self.add_train_arguments is None) != (self.prepare_train is None):
+            raise ConfigError(f"entry {self.name}: add_train_arguments and prepare_train go together (both or "
+                              f"neither)")
 
 
 @lru_cache(maxsize=None)
@@ -60,21 +76,30 @@ def _discover() -> dict[str, Paper]:
                     raise ConfigError(f"xlrepro/papers/{info.name}: PAPER.name is {paper.name!r}; "
                                       f"it must be the folder's name")
                 found.append(paper)
+    owners = {}
+    for paper in found:
+        for chapter in paper.chapters:
+            if chapter in owners:
+                raise ConfigError(f"chapter {chapter} is registered by both {owners[chapter]} and {paper.name}")
+            owners[chapter] = paper.name
     return {p.name: p for p in sorted(found, key=lambda p: (p.order, p.name))}
 
 
-def papers() -> dict[str, Paper]:
-    """Every paper of the book, in book order."""
-    return dict(_discover())
+def papers(kind: str | None = None) -> dict[str, Paper]:
+    """Every entry of the book in book order, or only those of `kind` ("paper": the papers; "shared": the parts
+    they share)."""
+    if kind is not None:
+        choose("kind", kind, KINDS)
+    return {n: p for n, p in _discover().items() if kind is None or p.kind == kind}
 
 
 def get_paper(name: str) -> Paper:
-    """The paper called `name`; an unknown name raises ConfigError naming the valid ones."""
+    """The entry called `name`; an unknown name raises ConfigError naming the valid ones."""
     return papers()[choose("paper", name, papers())]
 
 
 def paper_of_chapter(chapter: str) -> Paper | None:
-    """The paper a chapter ('<folder>/<notebook>') belongs to, or None."""
+    """The entry a chapter ('<folder>/<notebook>') belongs to, or None."""
     return next((p for p in papers().values() if chapter in p.chapters), None)
 
 

@@ -184,8 +184,9 @@ def prepare(profile: str):
 PAPER = Paper(
     name=NAME,
     title="Dufter & Schütze 2020, Identifying Elements Essential for BERT's Multilinguality",
+    # notebooks/dufter2020/engineering.ipynb, the appendix on every paper's runs, is the `appendix` entry's
     chapters=tuple(f"{NAME}/{n}" for n in ("setup", "architecture", "comparability", "training_dynamics",
-                                                       "knn_replace", "engineering")),
+                                           "knn_replace")),
     add_train_arguments=add_train_arguments,
     prepare_train=prepare_train,
     reproduce=(("train", NAME),),

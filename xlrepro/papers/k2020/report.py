@@ -452,6 +452,29 @@ def claims_frames(chapter: str, folder) -> dict[str, pd.DataFrame]:
     return out
 
 
+PENDING_RUN = "pending the GPU run"  # the verdict of every claim of a chapter none of whose claims can be read yet
+
+
+def chapter_claims_table(chapter: str, folder, todo=()) -> pd.DataFrame:
+    """The claims table a chapter shows: the verdicts (`xlrepro.claims.claims_table`) on the frames `claims_frames`
+    reads from `folder` (the reading `xlrepro verdicts` makes too), rewriting the chapter's rows of
+    ``<folder>/claims.csv``; the cells of `todo` (not trained yet) and their ``majority/<cell>`` baselines are
+    pending. Where a claim's selector finds no trained cell at all (KeyError, ValueError), every claim of the chapter
+    is shown with the verdict PENDING_RUN and an empty evidence, and claims.csv is left as it was."""
+    from xlrepro.claims import claims_table, criterion, load_claims
+
+    from .constants import CHAPTERS
+    choose("chapter", chapter, CHAPTERS)
+    todo = list(todo)
+    frames = claims_frames(chapter, folder)
+    try:
+        return claims_table(NAME, chapter, frames, out=folder, pending=todo + [f"majority/{e}" for e in todo])
+    except (KeyError, ValueError):  # a selector finds no trained cell yet
+        return pd.DataFrame([{"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
+                              "evidence": "", "verdict": PENDING_RUN}
+                             for c in load_claims(NAME) if c["chapter"] == chapter])
+
+
 def save(results: pd.DataFrame, folder: Path, name: str) -> Path | None:
     if results.empty:
         return None

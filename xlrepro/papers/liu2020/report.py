@@ -1,7 +1,10 @@
-"""Chapter helpers for Liu et al. 2020: where results go, the static runs, and "pending" notes for GPU results."""
+"""Chapter helpers for Liu et al. 2020: the chapters' common setup, where results go, the static runs, and
+"pending" notes for GPU results."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -22,6 +25,67 @@ def results_folder(publish: bool, results=None, smoke: bool = False) -> Path:
         runs_dir() / "liu2020" / "lab" / ("results-smoke" if smoke else "results")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@dataclass
+class ChapterSetup:
+    """What every Liu et al. chapter starts from (`chapter_setup`): its languages, results folder, plan, mBERT
+    tokenizer, the small corpus with its test dictionaries, and `static_mrr` for the static runs."""
+    langs: tuple[str, ...] = field(metadata={"help": "the chapter's languages (the parameter, else all 11)"})
+    smoke: bool = field(metadata={"help": "a smoke run: max_chapters, dim or epochs set (never published)"})
+    out: Path = field(metadata={"help": "where the chapter writes its CSVs (`results_folder`)"})
+    plan: object = field(metadata={"help": "the lab plan (`plan.load_plan`)"})
+    tok: object = field(metadata={"help": "mBERT's tokenizer"})
+    small: dict = field(metadata={"help": "the small corpus, tokenised: language -> token streams"})
+    counts: dict = field(metadata={"help": "language -> Counter of the small corpus's tokens"})
+    dictionaries: dict = field(metadata={"help": "language -> test dictionary pairs (every language but en)"})
+    dict_table: pd.DataFrame = field(metadata={"help": "one row per language: pairs, or why it has none"})
+    overrides: dict = field(metadata={"help": "the smoke parameters that `static_config` applies to each static run"})
+    have_gpu: bool = field(metadata={"help": "the GPU run's files are there (`check_gpu_results`)"})
+    static_mrr: Callable = field(metadata={"help": "static run of the plan -> its MRR frame, or None where it is "
+                                                   "GloVe not trained yet (a GPU job)"})
+
+
+def chapter_setup(profile: str = "lab", languages=None, max_chapters: int | None = None, dim: int | None = None,
+                  epochs: int | None = None, results=None, gpu_results=None, publish: bool = False) -> ChapterSetup:
+    """The setup cell of every Liu et al. chapter, from its parameters cell: checks the profile and languages,
+    chooses the results folder, tokenises the small corpus with mBERT's tokenizer and builds (or reads from the
+    cache) its test dictionaries; `static_mrr` trains (or reads) one static run of the plan and scores it.
+
+    Only the lab profile runs here: "paper" (Wikipedia, MUSE, XNLI) needs the network, and raises ConfigError."""
+    from xlrepro.config import ConfigError, check_profile
+    from xlrepro.data.mbert_vocab import mbert_tokenizer
+
+    from . import corpora
+    from . import lab as L
+    from .plan import load_plan, static_config
+    from .static import run_dir, train_static
+
+    check_profile(profile)
+    if profile == "paper":
+        raise ConfigError("the paper profile needs Wikipedia, MUSE and XNLI (network); use profile='lab'")
+    langs = tuple(languages or corpora.LANGUAGES)
+    corpora.check_languages(langs)
+    smoke = max_chapters is not None or dim is not None or epochs is not None
+    out = results_folder(publish, results, smoke=smoke)
+    plan, tok = load_plan(), mbert_tokenizer()
+    small = corpora.tokenized_corpus("small", langs, tokenizer=tok, max_chapters=max_chapters)
+    counts = L.corpus_counts(small)
+    dictionaries, dict_table = L.cached_dictionaries(plan, counts, tok, [l for l in langs if l != "en"])
+    overrides = {k: v for k, v in {"dim": dim, "epochs": epochs, "max_chapters": max_chapters,
+                                   "languages": langs if languages else None}.items() if v is not None}
+
+    def static_mrr(run):
+        """MRR of one static run of the plan, or None where it is GloVe not yet trained (a GPU job)."""
+        cfg = static_config(run, **overrides)
+        if cfg.model == "glove" and not (run_dir(cfg) / "training.json").exists() and not smoke:
+            return None
+        emb = train_static(cfg)
+        return L.static_retrieval(L.static_name(run), emb, dictionaries, plan)
+
+    have_gpu = check_gpu_results(gpu_results, publish)  # a published run never reads the smoke run's files
+    return ChapterSetup(langs, smoke, out, plan, tok, small, counts, dictionaries, dict_table, overrides, have_gpu,
+                        static_mrr)
 
 
 def bert_pending(name: str = "") -> str:

@@ -78,14 +78,6 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     from .transfer import load_plan, mini_mbert_for
 
     name = chapter.split("/")[-1]
-    if chapter == "multilingual/lab":
-        from .published import lab_source
-
-        known = ("model", "languages", "retrieval_sentences")
-        source, _ = lab_source(parameters.get("source", "auto"), publish=bool(parameters.get("publish")),
-                               **{k: parameters[k] for k in known if k in parameters})
-        if source == "published":
-            return None
     if chapter.startswith(f"{NAME}/"):
         from .published import choose_source
 
@@ -115,9 +107,8 @@ def claims_frames(chapter: str, folder) -> dict:
 PAPER = Paper(
     name=NAME,
     title="Wu & Dredze 2019, Beto, Bentz, Becas: The Surprising Cross-Lingual Effectiveness of BERT",
-    # the multilingual lab chapter presents the plan's encoder (mini-mBERT), which these chapters fine-tune
-    chapters=("multilingual/lab",) + tuple(f"{NAME}/{n}" for n in
-                                           ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")),
+    # the plan's encoder (mini-mBERT), which these chapters fine-tune, is presented by the multilingual lab's entry
+    chapters=tuple(f"{NAME}/{n}" for n in ("q1_zero_shot", "q2_layers", "q3_language_id", "q4_subword_overlap")),
     add_train_arguments=add_train_arguments,
     prepare_train=prepare_train,
     # the paraphrase task's zero-shot runs (Q1 and Q4 would show them beside the section task's): pending a GPU run

@@ -1,0 +1,173 @@
+"""The engineering appendix's computations (`xlrepro.papers.appendix.engineering`) on hand-made records."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from xlrepro.papers.appendix import engineering as E
+
+
+def bench_row(case, engine_key, engine, **values):
+    row = {"case": case, "engine_key": engine_key, "engine": engine, "family": "ours" if engine_key.startswith("ours")
+           else "hf", "models": 1, "status": "ok", "ms_per_step": 10.0, "ms_per_model_step": 10.0,
+           "ms_per_step_min": 9.0, "ms_per_step_max": 12.0, "tokens_per_s_per_model": 250_000.0, "mfu": 0.25,
+           "speedup_vs_best_hf": 1.0, "best_hf_engine": "HF best", "device": "H200", "torch": "2.9", "commit":
+           "0123456789abcdef", "date": "2026-01-02", "repeats": 3, "steps": 50, "peak_tflops": 989.0}
+    return {**row, **values}
+
+
+def test_read_bench_keeps_the_data_parallel_rows_apart(tmp_path):
+    rows = [bench_row("base", "hf-compile", "HF compiled"), bench_row("base-dp", "ours-ddp", "ours DDP", gpus=2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "bench.csv", index=False)
+    single, dp = E.read_bench(tmp_path / "bench.csv")
+    assert single["case"].tolist() == ["base"] and dp["case"].tolist() == ["base-dp"]
+    assert E.has_bench(single) and not E.has_bench(dp)
+    empty, empty_dp = E.read_bench(tmp_path / "missing.csv")
+    assert empty.empty and empty_dp.empty and not E.has_bench(empty)
+
+
+def test_bench_view_writes_each_measure_per_model():
+    table = pd.DataFrame([bench_row("small", "ours-stack", "ours, stack of 4", models=4, ms_per_step=8.0,
+                                    ms_per_model_step=2.0, ms_per_step_min=6.0, ms_per_step_max=10.0,
+                                    tokens_per_s_per_model=1_234_567.0, mfu=0.4567, speedup_vs_best_hf=2.5),
+                          bench_row("small", "hf-fp32", "HF fp32", ms_per_model_step=float("nan"), mfu=float("nan"))])
+    view = E.bench_view(table)
+    assert view.index.tolist() == [("small", "ours, stack of 4"), ("small", "HF fp32")]
+    assert view.iloc[0].tolist() == [4, "2.00", "1.50-2.50", "1,235", "45.7%", "2.50x"]
+    assert view.iloc[1].tolist() == [1, "", "9.00-12.00", "250", "", "1.00x"]
+
+
+def test_bench_lines_name_failed_rows_stacks_fallbacks_the_fastest_and_what_was_not_measured():
+    table = pd.DataFrame([
+        bench_row("small", "hf-best", "HF best", ms_per_model_step=5.0),
+        bench_row("small", "ours", "ours", ms_per_model_step=4.0, speedup_vs_best_hf=1.25, mfu=0.3),
+        bench_row("small", "ours-stack", "ours, stack of 4", models=4, ms_per_step=12.0, ms_per_model_step=3.0,
+                  speedup_vs_best_hf=5 / 3, mfu=0.4),
+        bench_row("small", "ours-qkv", "ours + qkv", status="eager fallback (compile failed)", ms_per_model_step=9.5),
+        bench_row("small", "ours-mm", "ours + mm", status="out of memory")])
+    assert E.bench_row_lines(table) == [
+        "small, ours + qkv: eager fallback (compile failed)", "small, ours + mm: out of memory",
+        "small, ours, stack of 4: 12.00 ms per step of the whole stack of 4"]
+    lines = E.bench_case_lines(table)
+    assert lines[:3] == [
+        "small: H200, torch 2.9, commit 0123456789, 2026-01-02; median of 3 repeats of 50 steps; MFU against 989 "
+        "TFLOP/s (dense bf16 datasheet peak)",
+        "small, 'ours + qkv': a compiled step failed and the row ran on the eager path (9.50 ms per model-step); it "
+        "is not the engine's speed",
+        "small: fastest of ours is 'ours, stack of 4', 1.67x the best Hugging Face row ('HF best'), MFU 40.0%"]
+    assert lines[3].startswith("small: not measured in this run: hf-fp32, hf-bf16, hf-compile, ours-nomask,")
+    assert "ours-stack" not in lines[3] and len(lines) == 4
+
+
+def test_hf_best_lines_put_ours_against_hf_best():
+    hb = pd.DataFrame([bench_row("base", "hf-best", "HF best", ms_per_model_step=30.0, transformers="5.0"),
+                       bench_row("base", "ours", "ours", ms_per_model_step=20.0, speedup_vs_best_hf=1.5, mfu=0.35,
+                                 transformers="5.0")])
+    assert E.hf_best_lines(hb) == ["H200, torch 2.9, transformers 5.0, commit 0123456, 2026-01-02",
+                                   "base: ours 1.50x against HF best (20.0 against 30.0 ms), MFU 35.0%"]
+    assert E.hf_best_view(hb).loc[("base", "ours")].tolist() == ["20.00", "9.00-12.00", "35.0%", "1.50x"]
+
+
+def test_kernel_table_adds_all_kernels_per_case():
+    prof = pd.DataFrame({"case": ["base"] * 3, "kind": ["matrix products", "attention", "matrix products"],
+                         "engine_key": ["ours", "ours", "hf-fp32"], "ms_per_step": [3.0, 1.25, 7.5]})
+    table = E.kernel_table(prof)
+    assert table.columns.tolist() == ["ours (fused, compiled, CUDA graph)", "HF fp32"]  # in the order profiled
+    assert table.loc[("base", "matrix products")].tolist() == ["3.00", "7.50"]
+    assert table.loc[("base", "attention")].tolist() == ["1.25", ""]  # HF ran no attention kernel in that profile
+    assert table.loc[("base", "all kernels")].tolist() == ["4.25", "7.50"]
+
+
+def test_compile_check_counts_the_shapes_without_a_failed_step(tmp_path):
+    record = {"seconds": 300, "device": "H100", "torch": "2.9", "commit": "abc1234", "date": "2026-01-02",
+              "stacks": [{"shape": "16 x 1 head", "step": 900, "fallbacks": []},
+                         {"shape": "24 x 1 head", "step": 700, "fallbacks": [12, 40]}]}
+    (tmp_path / "t7.json").write_text(json.dumps(record))
+    table, line = E.compile_check(tmp_path / "t7.json")
+    assert table["compiled steps failed"].tolist() == [0, 2]
+    assert table["steps in 300 s"].tolist() == [900, 700] and table.index.tolist() == ["16 x 1 head", "24 x 1 head"]
+    assert line == "2 shapes, 1 of them without a failed compiled step\nH100, torch 2.9, commit abc1234, 2026-01-02"
+
+
+def test_grid_wall_lists_each_stacks_models(tmp_path):
+    (tmp_path / "wall.json").write_text(json.dumps({"wall_seconds": 396, "gpus": ["H200", "H200"], "exit_code": 0,
+                                                    "arguments": "--compile"}))
+    for k, members in enumerate([["10/0", "2/0", "2/42"], ["1/0"]]):
+        (tmp_path / "stacks" / str(k)).mkdir(parents=True)
+        (tmp_path / "stacks" / str(k) / "timing.json").write_text(json.dumps(
+            {"members": members, "steps": 100, "train_seconds": 50.25, "wall_seconds_incl_eval": 60.0,
+             "device": "H200"}))
+    table, line = E.grid_wall(tmp_path)
+    assert table["model IDs"].tolist() == ["2,10", "1"] and table["models"].tolist() == [3, 1]
+    assert table["training time (s)"].tolist() == ["50.2", "50.2"]  # 50.25 to one decimal, half to even
+    assert line == "grid wall time: 396 s (6.6 min) on 2 x H200, exit code 0; arguments: --compile"
+
+
+def test_floor_by_size_sums_each_size_and_all():
+    floor = pd.DataFrame({"size": ["small", "small", "base"], "models": [5, 5, 5], "model_steps": [100, 200, 50],
+                          "tflop_per_model_step": [0.5, 0.5, 4.0], "pflop": [0.05, 0.1, 0.2],
+                          "seconds_at_peak": [50.0, 100.0, 200.0]})
+    by_size = E.floor_by_size(floor)
+    assert by_size.index.tolist() == ["small", "base", "all"]
+    assert by_size.loc["small"].tolist() == [10, 300, 0.5, pytest.approx(0.15), 150.0]
+    assert by_size.loc["all", "seconds_at_peak"] == 350.0 and by_size.loc["all", "models"] == 15
+    assert math.isnan(by_size.loc["all", "tflop_per_model_step"])
+
+
+def test_spread_runs_fill_the_early_runs_defaults_and_divide_by_the_one_gpu_run():
+    def run(gpus, wall, **extra):
+        return {"epochs": 20, "plan": "dealt in turn", "commit": "abc", "gpus": gpus, "wall_seconds": wall,
+                "gpu_names": ["H200"], "exit_code": 0, "stacks": [{"wall_seconds_incl_eval": wall - 10,
+                                                                  "eval_seconds_this_call": 4.0}], **extra}
+    spread = [run(2, 60.0), run(1, 100.0), run(1, 80.0, evaluation="stacked", models="16-17 (BERT-base)")]
+    runs = E.spread_runs(spread)
+    assert spread[0]["models"] == E.SMALL and spread[0]["evaluation"] == "per-model"  # filled in
+    assert runs[["models", "GPUs", "evaluation"]].values.tolist() == [  # models in descending order, then GPUs
+        ["16-17 (BERT-base)", 1, "stacked"], [E.SMALL, 1, "per-model"], [E.SMALL, 2, "per-model"]]
+    assert runs["speed-up vs 1 GPU"].tolist() == pytest.approx([1.0, 1.0, 100 / 60])
+    assert runs["each stack, training + evaluation (s)"].tolist() == ["70", "90", "50"]
+
+
+def test_p_means_differ_by_one_std_known_answers():
+    assert E.p_means_differ_by_one_std(2) == pytest.approx(0.3173, abs=1e-4)  # the difference has std 1: 2 P(Z > 1)
+    assert E.p_means_differ_by_one_std(5) == pytest.approx(0.1138, abs=1e-4)  # std sqrt(0.4): 2 P(Z > 1.581)
+    with pytest.raises(ValueError, match="seeds must be 1 or more; got 0"):
+        E.p_means_differ_by_one_std(0)
+
+
+def test_data_parallel_lines_give_the_one_gpu_step_from_the_scaling_efficiency():
+    d = pd.DataFrame([bench_row("base-dp", "ours-ddp", "ours DDP", gpus=2, ms_per_step=100.0, scaling_efficiency=0.8,
+                                tokens_per_s_all=2_500_000.0),
+                      bench_row("base-dp", "hf-compile-ddp", "HF DDP", gpus=2, status="timeout",
+                                scaling_efficiency=float("nan"), tokens_per_s_all=float("nan"))])
+    assert E.data_parallel_lines(d) == [
+        "H200 x 2, torch 2.9, commit 0123456789, 2026-01-02;\nmedian of 3 repeats of 50 steps",
+        "ours DDP:\n  100.0 ms per step on 2 GPUs against 80.0 on one: scaling efficiency 80%, 2.50M pieces/s in all",
+        "HF DDP: timeout"]
+    assert E.data_parallel_view(d)["scaling efficiency"].tolist() == ["80%", ""]
+
+
+def test_equivalence_table_gives_mean_std_and_seeds():
+    eq = pd.DataFrame({"experiment": ["0"] * 3, "engine": ["vmap", "vmap", "fused"], "metric": ["mu"] * 3,
+                       "value": [0.5, 0.7, 0.9]})
+    table = E.equivalence_table(eq, metrics=["mu"])
+    assert table["µ"].tolist() == ["0.900 ± 0.000 (n=1)", "0.600 ± 0.141 (n=2)"]
+    assert table.index.tolist() == [("0", "fused"), ("0", "vmap")]
+
+
+def test_rerun_reading_names_each_seed_and_the_training_times(tmp_path):
+    rerun = pd.DataFrame([
+        {"model": "0", "seed": 42, "alone_engine": "eager", "metric": "mu", "published": 0.8, "alone": 0.79,
+         "difference": -0.01},
+        {"model": "0", "seed": 42, "alone_engine": "eager", "metric": "ppl_train", "published": 20.04,
+         "alone": 21.0, "difference": 0.96}])
+    for folder, seconds in (("rerun", (30.4, 10.0)), ("rerun_compiled", (8.0, 9.6))):
+        for k, s in enumerate(seconds):
+            (tmp_path / folder / "stacks" / str(k)).mkdir(parents=True)
+            (tmp_path / folder / "stacks" / str(k) / "timing.json").write_text(json.dumps({"train_seconds": s}))
+    assert E.rerun_reading(rerun, tmp_path) == (
+        "- seed 42, eager: µ 0.800 in the grid, 0.790 alone (difference -0.010); train perplexity 20.0 and 21.0\n"
+        "\nTraining took 10 and 30 s eager, 8 and 10 s compiled, compiling included.")
