@@ -329,7 +329,10 @@ def run_step(step: Step, time_limit: float | None, allow_cpu: bool = False) -> i
     if step.kind == "train":
         argv = [*step.argv, *(["--time-limit", f"{time_limit:.0f}"] if time_limit is not None else []),
                 *(["--allow-cpu"] if allow_cpu else [])]
-        return main(argv)
+        try:
+            return main(argv)
+        except SystemExit as exc:  # a module's own argparse error inside the training: its status
+            return exc.code if isinstance(exc.code, int) else 1
     from papermill.exceptions import PapermillExecutionError
     try:
         print(run_chapter(step.chapter, dict(step.parameters), publish=True, allow_cpu=allow_cpu), flush=True)
