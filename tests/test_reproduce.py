@@ -206,15 +206,22 @@ def test_a_second_call_skips_what_the_first_finished(tmp_path, runs, capsys):
     assert [k for k, _ in fourth.calls][0] == "train dufter2020"
 
 
-def test_a_failed_step_stops_the_plan(tmp_path):
+def test_a_failed_step_leaves_the_rest_of_its_paper_and_the_other_papers_go_on(tmp_path, capsys):
     calls = []
+    other = R.Step("publish", "k2020", ("run", "k2020/linguistic", "--publish"), chapter="k2020/linguistic")
 
     def runner(step, limit):
         calls.append(step.key)
-        return 1
-    out = R.execute(steps(), runner=runner, state_file=tmp_path / "s.json")
-    assert calls == ["train dufter2020"] and out.failed.key == "train dufter2020"
-    assert R.report(out, 3) == 1
+        return 1 if step.paper == "dufter2020" else 0
+    out = R.execute([*steps(), other], runner=runner, state_file=tmp_path / "s.json")
+    assert calls == ["train dufter2020", "run k2020/linguistic --publish"]
+    assert [s.key for s in out.failed] == ["train dufter2020"]
+    assert [s.key for s in out.left] == [s.key for s in steps()]
+    assert [s.key for s in out.done] == ["run k2020/linguistic --publish"]
+    assert R.report(out, 4) == 1
+    printed = capsys.readouterr().out
+    assert "xlrepro train dufter2020 exited with status 1; the rest of dufter2020 is left" in printed
+    assert "stopped: failed: xlrepro train dufter2020" in printed
 
 
 # ---- no GPU -----------------------------------------------------------------------------------------------------

@@ -348,7 +348,7 @@ class Outcome:
     done: list[Step] = field(default_factory=list)
     skipped: list[Step] = field(default_factory=list)  # finished by an earlier call
     left: list[Step] = field(default_factory=list)
-    failed: Step | None = None
+    failed: list[Step] = field(default_factory=list)  # each stopped the rest of its paper
     reason: str = ""
 
 
@@ -363,7 +363,11 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
     state = load_state(state_file)
     start = clock()
     outcome = Outcome()
+    broken: set[str] = set()  # papers with a failed step: their later steps are left
     for n, step in enumerate(steps):
+        if step.paper in broken:
+            outcome.left.append(step)
+            continue
         if is_done(step, state, commit):
             outcome.skipped.append(step)
             print(f"= {step.command()}  (done by an earlier call)", file=out, flush=True)
@@ -376,7 +380,7 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
                 outcome.reason = (f"{step.command()} took {step.estimate_s:.0f} s in the published run; "
                                   f"{left:.0f} s are left")
             if outcome.reason:
-                outcome.left = list(steps[n:])
+                outcome.left += list(steps[n:])
                 return outcome
         limit = left - MARGIN_S if left is not None and step.takes_time_limit else None
         print(f"+ {step.command()}" + (f"  (time limit {limit:.0f} s)" if limit is not None else ""),
@@ -386,14 +390,17 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
             with _alarm(left if hard_stop else None):
                 rc = runner(step, limit)
         except DeadlineReached:
-            outcome.left = list(steps[n:])
+            outcome.left += list(steps[n:])
             outcome.reason = "the deadline passed during the step"
             return outcome
         took = clock() - began
-        if rc != 0:
-            outcome.failed, outcome.left = step, list(steps[n:])
-            outcome.reason = f"{step.command()} exited with status {rc}"
-            return outcome
+        if rc != 0:  # the rest of this paper waits; the other papers go on
+            print(f"xlrepro reproduce: {step.command()} exited with status {rc}; the rest of {step.paper} is left",
+                  file=out, flush=True)
+            outcome.failed.append(step)
+            outcome.left.append(step)
+            broken.add(step.paper)
+            continue
         finished = limit is None or took < limit - 1  # it stopped by itself, not at its time limit
         if finished:
             state[step.key] = {"commit": commit, "seconds": round(took, 1),
@@ -403,9 +410,11 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
             save_state(state, state_file)
             outcome.done.append(step)
         else:
-            outcome.left = list(steps[n:])
+            outcome.left += list(steps[n:])
             outcome.reason = f"{step.command()} reached its time limit (it resumes on the next call)"
             return outcome
+    if outcome.failed and not outcome.reason:
+        outcome.reason = "failed: " + "; ".join(s.command() for s in outcome.failed)
     return outcome
 
 
@@ -425,7 +434,8 @@ def describe(steps: Sequence[Step], state: dict, commit: str) -> list[str]:
 
 def main(a) -> int:
     """`xlrepro reproduce` with the parsed arguments `a` (see `xlrepro.cli.build_parser`). Exit 0 when every step
-    is done, 3 when the deadline stopped it (run the same command again), 1 when a step failed, 2 for a refusal."""
+    is done, 3 when the deadline stopped it (run the same command again), 1 when a step failed (the rest of its
+    paper is left, the other papers go on), 2 for a refusal before anything ran."""
     from .cli import _value
 
     if a.deadline is not None and a.deadline <= 0:
@@ -467,6 +477,6 @@ def report(outcome: Outcome, total: int, out=None) -> int:
         for s in outcome.left:
             print(f"  left: {s.command()}", file=out)
         print("run the same command again to go on", file=out)
-    if outcome.failed is not None:
+    if outcome.failed:
         return 1
     return 3 if outcome.left else 0
