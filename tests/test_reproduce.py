@@ -7,9 +7,13 @@ import os
 
 import pytest
 
+from xlrepro import cli as C
 from xlrepro import reproduce as R
 from xlrepro.cli import main
 from xlrepro.config import ConfigError
+
+CLI = R.Cli(main=C.main, run_chapter=C.run_chapter, chapter_parameters=C.chapter_parameters,
+            build_parser=C.build_parser, value=C._value)
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +61,7 @@ def test_gpus_refuses_what_the_machine_lacks(value, available):
 def test_only_a_chapter_plans_its_papers_training_then_that_chapter():
     only = R.parse_only(["k2020/linguistic"])
     assert only == {"k2020": {"k2020/linguistic"}}
-    steps = R.make_plan(only)
+    steps = R.make_plan(CLI, only)
     assert [(s.kind, s.argv) for s in steps] == [
         ("train", ("train", "k2020", "--part", "pilot")),
         ("train", ("train", "k2020", "--part", "all")),
@@ -70,10 +74,10 @@ def test_only_a_chapter_plans_its_papers_training_then_that_chapter():
 def test_only_keeps_book_order_and_a_whole_paper_wins_over_its_chapter():
     only = R.parse_only(["liu2020", "multilingual/lab", "dufter2020/setup", "dufter2020"])
     assert only == {"dufter2020": None, "wu2019": {"multilingual/lab"}, "liu2020": None}
-    steps = R.make_plan(only, skip_train=True)
+    steps = R.make_plan(CLI, only, skip_train=True)
     assert [s.chapter for s in steps][:2] == ["dufter2020/setup", "dufter2020/architecture"]
     assert all(s.kind == "publish" for s in steps)
-    wu = R.make_plan({"wu2019": None})
+    wu = R.make_plan(CLI, {"wu2019": None})
     assert [s.argv for s in wu if s.kind == "train"] == [
         ("pretrain", "mini-mbert"), ("train", "wu2019", "--part", "all"),
         ("train", "wu2019", "--part", "zero-shot", "--task", "paraphrase")]
@@ -82,8 +86,8 @@ def test_only_keeps_book_order_and_a_whole_paper_wins_over_its_chapter():
 
 def test_parameters_go_to_the_chapters_that_declare_them():
     declared = {"k2020/linguistic": {"seeds": {}}, "k2020/architecture": {}}
-    steps = R.make_plan({"k2020": {"k2020/linguistic", "k2020/architecture"}}, {"seeds": [0]}, skip_train=True,
-                        chapter_parameters=declared.__getitem__)
+    cli = R.Cli(C.main, C.run_chapter, declared.__getitem__, C.build_parser, C._value)
+    steps = R.make_plan(cli, {"k2020": {"k2020/linguistic", "k2020/architecture"}}, {"seeds": [0]}, skip_train=True)
     assert [(s.chapter, s.parameters) for s in steps] == [("k2020/linguistic", (("seeds", [0]),)),
                                                           ("k2020/architecture", ())]
     assert steps[0].command() == "xlrepro run k2020/linguistic --publish -p seeds [0]"
@@ -243,7 +247,7 @@ def test_without_a_gpu_it_refuses_in_one_line_before_doing_anything(capsys, monk
 def test_without_a_gpu_publishing_alone_runs(capsys, monkeypatch):
     monkeypatch.setattr(R, "gpu_count", lambda: 0)
     ran = []
-    monkeypatch.setattr(R, "run_step", lambda step, limit, allow_cpu=False: ran.append((step.key, limit)) or 0)
+    monkeypatch.setattr(R, "run_step", lambda step, limit, cli, allow_cpu=False: ran.append((step.key, limit)) or 0)
     assert main(["reproduce", "--skip-train", "--only", "dufter2020/setup"]) == 0
     assert ran == [("run dufter2020/setup --publish", None)]
     assert "1 steps done now, 0 done before, 0 left of 1" in capsys.readouterr().out

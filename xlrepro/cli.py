@@ -352,8 +352,10 @@ def main(argv=None) -> int:
                 print(f"exploratory run (the book is unchanged; --publish writes it): {out.parent}", file=sys.stderr)
             print(out)
         elif a.command == "reproduce":
+            from .reproduce import Cli
             from .reproduce import main as reproduce
-            return reproduce(a)
+            return reproduce(a, Cli(main=main, run_chapter=run_chapter, chapter_parameters=chapter_parameters,
+                                    build_parser=build_parser, value=_value))
         elif a.command == "verdicts":
             from .verdicts import main as verdicts
             for name in a.papers:

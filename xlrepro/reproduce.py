@@ -1,7 +1,7 @@
 """`xlrepro reproduce`: the published run of the whole book, resumable, in one command.
 
 The plan is made from the paper registry (`xlrepro.papers`): for each paper, in book order, its training commands
-(`Paper.reproduce`, e.g. ``xlrepro train dufter2020``), then each of its chapters published
+(`Paper.reproduce`, e.g. ``xlrepro train <paper>``), then each of its chapters published
 (``xlrepro run <chapter> --publish``). Every step runs in this process through the package's own functions
 (`xlrepro.cli.main`, `xlrepro.cli.run_chapter`); nothing is shelled out.
 
@@ -66,6 +66,16 @@ class Step:
         return "xlrepro " + " ".join(self.argv) + "".join(f" -p {k} {v!r}" for k, v in self.parameters)
 
 
+@dataclass(frozen=True)
+class Cli:
+    """What the plan and its steps use of `xlrepro.cli` (passed in by it: the command line imports this module)."""
+    main: Callable[[list[str]], int] = field(metadata={"help": "`xlrepro.cli.main`: runs one command line"})
+    run_chapter: Callable[..., Path] = field(metadata={"help": "`xlrepro.cli.run_chapter`"})
+    chapter_parameters: Callable[[str], dict] = field(metadata={"help": "a chapter's declared parameters"})
+    build_parser: Callable[[], object] = field(metadata={"help": "the command line's argparse parser"})
+    value: Callable[[str], object] = field(metadata={"help": "a -p value's text -> its Python value"})
+
+
 class DeadlineReached(KeyboardInterrupt):
     """Raised in the running step when the deadline passes (its `finally` clauses run, as for Ctrl-C)."""
 
@@ -100,11 +110,8 @@ def parse_only(values: Sequence[str] | None) -> dict[str, set[str] | None]:
     return {p: chosen[p] for p in sorted(chosen, key=order.index)}
 
 
-def _cli_takes_time_limit(argv: Sequence[str]) -> bool:
-    """Whether the `xlrepro` subcommand `argv` has a --time-limit option (its parser says)."""
-    from .cli import build_parser
-
-    parser = build_parser()
+def takes_time_limit(parser, argv: Sequence[str]) -> bool:
+    """Whether the `xlrepro` subcommand `argv` has a --time-limit option (the command line's `parser` says)."""
     for word in argv:
         sub = next((a for a in parser._actions if a.choices and isinstance(a.choices, dict) and word in a.choices),
                    None)
@@ -114,16 +121,15 @@ def _cli_takes_time_limit(argv: Sequence[str]) -> bool:
     return any("--time-limit" in a.option_strings for a in parser._actions)
 
 
-def make_plan(only: dict[str, set[str] | None], parameters: dict | None = None, skip_train: bool = False,
-              chapter_parameters: Callable[[str], dict] | None = None) -> list[Step]:
+def make_plan(cli: Cli, only: dict[str, set[str] | None], parameters: dict | None = None,
+              skip_train: bool = False) -> list[Step]:
     """The steps for the papers and chapters of `only` (`parse_only`), in book order: each paper's training
     commands, then its chapters. `parameters` (``-p``) go to every chapter that declares them; one that no selected
     chapter declares raises a ConfigError."""
     from .papers import get_paper
 
-    if chapter_parameters is None:
-        from .cli import chapter_parameters
     parameters = parameters or {}
+    parser = cli.build_parser()
     steps: list[Step] = []
     used: set[str] = set()
     for name, wanted in only.items():
@@ -132,13 +138,13 @@ def make_plan(only: dict[str, set[str] | None], parameters: dict | None = None, 
         if not skip_train:
             for i, command in enumerate(paper.reproduce):
                 steps.append(Step("train", name, tuple(command), needs_gpu=True,
-                                  takes_time_limit=_cli_takes_time_limit(command),
+                                  takes_time_limit=takes_time_limit(parser, command),
                                   estimate=text if i == 0 else f"in {name}'s total above",
                                   estimate_s=seconds if len(paper.reproduce) == 1 else None))
         for chapter in paper.chapters:
             if wanted is not None and chapter not in wanted:
                 continue
-            declared = chapter_parameters(chapter)
+            declared = cli.chapter_parameters(chapter)
             given = tuple((k, v) for k, v in parameters.items() if k in declared)
             used.update(k for k, _ in given)
             wall = chapter_wall_time(chapter)
@@ -321,21 +327,19 @@ def _alarm(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_step(step: Step, time_limit: float | None, allow_cpu: bool = False) -> int:
+def run_step(step: Step, time_limit: float | None, cli: Cli, allow_cpu: bool = False) -> int:
     """Run one step in this process: a training command through `xlrepro.cli.main` (with --time-limit when given),
     a chapter through `run_chapter(..., publish=True)`. Returns the exit status."""
-    from .cli import main, run_chapter
-
     if step.kind == "train":
         argv = [*step.argv, *(["--time-limit", f"{time_limit:.0f}"] if time_limit is not None else []),
                 *(["--allow-cpu"] if allow_cpu else [])]
         try:
-            return main(argv)
+            return cli.main(argv)
         except SystemExit as exc:  # a module's own argparse error inside the training: its status
             return exc.code if isinstance(exc.code, int) else 1
     from papermill.exceptions import PapermillExecutionError
     try:
-        print(run_chapter(step.chapter, dict(step.parameters), publish=True, allow_cpu=allow_cpu), flush=True)
+        print(cli.run_chapter(step.chapter, dict(step.parameters), publish=True, allow_cpu=allow_cpu), flush=True)
     except PapermillExecutionError as err:
         print(f"xlrepro: chapter {step.chapter} stopped in cell [{err.exec_count}]: {err.ename}: {err.evalue}",
               file=sys.stderr)
@@ -432,16 +436,14 @@ def describe(steps: Sequence[Step], state: dict, commit: str) -> list[str]:
     return lines
 
 
-def main(a) -> int:
+def main(a, cli: Cli) -> int:
     """`xlrepro reproduce` with the parsed arguments `a` (see `xlrepro.cli.build_parser`). Exit 0 when every step
     is done, 3 when the deadline stopped it (run the same command again), 1 when a step failed (the rest of its
     paper is left, the other papers go on), 2 for a refusal before anything ran."""
-    from .cli import _value
-
     if a.deadline is not None and a.deadline <= 0:
         raise ConfigError(f"--deadline must be a positive number of seconds; got {a.deadline}")
     only = parse_only(a.only)
-    steps = make_plan(only, {k: _value(v) for k, v in a.parameter}, skip_train=a.skip_train)
+    steps = make_plan(cli, only, {k: cli.value(v) for k, v in a.parameter}, skip_train=a.skip_train)
     commit = _commit()
     state = load_state()
     if a.dry_run:
@@ -462,7 +464,7 @@ def main(a) -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(names[i] for i in gpus)
 
     def runner(step, limit):
-        return run_step(step, limit, allow_cpu=a.allow_cpu)
+        return run_step(step, limit, cli, allow_cpu=a.allow_cpu)
     outcome = execute(steps, deadline=a.deadline, runner=runner, commit=commit, hard_stop=True)
     return report(outcome, len(steps))
 

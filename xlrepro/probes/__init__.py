@@ -5,5 +5,5 @@ published results are under ``book/results/bench/`` and read by the engineering 
   variants, the matrix products alone, attention alone).
 - ``noise``: the per-model draws' int32 hash gives the same bits as its int64 form on the GPU, eager and compiled.
 
-The Dufter & Schütze stacks' engine probe is the paper's own: ``python -m xlrepro.papers.dufter2020.speed_probe``.
+A probe of one paper's models lives in that paper's package (its ``speed_probe``).
 """

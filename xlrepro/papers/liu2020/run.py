@@ -69,7 +69,7 @@ def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = No
 
 def evaluate_part(device: str = "cpu", time_limit: float | None = None, smoke: bool = False) -> str:
     """`xlrepro train liu2020 --part evaluate`: every evaluation that reads the BERTs' weights (`evaluate.main`, one
-    process, every task), into the folder the chapters read (`report.gpu_results_dir`; smoke: its own folder), with
+    process, every task), into the folder the chapters read (runs/liu2020/lab/gpu-results; smoke: its own), with
     the training records the chapters' run tables show: each BERT's config.json and training.json, and those of the
     static runs trained on a GPU, under `training/`. Resumable: finished tasks are skipped."""
     import json
@@ -79,10 +79,10 @@ def evaluate_part(device: str = "cpu", time_limit: float | None = None, smoke: b
 
     from .evaluate import bert_folder, full_setup, smoke_setup
     from .evaluate import main as evaluate_main
-    from .report import gpu_results_dir
 
     setup = smoke_setup() if smoke else full_setup()
-    out = runs_dir() / "liu2020" / "smoke" / "gpu-results" if smoke else gpu_results_dir()
+    # the folder `report.gpu_results_dir` names (report imports this module, so not the other way round)
+    out = runs_dir() / "liu2020" / ("smoke" if smoke else "lab") / "gpu-results"
     for name in bert_configs(setup.plan, **setup.model_overrides):
         for f in ("config.json", "training.json"):
             src = bert_folder(setup, name) / f
