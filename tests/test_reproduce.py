@@ -179,7 +179,7 @@ def test_a_training_cut_at_its_time_limit_is_left_for_the_next_call(tmp_path):
     out = R.execute(steps(), deadline=1000, runner=fake.runner, clock=fake.clock, state_file=tmp_path / "s.json")
     assert fake.calls == [("train dufter2020", 970)]
     assert out.done == [] and len(out.left) == 3
-    assert out.reason == "xlrepro train dufter2020 reached its time limit (it resumes on the next call)"
+    assert out.reason == "xlrepro train dufter2020 reached its time limit (it resumes on the next run)"
     assert R.load_state(tmp_path / "s.json") == {}
     late = FakeMachine(DURATIONS)  # no step starts with less than a minute left
     out = R.execute(steps(), deadline=R.MIN_STEP_S - 1, runner=late.runner, clock=late.clock,
@@ -193,21 +193,27 @@ def test_a_second_call_skips_what_the_first_finished(tmp_path, runs, capsys):
     R.execute(steps(), deadline=1000, runner=first.runner, clock=first.clock, state_file=state)
     second = FakeMachine(DURATIONS)
     out = R.execute(steps(), deadline=1000, runner=second.runner, clock=second.clock, state_file=state)
-    assert second.calls == [("run dufter2020/architecture --publish", None)]  # training and setup skipped
-    assert [s.key for s in out.skipped] == ["train dufter2020", "run dufter2020/setup --publish"]
-    assert "= xlrepro train dufter2020  (done by an earlier call)" in capsys.readouterr().out
+    # the training had a time limit, so its trainer checks again (it skips what is trained); the setup chapter, up to
+    # date with the runs, is skipped; the architecture chapter now fits (1000 - 400 = 600 s left)
+    assert second.calls == [("train dufter2020", 970), ("run dufter2020/architecture --publish", None)]
+    assert [s.key for s in out.skipped] == ["run dufter2020/setup --publish"]
+    assert "= xlrepro run dufter2020/setup --publish  (done by an earlier run)" in capsys.readouterr().out
     # a new file in the paper's runs makes its published chapters stale: they are published again
     (runs / "dufter2020").mkdir(parents=True)
     (runs / "dufter2020" / "metrics.json").write_text("{}")
     future = R.load_state(state)["run dufter2020/setup --publish"]["runs"] + 10
     os.utime(runs / "dufter2020" / "metrics.json", (future, future))
     third = FakeMachine(DURATIONS)
-    R.execute(steps(), runner=third.runner, clock=third.clock, state_file=state)
-    assert [k for k, _ in third.calls] == ["run dufter2020/setup --publish", "run dufter2020/architecture --publish"]
-    # another commit checks the training again
+    R.execute(steps(), runner=third.runner, clock=third.clock, state_file=state)  # no deadline: no time limit
+    assert [k for k, _ in third.calls] == ["train dufter2020", "run dufter2020/setup --publish",
+                                           "run dufter2020/architecture --publish"]
+    # a training that ran without a time limit ran to its end: skipped from now on, at this commit
     fourth = FakeMachine(DURATIONS)
-    R.execute(steps(), runner=fourth.runner, clock=fourth.clock, state_file=state, commit="other")
-    assert [k for k, _ in fourth.calls][0] == "train dufter2020"
+    out = R.execute(steps(), runner=fourth.runner, clock=fourth.clock, state_file=state)
+    assert fourth.calls == [] and len(out.skipped) == 3
+    fifth = FakeMachine(DURATIONS)  # another commit: everything again
+    R.execute(steps(), runner=fifth.runner, clock=fifth.clock, state_file=state, commit="other")
+    assert [k for k, _ in fifth.calls] == list(DURATIONS)
 
 
 def test_a_failed_step_leaves_the_rest_of_its_paper_and_the_other_papers_go_on(tmp_path, capsys):

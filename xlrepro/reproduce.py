@@ -5,11 +5,12 @@ The plan is made from the paper registry (`xlrepro.papers`): for each paper, in 
 (``xlrepro run <chapter> --publish``). Every step runs in this process through the package's own functions
 (`xlrepro.cli.main`, `xlrepro.cli.run_chapter`); nothing is shelled out.
 
-What is skipped on a second call (the same command again resumes):
+What is skipped when the same command runs again (it resumes):
 
-- a training step recorded as finished (it returned without reaching its time limit) by this code version (the git
-  commit) is skipped; any other training step runs again, and the trainers themselves skip every model already
-  trained, so a rerun costs only the check;
+- a training step that ran without a time limit and returned 0 (the trainers then run to the end) is recorded as
+  finished and skipped while the code (the git commit) is unchanged. A training step given a time limit (under
+  ``--deadline``) is never recorded, because a trainer may stop before its limit with work left: it runs again, and
+  the trainer itself skips every model already trained, so a rerun of finished work costs only the check;
 - a chapter is published again unless its published notebook exists and was written by this plan, at this commit,
   with these parameters, after the last change to its paper's runs (the newest file under ``runs/<paper>*``) —
   that is, unless the published copy is up to date with its runs.
@@ -221,7 +222,7 @@ def chapter_wall_time(chapter: str) -> float | None:
     return json.loads(path.read_text(encoding="utf-8")).get("wall time (s)")
 
 
-# ---- state: what earlier calls finished -----------------------------------------------------------------------
+# ---- state: what earlier runs finished -----------------------------------------------------------------------
 
 
 def state_path() -> Path:
@@ -262,7 +263,7 @@ def _commit() -> str:
 
 
 def is_done(step: Step, state: dict, commit: str) -> bool:
-    """Whether an earlier call finished `step` and it is still up to date (see the module's docstring)."""
+    """Whether an earlier run finished `step` and it is still up to date (see the module's docstring)."""
     entry = state.get(step.key)
     if not entry or entry.get("commit") != commit:
         return False
@@ -350,7 +351,7 @@ def run_step(step: Step, time_limit: float | None, cli: Cli, allow_cpu: bool = F
 @dataclass
 class Outcome:
     done: list[Step] = field(default_factory=list)
-    skipped: list[Step] = field(default_factory=list)  # finished by an earlier call
+    skipped: list[Step] = field(default_factory=list)  # finished by an earlier run
     left: list[Step] = field(default_factory=list)
     failed: list[Step] = field(default_factory=list)  # each stopped the rest of its paper
     reason: str = ""
@@ -359,7 +360,7 @@ class Outcome:
 def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Callable[[Step, float | None], int],
             clock: Callable[[], float] = time.monotonic, state_file: Path | None = None,
             commit: str | None = None, hard_stop: bool = False, out=None) -> Outcome:
-    """Run `steps` in order with `runner(step, time_limit)`, skipping those an earlier call finished, stopping
+    """Run `steps` in order with `runner(step, time_limit)`, skipping those an earlier run finished, stopping
     before `deadline` seconds (from now) run out; records each finished step in the state file as it goes.
     `hard_stop`: also interrupt a step at the deadline itself (SIGALRM; the real clock only)."""
     commit = commit or _commit()
@@ -374,7 +375,7 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
             continue
         if is_done(step, state, commit):
             outcome.skipped.append(step)
-            print(f"= {step.command()}  (done by an earlier call)", file=out, flush=True)
+            print(f"= {step.command()}  (done by an earlier run)", file=out, flush=True)
             continue
         left = None if deadline is None else deadline - (clock() - start)
         if left is not None:
@@ -405,18 +406,17 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
             outcome.left.append(step)
             broken.add(step.paper)
             continue
-        finished = limit is None or took < limit - 1  # it stopped by itself, not at its time limit
-        if finished:
+        if limit is not None and took >= limit - 1:  # stopped at its time limit: it resumes on the next run
+            outcome.left += list(steps[n:])
+            outcome.reason = f"{step.command()} reached its time limit (it resumes on the next run)"
+            return outcome
+        outcome.done.append(step)
+        if limit is None:  # ran to its end: recorded (a time-limited training is checked again next time)
             state[step.key] = {"commit": commit, "seconds": round(took, 1),
                                "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
             if step.kind == "publish":
                 state[step.key].update(parameters=repr(step.parameters), runs=runs_fingerprint(step.paper))
             save_state(state, state_file)
-            outcome.done.append(step)
-        else:
-            outcome.left += list(steps[n:])
-            outcome.reason = f"{step.command()} reached its time limit (it resumes on the next call)"
-            return outcome
     if outcome.failed and not outcome.reason:
         outcome.reason = "failed: " + "; ".join(s.command() for s in outcome.failed)
     return outcome
@@ -426,7 +426,7 @@ def execute(steps: Sequence[Step], *, deadline: float | None = None, runner: Cal
 
 
 def describe(steps: Sequence[Step], state: dict, commit: str) -> list[str]:
-    """The plan as lines: number, what, where it runs, its recorded time, and whether an earlier call did it."""
+    """The plan as lines: number, what, where it runs, its recorded time, and whether an earlier run did it."""
     lines = []
     for i, s in enumerate(steps, 1):
         what = "train " + s.paper if s.kind == "train" else "publish " + s.chapter

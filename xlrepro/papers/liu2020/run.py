@@ -104,7 +104,7 @@ def evaluate_part(device: str = "cpu", time_limit: float | None = None, smoke: b
 
     from xlrepro import atomic
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if device != "cpu" else []
-    atomic.write_json(out / f"wall-evaluate-{int(start)}.json",  # one record per call (`report.wall_records`)
+    atomic.write_json(out / f"wall-evaluate-{int(start)}.json",  # one record per run (`report.wall_records`)
                       {"phase": "evaluate", "wall_seconds": int(time.time() - start), "exit_code": 0, "gpus": gpus})
     return f"evaluations in {out}"
 
