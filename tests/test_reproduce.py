@@ -257,3 +257,30 @@ def test_without_a_gpu_publishing_alone_runs(capsys, monkeypatch):
     assert main(["reproduce", "--skip-train", "--only", "dufter2020/setup"]) == 0
     assert ran == [("run dufter2020/setup --publish", None)]
     assert "1 steps done now, 0 done before, 0 left of 1" in capsys.readouterr().out
+
+
+# ---- the training parts the plan runs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "dufter2020", "--part", "table3", "--ids", "0"], "--ids applies to --part grid only; got --part table3"),
+    (["train", "dufter2020", "--part", "table4", "--seeds", "0", "--epochs", "2"],
+     "--seeds, --epochs applies to --part grid only"),
+    (["train", "dufter2020", "--part", "table3", "--time-limit", "0"], "--time-limit must be a positive number"),
+    (["train", "liu2020", "--part", "evaluate", "--time-limit", "-5"], "--time-limit must be positive; got -5.0"),
+])
+def test_the_training_parts_check_their_options_before_anything(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr("xlrepro.papers.dufter2020.real_languages.main", lambda *a: pytest.fail("it trained"))
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_every_training_command_of_the_registry_parses():
+    """The commands the plan runs are valid command lines of this CLI (their options exist)."""
+    from xlrepro.papers import papers
+    parser = C.build_parser()
+    for paper in papers().values():
+        for command in paper.reproduce:
+            parser.parse_args(list(command))
+    assert ("train", "dufter2020", "--part", "table3") in papers()["dufter2020"].reproduce
+    assert ("train", "liu2020", "--part", "evaluate") in papers()["liu2020"].reproduce
