@@ -99,18 +99,18 @@ def test_recorded_time_reads_the_published_records(tmp_path, monkeypatch):
     (tmp_path / "dufter2020" / "runtime.csv").write_text(
         "experiment,seed,stack,metric,value\n0,-1,1,train_seconds,600\n0,-1,1,steps,99\n5,-1,2,train_seconds,1200\n")
     (tmp_path / "dufter2020" / "run_record_architecture.json").write_text(json.dumps(
-        {"training devices": "NVIDIA H200", "wall time (s)": 15.7}))
+        {"training devices": "NVIDIA H200", "executed on": "CPU (x86_64, 2 cores)", "wall time (s)": 15.7}))
     seconds, text = R.recorded_time("dufter2020")
     assert seconds == 1800
     assert text == "about 30 GPU-minutes on H200 (the stacks' training, dufter2020/runtime.csv)"
-    assert R.chapter_wall_time("dufter2020/architecture") == 15.7
-    assert R.chapter_wall_time("dufter2020/setup") is None
+    assert R.chapter_wall_time("dufter2020/architecture") == (15.7, "CPU (x86_64, 2 cores)")
+    assert R.chapter_wall_time("dufter2020/setup") == (None, "")
     (tmp_path / "k2020").mkdir()
     for chapter, minutes in (("a", 100), ("b", 20)):
         (tmp_path / "k2020" / f"run_record_{chapter}.json").write_text(json.dumps(
             {"training devices": "NVIDIA H100 80GB HBM3", "pre-training": f"{minutes} worker-minutes for its models"}))
-    assert R.recorded_time("k2020") == (None, "pre-training: about 120 worker-minutes on H100 (its chapters' run "
-                                              "records)")
+    assert R.recorded_time("k2020") == (None, "pre-training: about 120 worker-minutes on H100 (summed over its "
+                                              "chapters' run records)")
     assert R.recorded_time("liu2020") == (None, "unknown (no published record of its training time)")
 
 
@@ -123,7 +123,8 @@ def test_dry_run_prints_the_plan_and_runs_nothing(capsys, monkeypatch):
     assert out[1].split() == ["1.", "train", "k2020", "xlrepro", "train", "k2020", "--part", "pilot"]
     assert out[2].startswith("    GPU; recorded: pre-training: about ") and out[2].endswith("; to do")
     assert out[5].split() == ["3.", "publish", "k2020/mixed_pairs", "xlrepro", "run", "k2020/mixed_pairs", "--publish"]
-    assert out[6].startswith("    CPU or GPU; recorded: ") and out[6].endswith(" s (its run record); to do")
+    assert out[6].startswith("    CPU or GPU; recorded: ") and out[6].endswith(" (its run record); to do")
+    assert out[4] == "    GPU; recorded: counted with k2020's first training step; to do"
     assert not (R.state_path()).exists()
 
 

@@ -140,7 +140,9 @@ def make_plan(cli: Cli, only: dict[str, set[str] | None], parameters: dict | Non
             for i, command in enumerate(paper.reproduce):
                 steps.append(Step("train", name, tuple(command), needs_gpu=True,
                                   takes_time_limit=takes_time_limit(parser, command),
-                                  estimate=text if i == 0 else f"in {name}'s total above",
+                                  estimate=text if i == 0 else (
+                                      "unknown" if seconds is None and text.startswith("unknown")
+                                      else f"counted with {name}'s first training step"),
                                   estimate_s=seconds if len(paper.reproduce) == 1 else None))
         for chapter in paper.chapters:
             if wanted is not None and chapter not in wanted:
@@ -148,9 +150,9 @@ def make_plan(cli: Cli, only: dict[str, set[str] | None], parameters: dict | Non
             declared = cli.chapter_parameters(chapter)
             given = tuple((k, v) for k, v in parameters.items() if k in declared)
             used.update(k for k, _ in given)
-            wall = chapter_wall_time(chapter)
+            wall, where = chapter_wall_time(chapter)
             steps.append(Step("publish", name, ("run", chapter, "--publish"), chapter=chapter, parameters=given,
-                              estimate="unknown" if wall is None else f"{wall:.0f} s (its run record)",
+                              estimate="unknown" if wall is None else f"{wall:.0f} s on {where} (its run record)",
                               estimate_s=wall))
     unused = [k for k in parameters if k not in used]
     if unused:
@@ -206,20 +208,22 @@ def recorded_time(paper: str) -> tuple[float | None, str]:
                 totals[key, m.group(2)] = totals.get((key, m.group(2)), 0.0) + float(m.group(1))
     for (key, unit), minutes in totals.items():
         found.append((minutes * 60 if unit == "GPU" else None,
-                      f"{key}: about {minutes:.0f} {unit}-minutes on {card} (its chapters' run records)"))
+                      f"{key}: about {minutes:.0f} {unit}-minutes on {card} (summed over its chapters' run records)"))
     if not found:
         return None, "unknown (no published record of its training time)"
     known = [s for s, _ in found]
     return (sum(known) if None not in known else None), "; ".join(text for _, text in found)
 
 
-def chapter_wall_time(chapter: str) -> float | None:
-    """The published run's wall time of a chapter (its run record), or None."""
+def chapter_wall_time(chapter: str) -> tuple[float | None, str]:
+    """The published run's wall time of a chapter and the machine that executed it (its run record), or
+    (None, "")."""
     folder, name = chapter.split("/")
     path = _results(folder) / f"run_record_{name}.json"
     if not path.exists():
-        return None
-    return json.loads(path.read_text(encoding="utf-8")).get("wall time (s)")
+        return None, ""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return record.get("wall time (s)"), record.get("executed on", "an unrecorded machine")
 
 
 # ---- state: what earlier runs finished -----------------------------------------------------------------------
