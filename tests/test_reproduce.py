@@ -199,8 +199,11 @@ def test_a_second_call_skips_what_the_first_finished(tmp_path, runs, capsys):
     assert second.calls == [("train dufter2020", 970), ("run dufter2020/architecture --publish", None)]
     assert [s.key for s in out.skipped] == ["run dufter2020/setup --publish"]
     assert "= xlrepro run dufter2020/setup --publish  (done by an earlier run)" in capsys.readouterr().out
+    # an exploratory run changes nothing published
+    (runs / "dufter2020" / "exploratory" / "abc").mkdir(parents=True)
+    (runs / "dufter2020" / "exploratory" / "abc" / "x.json").write_text("{}")
+    assert R.runs_fingerprint("dufter2020") == 0.0
     # a new file in the paper's runs makes its published chapters stale: they are published again
-    (runs / "dufter2020").mkdir(parents=True)
     (runs / "dufter2020" / "metrics.json").write_text("{}")
     future = R.load_state(state)["run dufter2020/setup --publish"]["runs"] + 10
     os.utime(runs / "dufter2020" / "metrics.json", (future, future))
