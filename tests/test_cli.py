@@ -229,16 +229,16 @@ def test_interrupted_run_leaves_no_temporary_file(monkeypatch, tmp_path, gpu):
 
 def test_reproduce_trains_each_paper_then_publishes_its_chapters(capsys):
     assert main(["reproduce", "--dry-run", "-p", "profile", "lab"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "+ xlrepro train dufter2020"
-    assert "+ xlrepro run dufter2020/architecture --publish -p profile 'lab'" in lines
-    assert "+ xlrepro run multilingual/lab --publish" in lines  # it has no `profile`
+    lines = [ln.split(None, 3)[3] for ln in capsys.readouterr().out.splitlines()[1::2]]  # the steps' commands
+    assert lines[0] == "xlrepro train dufter2020"
+    assert "xlrepro run dufter2020/architecture --publish -p profile 'lab'" in lines
+    assert "xlrepro run multilingual/lab --publish" in lines  # it has no `profile`
     # the shared parts in book order: the lab's encoder before the papers that fine-tune it, the appendix last
-    assert lines.index("+ xlrepro pretrain mini-mbert") < lines.index("+ xlrepro run multilingual/lab --publish") \
-        < lines.index("+ xlrepro train wu2019 --part all")
-    assert lines[-1] == "+ xlrepro run dufter2020/engineering --publish"
-    assert lines.index("+ xlrepro train wu2019 --part all") > lines.index("+ xlrepro run dufter2020/training_dynamics "
-                                                                         "--publish -p profile 'lab'")
+    assert lines.index("xlrepro pretrain mini-mbert") < lines.index("xlrepro run multilingual/lab --publish") \
+        < lines.index("xlrepro train wu2019 --part all")
+    assert lines[-1] == "xlrepro run dufter2020/engineering --publish"
+    assert lines.index("xlrepro train wu2019 --part all") > lines.index("xlrepro run dufter2020/training_dynamics "
+                                                                        "--publish -p profile 'lab'")
     assert main(["reproduce", "--dry-run", "-p", "nope", "1"]) == 2
 
 

@@ -604,7 +604,8 @@ def test_the_pending_note_gives_one_command_for_all_parts():
     """One joined part string: one stack plan, and the same string to repeat until done."""
     from xlrepro.papers.k2020.report import pending_note
     note = pending_note(["t1", "t2"], ["en-hi", "enfake-hi"])
-    assert "`bash scripts/device_k2020.sh t1,t2 480`" in note and note.count("device_k2020.sh") == 1
+    assert "`xlrepro train k2020 --part t1,t2 --time-limit 480 --compile --workers-per-gpu 2 --eval-workers-per-gpu 4`" \
+        in note and note.count("xlrepro train") == 1
     assert "2 experiment(s)" in note and "(en-hi, enfake-hi)" in note
     # the time is that of the two missing experiments (6 models), not of the parts' 19 experiments
     import re

@@ -1,8 +1,6 @@
-"""Known answers for the Liu et al. 2020 GPU evaluation (hand-made inputs), and CPU smoke runs of the device script."""
+"""Known answers for the Liu et al. 2020 GPU evaluation (hand-made inputs), and a CPU smoke run of its training and
+evaluation through `xlrepro train liu2020`."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -91,29 +89,28 @@ def test_language_information_absent_is_none(tmp_path):
     assert report.transfer_results(tmp_path) is None and report.bert_retrieval_results(["big-w512"], tmp_path) is None
 
 
-def test_device_script_rejects_bad_phase():
-    r = subprocess.run(["bash", "scripts/device_liu.sh", "fit", "10"], capture_output=True, text=True)
-    assert r.returncode == 2 and "valid: train evaluate" in r.stderr
+def test_train_parts_check_their_options(capsys):
+    from xlrepro.cli import main
+    assert main(["train", "liu2020", "--part", "static", "--smoke"]) == 2
+    assert "--smoke applies to --part bert or evaluate only; got --part static" in capsys.readouterr().err
+    assert main(["train", "liu2020", "--part", "evaluate", "--models", "big-w512"]) == 2
+    assert "--models applies to --part bert (or all) only" in capsys.readouterr().err
 
 
 @pytest.mark.slow
-def test_device_script_smoke_both_phases(multilingual_cache, tmp_path):
-    """Both phases of scripts/device_liu.sh on the CPU with tiny BERTs (about 3 minutes on 2 cores)."""
-    env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
-           "XLREPRO_RUNS": str(tmp_path / "runs")}
-    for phase, limit in (("train", "120"), ("evaluate", "240")):
-        r = subprocess.run(["bash", "scripts/device_liu.sh", phase, limit, "--smoke"], env=env, capture_output=True,
-                           text=True, timeout=600)
-        assert r.returncode == 0, r.stdout + r.stderr
-    import tarfile
-    names = tarfile.open(tmp_path / "out" / "liu.tgz").getnames()
+def test_smoke_training_then_evaluation_through_the_cli(multilingual_cache, tmp_path, monkeypatch):
+    """`xlrepro train liu2020 --part bert --smoke`, then `--part evaluate --smoke`, on the CPU with tiny BERTs
+    (about 3 minutes on 2 cores): the evaluation's files land where the chapters read them, with the training
+    records and one record of the evaluation job."""
+    from xlrepro.cli import main
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
+    assert main(["train", "liu2020", "--part", "bert", "--smoke", "--device", "cpu", "--time-limit", "120"]) == 0
+    assert main(["train", "liu2020", "--part", "evaluate", "--smoke", "--device", "cpu", "--time-limit", "240"]) == 0
+    res = tmp_path / "runs" / "liu2020" / "smoke" / "gpu-results"
     for f in ("retrieval/big-w512.csv", "retrieval/big-w512-words.csv", "transfer/big-w512-all-s0.json",
-              "transfer/big-w512-half-s0.json", "language/big-w512.csv", "transfer/glove-small-s0.json",
-              "training/big-w20/training.json"):
-        assert "./" + f in names, f
-    res = tmp_path / "unpacked"
-    res.mkdir()
-    tarfile.open(tmp_path / "out" / "liu.tgz").extractall(res)
+              "transfer/big-w512-half-s0.json", "language/big-w512.csv", "training/big-w20/training.json"):
+        assert (res / f).exists(), f
+    assert len(list(res.glob("wall-evaluate-*.json"))) == 1
     assert report.table4(res, report.transfer_results(res)) is not None
     assert set(pd.read_csv(res / "retrieval" / "big-w512.csv")["layer"]) == {0, 1, 2}
 
@@ -135,7 +132,7 @@ def test_mds_grid_in_the_claims_shape_and_smoke_results_never_publish(tmp_path):
 
 
 def test_gpu_record_lists_every_call_in_order_and_the_machines(tmp_path):
-    """device_liu.sh writes one wall-<phase>-<unix start>.json per call (older runs: one wall-<phase>.json per
+    """Each GPU job wrote one wall-<phase>-<unix start>.json (older runs: one wall-<phase>.json per
     phase); the chapter's GPU table lists the calls in the order they ran, and the run record names the machine."""
     import json
     for name, phase, secs in (("wall-evaluate-200.json", "evaluate", 511), ("wall-train-100.json", "train", 480),

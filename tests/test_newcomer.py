@@ -223,3 +223,67 @@ def test_a_multilingual_chapter_on_a_cpu_names_the_command_for_the_gpu(capsys, r
     err = _one_line(capsys)
     assert "pretraining mini-mBERT (20000 steps; on a GPU: xlrepro pretrain mini-mbert)" in err and "--allow-cpu" in err
     assert not runs.exists()
+
+
+# ---- the README's commands ----------------------------------------------------------------------------------------
+
+
+def _shell_lines(path: Path) -> list[str]:
+    """The command lines of a Markdown file's ```bash blocks, comments and continuation lines joined."""
+    import re
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split(" #")[0].strip() if not line.lstrip().startswith("#") else ""
+            if line:
+                lines.append(line)
+    return lines
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/offline_node.md"])
+def test_every_xlrepro_and_make_command_of_the_docs_parses(doc):
+    """Each `xlrepro ...` of the document is accepted by the command line's parser (the options exist, the choices
+    are valid) and each `make <target>` is a target of the Makefile."""
+    import re
+    import shlex
+
+    from xlrepro.cli import build_parser
+    root = repo_root()
+    targets = set(re.findall(r"^([a-z][\w-]*):", (root / "Makefile").read_text(), re.M))
+    seen = {"xlrepro": 0, "make": 0}
+    for line in _shell_lines(root / doc):
+        for part in re.split(r"&&|;", line):
+            words = shlex.split(part)
+            while words and "=" in words[0]:  # VAR=value prefixes
+                words = words[1:]
+            if words[:1] == ["xlrepro"]:
+                seen["xlrepro"] += 1
+                build_parser().parse_args(words[1:])  # SystemExit (status 2) on a bad option
+            elif words[:1] == ["make"]:
+                seen["make"] += 1
+                assert words[1] in targets, f"{doc}: make {words[1]} is no target"
+    assert seen["make"] >= 2 and (seen["xlrepro"] >= 5 or doc != "README.md"), seen
+
+
+def test_readme_reproduce_on_a_cpu_stops_in_one_line_before_anything(capsys, runs, cpu):
+    """`make reproduce` (`xlrepro reproduce`) and its variants on a machine without a GPU: exit status 2, one line
+    that names the first step needing a GPU, nothing written; the dry run prints the plan."""
+    assert main(["reproduce"]) == 2
+    assert _one_line(capsys) == ("xlrepro: xlrepro train dufter2020 needs a GPU and this machine has none; run on a "
+                                 "GPU machine, or --only a chapter with --skip-train to publish from runs already here")
+    assert main(["reproduce", "--only", "k2020", "--deadline", "3600"]) == 2
+    assert "xlrepro train k2020 --part pilot needs a GPU" in _one_line(capsys)
+    assert main(["reproduce", "--only", "dufter2020/architecture", "--gpus", "0,1"]) == 2
+    assert "--gpus '0,1': valid choices are a count such as 2 or indices such as 0,1 (this machine has 0 GPU(s))" \
+        in _one_line(capsys)
+    assert not runs.exists()
+    assert main(["reproduce", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("xlrepro reproduce: ") and " 1. train dufter2020 " in out and "publish liu2020/" in out
+
+
+def test_readme_publish_on_a_cpu_without_models_stops_in_one_line(capsys, runs, cpu):
+    assert main(["run", "dufter2020/architecture", "--publish"]) == 2
+    err = _one_line(capsys)
+    assert "no run has trained here" in err and "xlrepro train dufter2020" in err
+    assert not runs.exists()

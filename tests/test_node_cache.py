@@ -1,4 +1,5 @@
-"""scripts/node_cache.sh on a hand-made cache: the subset it copies, and its errors before any copy."""
+"""scripts/node_cache.sh on a hand-made cache: the subset it copies, and its errors before any copy (its --liu subset
+reads the package's language lists and dictionaries: its argument checks only here)."""
 import os
 import subprocess
 from pathlib import Path
@@ -41,3 +42,12 @@ def test_an_unprepared_language_names_the_prepared_ones_and_copies_nothing(tmp_p
     assert not (tmp_path / ".cache" / "node").exists()
     r = run(tmp_path, tmp_path / "empty")
     assert r.returncode == 2 and "no prepared cache" in r.stderr
+
+
+def test_options_are_checked_before_any_copy(tmp_path):
+    cache = fake_cache(tmp_path / "cache")
+    r = run(tmp_path, cache, "--fast")
+    assert r.returncode == 2 and "unknown option '--fast'; valid: --liu" in r.stderr
+    r = run(tmp_path, cache, "--liu", "en")
+    assert r.returncode == 2 and "--liu takes no languages" in r.stderr
+    assert not (tmp_path / ".cache").exists()

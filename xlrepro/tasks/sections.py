@@ -24,7 +24,7 @@ Why these six sections (`SECTIONS`):
   2-3) rather than standing alone as a 22-chapter class.
 
 Class sizes, measured on the English (WEB) train split with `verse_pairs("en", "train")`
-(24,237 pairs from 968 chapters; docs_notes/section_task.md has every split):
+(24,237 pairs from 968 chapters; docs/section_task.md has every split):
 
     law 4,703 (19.4%)   history 5,445 (22.5%)   wisdom 3,727 (15.4%)
     prophets 4,266 (17.6%)   gospels_acts 3,845 (15.9%)   letters_revelation 2,251 (9.3%)

@@ -18,7 +18,16 @@ from xlrepro.papers import Paper
 NAME = "dufter2020"
 
 
+PARTS = ("grid", "table3", "table4")
+
+
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--part", default="grid", choices=PARTS,
+                   help="grid (the default): the English/Fake-English models of every table (--ids); table3: Table 3's "
+                        "real-language models, pretrained and fine-tuned (`real_languages`, its two stacks one after "
+                        "the other); table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle "
+                        "layer (`word_order`; needs `xlrepro pretrain mini-mbert`). Both write their rows into "
+                        "book/results/dufter2020/ (table3.csv, table4.csv), which the knn_replace chapter reads")
     p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
     p.add_argument("--seeds", nargs="*", type=int)
     p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
@@ -54,6 +63,8 @@ def prepare_train(a: argparse.Namespace):
     from . import grid
     from .config import load_chapter
 
+    if a.part != "grid":
+        return _prepare_part(a)
     chapter = load_chapter(NAME)
     ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
     for i in ids:
@@ -76,6 +87,49 @@ def prepare_train(a: argparse.Namespace):
                              compile=a.compile or None, graphs=not a.no_graphs,
                              max_stack=max_stack, evaluation=a.evaluation, linear=a.linear)
         return "grid complete" if done else "time limit reached: run the same command again to resume"
+    return train
+
+
+def _prepare_part(a: argparse.Namespace):
+    """`--part table3` or `--part table4`: the options they take are checked, then the training to run."""
+    import time
+
+    from xlrepro.config import ConfigError
+    from xlrepro.devices import check_long_run, default_device
+
+    grid_only = [o for o, v in (("--ids", a.ids), ("--seeds", a.seeds), ("--large-seeds", a.large_seeds),
+                                ("--epochs", a.epochs), ("--max-stack", a.max_stack or None)) if v is not None]
+    if grid_only:
+        raise ConfigError(f"{', '.join(grid_only)} applies to --part grid only; got --part {a.part}")
+    if a.time_limit is not None and a.time_limit <= 0:
+        raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
+    device = default_device()
+    if a.part == "table3":
+        check_long_run(f"training Table 3's real-language models of {NAME}", device, a.allow_cpu)
+
+        def train() -> str:
+            from .real_languages import main as real_languages
+            start, shards, done = time.monotonic(), 2, 0
+            for k in range(shards):  # the published run's two stacks of six models, one after the other
+                left = None if a.time_limit is None else a.time_limit - (time.monotonic() - start)
+                if left is not None and left < 60:
+                    break
+                limit = [] if left is None else ["--time-limit", f"{left:.0f}"]
+                done += real_languages(["--shard", f"{k}/{shards}", "--device", device, *limit,
+                                        *(["--no-graphs"] if a.no_graphs else [])]) == 0
+            if done < shards:
+                return "time limit reached: run the same command again to resume"
+            from xlrepro.paths import repo_root
+            table = repo_root() / "book" / "results" / NAME / "table3.csv"  # what knn_replace reads
+            real_languages(["--collect", str(table)])
+            return f"Table 3 complete: {table}"
+        return train
+
+    def train() -> str:
+        from .word_order import MINI_MBERT
+        from .word_order import main as word_order
+        word_order(["--similarity", MINI_MBERT, "--device", device])
+        return "Table 4's mini-mBERT rows written"
     return train
 
 
@@ -189,7 +243,10 @@ PAPER = Paper(
                                            "knn_replace")),
     add_train_arguments=add_train_arguments,
     prepare_train=prepare_train,
-    reproduce=(("train", NAME),),
+    # Table 4's mini-mBERT column reads the encoder that Wu & Dredze's chapters fine-tune: pretrained here first
+    # (resumable; done once for both papers)
+    reproduce=(("train", NAME), ("train", NAME, "--part", "table3"), ("pretrain", "mini-mbert"),
+               ("train", NAME, "--part", "table4")),
     pending_training=pending_training,
     check_chapter=check_chapter,
     prepare=prepare,

@@ -57,8 +57,8 @@ ONE_GRAPH = "fused + torch.compile as one graph, SDPA, CUDA graphs"
 REGIONAL_SDPA = "fused + regional compile, SDPA, CUDA graphs"
 REGIONAL_MATH = "fused + regional compile, attention spelled out, CUDA graphs"
 REGIONAL_AUTO = "fused + regional compile, attention spelled out (1 head) or SDPA, CUDA graphs"
-# file under book/results/bench/engine -> (what the device call was, engine of each variant of scripts/speed_probe.py
-# as the code stood at that call: "bf16+compile" meant one graph with SDPA until regional compilation came)
+# file under book/results/bench/engine -> (what the GPU run was, engine of each variant of the speed probe
+# (`python -m xlrepro.papers.dufter2020.speed_probe`) as the code stood at that run: "bf16+compile" meant one graph with SDPA until regional compilation came)
 ENGINE_PROBES = {
     "vmap_static_compile_h200.json": ("vmap + torch.compile, one compile per width (first try)",
                                       {"bf16": VMAP, "fp32": "same, float32",
@@ -79,7 +79,7 @@ ENGINE_PROBES = {
 
 
 def engine_summary(folder: Path | None = None):
-    """Steady-state step times on the lab corpus (`scripts/speed_probe.py`): the vmap stacks against the fused,
+    """Steady-state step times on the lab corpus (`python -m xlrepro.papers.dufter2020.speed_probe`): the vmap stacks against the fused,
     compiled ones, with the seconds spent on warm-up and compiling before the timed steps."""
     import json
 

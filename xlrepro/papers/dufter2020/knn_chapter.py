@@ -178,8 +178,8 @@ PENDING = {
                 "# repeat until 'grid complete' (resumable)",
                 "22,750 updates per model. Measured on an H200: a stack of one model 17 trains at 20.9 steps/s "
                 "(1,091 s of training per seed, checkpointed and resumed across three time-limited runs): 18 "
-                "GPU-minutes per seed, 55 for 3 seeds. `scripts/device_dufter_rest.sh 540 table10` trains them one "
-                "seed per GPU."),
+                "GPU-minutes per seed, 55 for 3 seeds. `xlrepro reproduce --only dufter2020` trains them with "
+                "the rest of the paper's models."),
     "table3": ("Table 3 (real languages: English, German, Hindi)",
                "The paper pretrains BERT-base on 1 GB Wikipedia samples of English, German and Hindi with a 20k "
                "vocabulary per language and fine-tunes on XNLI; neither corpus nor XNLI exists offline. The stand-in "
@@ -187,8 +187,7 @@ PENDING = {
                "German inverted, 8 and 30 with top-5 knn-replace, 3 seeds, fine-tuned on English on the verse-pair "
                "section task with the paper's recipe, zero-shot on German and Hindi) is built and declared "
                "(experiments.yaml, `table3`); its results are not here yet.",
-               "bash scripts/device_dufter_rest.sh 540    # one shard per GPU, then Table 10; repeat until done\n"
-               "cp runs/dufter2020-table3/lab/table3.csv book/results/dufter2020/table3.csv",
+               "xlrepro train dufter2020 --part table3 --time-limit 540   # repeat until 'Table 3 complete'",
                "12 models, 10 epochs of 295 steps = 2,950 steps each. The first attempt (20 epochs, without "
                "compiling, CUDA graphs or length-grouped batches) ran at 1.6-1.8 steps/s per stack of 6 models on an "
                "H200 (about 0.1 s per model-step, batches padded to about 90 pieces): about 2 GPU-hours for the 12 "
@@ -201,17 +200,13 @@ PENDING = {
                "4, its word pieces mean-pooled per word, the words those the Dice variant aligns) on the same 2,500 "
                "dev verses, with the same Match alignment, τ distance and skip rules "
                "(`xlrepro.evaluation.word_order`), and writes its rows beside the Dice rows of table4.csv as "
-               "experiment `mini-mbert`. mini-mBERT must be pretrained again on a GPU, and its weights do not come "
-               "back from the GPU machine, so the pass runs there in the same job, with the other work that needs "
-               "the encoder.",
-               "bash scripts/device_mini_mbert.sh 540    # on a one-GPU node; repeat until it prints 'all done'\n"
-               "tar -xzf mini_mbert.tgz                  # back home, from the repository root\n"
-               "python -m xlrepro.papers.dufter2020.word_order --merge runs/mini-mbert-node/table4_mini_mbert.csv\n"
+               "experiment `mini-mbert`. mini-mBERT must be pretrained again on a GPU, and the pass runs where its "
+               "weights are.",
+               "xlrepro pretrain mini-mbert                  # on a GPU machine (resumable)\n"
+               "xlrepro train dufter2020 --part table4       # the pass, its rows written into table4.csv\n"
                "xlrepro run dufter2020/knn_replace --publish",
                "about 4 GPU-minutes to pretrain mini-mBERT (209 s on an H200), then about 1-2 minutes for this pass "
-               "(22 x 2,500 verses encoded on the GPU, about 52k small assignment problems on the CPU); the same "
-               "job's other work (the multilingual lab chapter, Wu & Dredze's remaining fine-tuning runs) brings it "
-               "to two calls of 9 minutes."),
+               "(22 x 2,500 verses encoded on the GPU, about 52k small assignment problems on the CPU)."),
 }
 
 

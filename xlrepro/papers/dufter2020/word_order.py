@@ -24,8 +24,8 @@ tokenisation, lower-cased), encoded pre-split, so each piece belongs to one word
 capitalised words, sentence-initial ones and names, are read lower-cased as the Dice variant counts them). Same 2,500
 dev verses, same Match, τ distance, tie-break ("ordered": contextual vectors seldom tie) and skip rules; a matched pair
 of cosine <= 0 is dropped as a Dice-0 pair is. mini-mBERT's weights exist only where it was pretrained (a GPU node),
-so this pass runs there (``scripts/device_mini_mbert.sh``) and its rows come back as a small CSV, merged with
-``--merge``. Writing to a table4.csv keeps the rows of the experiments the run does not make, so each source's rows
+so this pass runs there (``xlrepro train dufter2020 --part table4``, which writes its rows into table4.csv; a CSV
+made on another machine is merged with ``--merge``). Writing to a table4.csv keeps the rows of the experiments the run does not make, so each source's rows
 stay beside the others; the claim ``word_order_correlates`` reads the ``dice`` rows only (its selectors name the
 experiment).
 

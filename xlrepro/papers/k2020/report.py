@@ -113,11 +113,12 @@ def pending_note(parts, experiments_missing) -> str:
     plan = load_plan()
     left = dataclasses.replace(plan, parts={**plan.parts, "_left": list(experiments_missing)})
     est = gpu_plan(left, ["_left"])["GPU-min"].sum()
-    cmd = f"bash scripts/device_k2020.sh {','.join(parts)} 480"
+    cmd = (f"xlrepro train k2020 --part {','.join(parts)} --time-limit 480 --compile --workers-per-gpu 2 "
+           f"--eval-workers-per-gpu 4")
     return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
             f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
-            f"Command (4 GPUs, resumable: repeat it, unchanged, until done; the parts make one plan, so their cells "
-            f"of one shape share stacks; trained cells are skipped): `{cmd}`. Estimated GPU time of the missing "
+            f"Command (on a GPU machine, all its GPUs; resumable: repeat it, unchanged, until done; the parts make "
+            f"one plan, so their cells of one shape share stacks; trained cells are skipped): `{cmd}`. Estimated GPU time of the missing "
             f"experiments: about {est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step against the project's "
             f"measured stack speeds).")
 

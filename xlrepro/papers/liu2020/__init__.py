@@ -21,7 +21,7 @@ import argparse
 from xlrepro.papers import Paper
 
 NAME = "liu2020"
-PARTS = ("static", "glove", "word2vec", "bert", "all")
+PARTS = ("static", "glove", "word2vec", "bert", "all", "evaluate")
 CHAPTERS = ("static_vs_bert", "context_window", "part_of_speech", "language_information")
 
 
@@ -29,12 +29,15 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", required=True, choices=PARTS,
                    help="static: Word2Vec/GloVe runs of the plan; glove: its GloVe runs only; word2vec: the Word2Vec "
                         "runs the zero-shot evaluation reads (default window, both sizes); bert: the four BERTs; "
-                        "all: static and bert")
+                        "all: static and bert; evaluate: every evaluation that reads the BERTs' weights (retrieval, "
+                        "zero-shot transfer, language information), into runs/liu2020/<lab|smoke>/gpu-results, which "
+                        "the chapters read")
     p.add_argument("--models", nargs="*", help="--part bert only: some of small-w512 small-w20 big-w512 big-w20")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda where there is one)")
-    p.add_argument("--time-limit", type=float, default=540,
+    p.add_argument("--time-limit", type=float,
                    help="stop (resumably) after this many seconds; run the command again to go on")
-    p.add_argument("--smoke", action="store_true", help="--part bert: tiny BERTs on 4 languages (CPU tests)")
+    p.add_argument("--smoke", action="store_true",
+                   help="--part bert or evaluate: tiny BERTs on 4 languages (CPU tests)")
 
 
 def prepare_train(a: argparse.Namespace):
@@ -44,7 +47,7 @@ def prepare_train(a: argparse.Namespace):
     choose("part", a.part, PARTS)
     names = ("small-w512", "small-w20", "big-w512", "big-w20")
     if a.models is not None:
-        if a.part in ("static", "glove", "word2vec"):
+        if a.part in ("static", "glove", "word2vec", "evaluate"):
             raise ConfigError("--models applies to --part bert (or all) only")
         for m in a.models:
             choose("model", m, names)
@@ -52,13 +55,15 @@ def prepare_train(a: argparse.Namespace):
     choose("device", device.split(":")[0], ("cpu", "cuda"))
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be positive; got {a.time_limit}")
-    if a.smoke and a.part != "bert":
-        raise ConfigError("--smoke applies to --part bert only")
+    if a.smoke and a.part not in ("bert", "evaluate"):
+        raise ConfigError(f"--smoke applies to --part bert or evaluate only; got --part {a.part}")
     if a.part in ("bert", "all") and not a.smoke:
         check_long_run(f"{NAME} --part bert (four 768x12 BERTs)", device, a.allow_cpu)
 
     def train() -> str:
-        from .run import train_part
+        from .run import evaluate_part, train_part
+        if a.part == "evaluate":
+            return evaluate_part(device=device, time_limit=a.time_limit, smoke=a.smoke)
         return train_part(a.part, device=device, models=a.models, time_limit=a.time_limit, smoke=a.smoke)
     return train
 
@@ -75,7 +80,7 @@ PAPER = Paper(
     chapters=tuple(f"{NAME}/{c}" for c in CHAPTERS),
     add_train_arguments=add_train_arguments,
     prepare_train=prepare_train,
-    reproduce=(("train", NAME, "--part", "all"),),
+    reproduce=(("train", NAME, "--part", "all"), ("train", NAME, "--part", "evaluate")),
     pending_training=pending_training,
     order=40,
 )

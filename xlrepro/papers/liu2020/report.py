@@ -104,11 +104,10 @@ def mrr_table(df: pd.DataFrame) -> pd.DataFrame:
     return cell.unstack("language")
 
 
-# ---- the GPU evaluation's files (scripts/device_liu.sh evaluate, unpacked into gpu_results_dir()) ----------------
+# ---- the GPU evaluation's files (`xlrepro train liu2020 --part evaluate`, written into gpu_results_dir()) -------------
 
-GPU_COMMAND = ("bash scripts/device_liu.sh train 540 && bash scripts/device_liu.sh evaluate 540 (on a GPU node, evaluate "
-               "repeated until every task is done; "
-               "then `mkdir -p runs/liu2020/lab/gpu-results && tar -xzf liu.tgz -C runs/liu2020/lab/gpu-results`)")
+GPU_COMMAND = ("xlrepro reproduce --only liu2020 (on a GPU machine: the BERTs' training, then their evaluation; "
+               "resumable, run it again until every step is done)")
 
 
 def gpu_results_dir(root=None) -> Path:
@@ -318,7 +317,8 @@ def static_retrieval_results(names, root=None) -> pd.DataFrame | None:
 
 def gpu_run_record(root=None) -> pd.DataFrame | None:
     """The GPU run as a table: one row per BERT (its shape, steps, tokens per step, first and last loss, seconds,
-    device) and one per job of scripts/device_liu.sh (wall seconds, GPUs); None where nothing was unpacked."""
+    device) and one per evaluation job (`xlrepro train liu2020 --part evaluate`: wall seconds, GPUs); None where there is
+    nothing."""
     import json
     folder = gpu_results_dir(root)
     rows = []
@@ -344,7 +344,7 @@ def gpu_run_record(root=None) -> pd.DataFrame | None:
 
 
 def wall_records(folder: Path) -> list[Path]:
-    """The calls' records of scripts/device_liu.sh in the order they ran: wall-<phase>-<unix start>.json (one per
+    """The evaluation jobs' records in the order they ran: wall-<phase>-<unix start>.json (one per
     call), or the older wall-<phase>.json (one per phase: the last call's)."""
     def order(f: Path) -> tuple[int, int]:
         tail = f.stem.rsplit("-", 1)[1]
@@ -371,7 +371,7 @@ def training_devices(root=None) -> str:
 
 def check_gpu_results(root=None, publish: bool = False) -> bool:
     """True where the GPU run's files are there. A published run refuses results of the smoke models (the tiny
-    CPU BERTs of `device_liu.sh --smoke`): smoke numbers never go into book/."""
+    CPU BERTs of `xlrepro train liu2020 --part bert --smoke`): smoke numbers never go into book/."""
     import json
     folder = gpu_results_dir(root)
     smoke = [f.parent.name for f in (folder / "training").glob("*/config.json")

@@ -67,6 +67,48 @@ def train_part(part: str, device: str = "cpu", models: Sequence[str] | None = No
     return "; ".join(done)
 
 
+def evaluate_part(device: str = "cpu", time_limit: float | None = None, smoke: bool = False) -> str:
+    """`xlrepro train liu2020 --part evaluate`: every evaluation that reads the BERTs' weights (`evaluate.main`, one
+    process, every task), into the folder the chapters read (runs/liu2020/lab/gpu-results; smoke: its own), with
+    the training records the chapters' run tables show: each BERT's config.json and training.json, and those of the
+    static runs trained on a GPU, under `training/`. Resumable: finished tasks are skipped."""
+    import json
+    import shutil
+
+    from xlrepro.paths import runs_dir
+
+    from .evaluate import bert_folder, full_setup, smoke_setup
+    from .evaluate import main as evaluate_main
+
+    setup = smoke_setup() if smoke else full_setup()
+    # the folder `report.gpu_results_dir` names (report imports this module, so not the other way round)
+    out = runs_dir() / "liu2020" / ("smoke" if smoke else "lab") / "gpu-results"
+    for name in bert_configs(setup.plan, **setup.model_overrides):
+        for f in ("config.json", "training.json"):
+            src = bert_folder(setup, name) / f
+            if src.exists():
+                (out / "training" / name).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, out / "training" / name / f)
+    for f in sorted((runs_dir() / "liu2020" / "lab" / "static").glob("*/training.json")) if not smoke else []:
+        if str(json.loads(f.read_text()).get("device", "")).startswith("cuda"):
+            dst = out / "training" / "static" / f.parent.name
+            dst.mkdir(parents=True, exist_ok=True)
+            for g in (f, f.parent / "config.json"):
+                if g.exists():
+                    shutil.copyfile(g, dst / g.name)
+    start = time.time()
+    evaluate_main(["--out", str(out), "--device", device,
+                   *(["--time-limit", str(time_limit)] if time_limit is not None else []),
+                   *(["--smoke"] if smoke else [])])
+    import torch
+
+    from xlrepro import atomic
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if device != "cpu" else []
+    atomic.write_json(out / f"wall-evaluate-{int(start)}.json",  # one record per run (`report.wall_records`)
+                      {"phase": "evaluate", "wall_seconds": int(time.time() - start), "exit_code": 0, "gpus": gpus})
+    return f"evaluations in {out}"
+
+
 def missing_training(chapter: str, parameters: dict) -> str | None:
     """The chapters train nothing large themselves: Word2Vec runs train in minutes on a CPU where missing; GloVe
     and the BERTs are read if present and otherwise shown as pending."""

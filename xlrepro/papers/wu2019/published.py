@@ -31,7 +31,7 @@ FILES = {"q1_zero_shot": ("zero_shot",), "q2_layers": ("frozen",), "q3_language_
 OPTIONAL_FILES = {"q1_zero_shot": ("paraphrase",), "q2_layers": (), "q3_language_id": (),
                   "q4_subword_overlap": ("paraphrase",)}
 # The run whose results book/results/wu2019/*.csv hold: the machine that fine-tuned them (every run from one mini-mBERT,
-# `scripts/device_mini_mbert.sh`) and the commit it ran.
+# trained and fine-tuned in one GPU run) and the commit it ran.
 PUBLISHED_RUN = {"date": "2026-11-26", "device": "2 x NVIDIA H200", "commit": "96cd505"}
 
 
