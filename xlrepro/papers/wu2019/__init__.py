@@ -124,6 +124,12 @@ PAPER = Paper(
     reproduce=(("pretrain", "mini-mbert"), ("train", NAME, "--part", "all"),
                ("train", NAME, "--part", "zero-shot", "--task", "paraphrase")),
     pending_training=pending_training,
+    # the paper profile: mBERT, MultiNLI and XNLI for Table 3 (q1_zero_shot, `xnli.py`); Q2 and Q4 span the paper's
+    # five tasks (Tables 2-6: MLDoc, XNLI, NER, POS, parsing); Q3 probes mBERT on Wikipedia text
+    resources={f"{NAME}/q1_zero_shot": ("mbert", "multinli", "xnli"),
+               **{f"{NAME}/{n}": ("mbert", "multinli", "xnli", "conll2002", "conll2003", "mldoc", "ud")
+                  for n in ("q2_layers", "q4_subword_overlap")},
+               f"{NAME}/q3_language_id": ("mbert", "wikipedia")},
     order=20,
     claims_frames=claims_frames,
 )
