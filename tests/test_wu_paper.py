@@ -121,3 +121,47 @@ def test_q1_chapter_runs_in_the_paper_profile(paper_env, capsys):
     assert results_profile(results) == "paper"
     runs = paper_env / "runs" / "wu2019" / "paper" / "tiny_bert-tr9-teNone-e1" / "finetune" / "en" / "all"
     assert len(list(runs.glob("*.json"))) == 3  # the learning-rate grid at seed 0
+
+
+# --- Table 4 (NER) ----------------------------------------------------------------------------------------------
+
+def test_table4_writes_its_files(paper_env):
+    from xlrepro.papers.wu2019.ner import NerLab, resolve_ner_paths, table4
+
+    paths = resolve_ner_paths(FIX / "tiny_bert", FIX / "conll")
+    lab = NerLab(paths, epochs=1)
+    # IOB1 of eng.train rewritten as IOB2: every entity opens with B-; I-LOC never continues an entity there
+    assert lab.tags == ("O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-ORG", "I-PER")
+    assert lab.sentences("eng.train")[2] == (("The", "European", "Commission", "said", "."),
+                                             ("O", "B-ORG", "I-ORG", "O", "O"))
+    assert lab.sentences("deu.testb")[0][0][1] == "Europäische"  # read as ISO-8859-1
+    folder = table4(paths, seeds=[0], epochs=1)
+    assert sorted(p.name for p in folder.iterdir()) == ["ner.csv", "ner_selection.csv", "profile.json"]
+    ner = pd.read_csv(folder / "ner.csv")
+    assert ner["language"].tolist() == ["en", "de", "es", "nl"] and set(ner["metric"]) == {"f1"}
+    assert ner["value"].between(0, 1).all()
+    assert pd.read_csv(folder / "ner_selection.csv")["lr"].tolist() == [2e-5, 3e-5, 5e-5]
+    assert json.loads((folder / "profile.json").read_text())["ner"] == str(FIX / "conll")
+
+
+def test_ner_encoding_labels_first_pieces_only(paper_env):
+    from xlrepro.papers.wu2019.ner import NerLab, resolve_ner_paths
+    from xlrepro.training.token_finetune import IGNORE
+
+    lab = NerLab(resolve_ner_paths(FIX / "tiny_bert", FIX / "conll"), languages=["es"], epochs=1)
+    data, kept = lab.encode("esp.testb", max_length=128)
+    assert kept == [9, 5]  # every word of both sentences
+    first = data.labels[0][data.labels[0] != IGNORE]
+    assert [lab.tags[i] for i in first] == ["B-LOC", "O", "O", "O", "O", "O", "B-ORG", "O", "O"]  # I-LOC unseen: O
+    short, kept = lab.encode("esp.testb", max_length=5)  # [CLS] + 3 pieces + [SEP]
+    assert all(len(x) <= 5 for x in short.ids) and kept[1] <= 3
+
+
+def test_ner_resources_missing_name_the_files(monkeypatch, tmp_path):
+    from xlrepro.papers.wu2019.ner import resolve_ner_paths
+
+    monkeypatch.delenv("XLREPRO_CONLL_DIR", raising=False)
+    with pytest.raises(ConfigError, match="eng.train, eng.testa, esp.testb .*XLREPRO_CONLL_DIR unset"):
+        resolve_ner_paths(languages=["es"])
+    with pytest.raises(ConfigError, match="valid choices: en, de, es, nl"):
+        resolve_ner_paths(FIX / "tiny_bert", FIX / "conll", languages=["zh"])

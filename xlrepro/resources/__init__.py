@@ -5,7 +5,7 @@ One module per family, each loader's docstring naming the upstream source, its U
 
 * `encoders`: `load_encoder(hub id or folder)`, mBERT and any ``save_pretrained`` folder;
 * `nli`: `read_xnli` (XNLI 1.0 tsv) and `read_multinli` (MultiNLI jsonl);
-* `ner`: `read_iob` (CoNLL 2002/2003, WikiANN) and `entity_f1` (seqeval);
+* `ner`: `read_iob` (CoNLL 2002/2003, WikiANN), `to_iob2` and `entity_f1` (seqeval);
 * `ud`: `read_conllu` (Universal Dependencies, through the `conllu` package);
 * `mldoc`: `read_mldoc`;
 * `dictionaries`: `read_muse_gold` (MUSE bilingual dictionaries);
@@ -21,7 +21,7 @@ from .bible import read_pbc
 from .dictionaries import read_muse_gold
 from .encoders import MBERT, load_encoder
 from .mldoc import MLDOC_LABELS, read_mldoc
-from .ner import TaggedSentence, entity_f1, read_iob
+from .ner import TaggedSentence, entity_f1, read_iob, to_iob2
 from .nli import NLI_LABELS, XNLI_LANGUAGES, read_multinli, read_xnli
 from .registry import RESOURCES, Resource, chapters_needing, get_resource, locate, resources_for
 from .ud import Sentence, read_conllu
@@ -30,4 +30,4 @@ from .wikipedia import Document, read_plain_text, read_wikiextractor
 __all__ = ["MBERT", "MLDOC_LABELS", "NLI_LABELS", "RESOURCES", "XNLI_LANGUAGES", "Document", "Resource",
            "Sentence", "TaggedSentence", "chapters_needing", "entity_f1", "get_resource", "load_encoder", "locate",
            "read_conllu", "read_iob", "read_mldoc", "read_multinli", "read_muse_gold", "read_pbc",
-           "read_plain_text", "read_wikiextractor", "read_xnli", "resources_for"]
+           "read_plain_text", "read_wikiextractor", "read_xnli", "resources_for", "to_iob2"]

@@ -12,8 +12,10 @@ the last, fields separated by whitespace; ``-DOCSTART-`` lines mark documents an
   (https://github.com/afshinrahimi/mmner): "lang:token<TAB>tag", the token prefixed with its language code,
   which `read_iob(..., language_prefix=True)` strips.
 
-Tags are IOB1 (CoNLL: "I-" may begin an entity) or IOB2 (WikiANN: every entity begins with "B-"); `entity_f1`
-scores them with `seqeval`, which reads both, the way the CoNLL shared tasks' ``conlleval`` script does.
+Tags are IOB1 (CoNLL 2003: "I-" begins an entity unless it follows one of the same type; "B-" only between two
+adjacent entities of one type) or IOB2 (CoNLL 2002, WikiANN: every entity begins with "B-"). `to_iob2` rewrites
+IOB1 as IOB2, so that a model trained on one file and tested on another sees one tag set; `entity_f1` scores with
+`seqeval`, which reads entities the way the CoNLL shared tasks' ``conlleval`` script does.
 """
 from __future__ import annotations
 
@@ -72,6 +74,19 @@ def read_iob(path: str | os.PathLike, *, encoding: str = "utf-8", language_prefi
             tags.append(tag)
     close()
     return sentences
+
+
+def to_iob2(tags) -> tuple[str, ...]:
+    """IOB1 (or IOB2) tags as IOB2: an "I-X" that does not continue an entity of type X (after "O", or after a tag
+    of another type) becomes "B-X"; IOB2 input is returned unchanged."""
+    out = []
+    for i, tag in enumerate(tags):
+        if tag.startswith("I-"):
+            previous = out[i - 1] if i else "O"
+            if previous == "O" or previous[2:] != tag[2:]:
+                tag = "B-" + tag[2:]
+        out.append(tag)
+    return tuple(out)
 
 
 def entity_f1(gold: list[list[str]], predicted: list[list[str]]) -> float:

@@ -316,7 +316,7 @@ def paper_chapter_lab(chapter: str | None, *, model: str = "lab", languages=None
     print("source: train (the paper profile: mBERT, MultiNLI and XNLI)")
     folder = Path(results) if results else results_dir("wu2019") / "paper" if publish else lab.root / "results"
     folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab)
+    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
     return lab, folder
 
 

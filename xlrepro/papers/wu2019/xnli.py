@@ -248,12 +248,13 @@ class XnliLab:
         return pd.DataFrame(rows)
 
 
-def mark_results(folder: str | os.PathLike, lab: XnliLab) -> Path:
-    """Record in a results folder that its numbers are the paper profile's (encoder and data), so that readers
-    of the folder (`differences.where_we_differ`) do not attach the lab's stand-in causes to them."""
+def mark_results(folder: str | os.PathLike, encoder: str, **data: str) -> Path:
+    """Record in a results folder that its numbers are the paper profile's (the encoder, and the data files of each
+    table written there, added to what an earlier table recorded), so that readers of the folder
+    (`differences.where_we_differ`) do not attach the lab's stand-in causes to them."""
     path = Path(folder) / PROFILE_FILE
-    atomic.write_json(path, {"profile": "paper", "encoder": lab.paths.encoder, "train": str(lab.paths.multinli),
-                             "test": str(lab.paths.xnli)})
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    atomic.write_json(path, {**known, "profile": "paper", "encoder": encoder, **data})
     return path
 
 
@@ -266,7 +267,7 @@ def table3(paths: XnliPaths, *, languages=None, seeds=None, max_train_pairs=None
                   epochs=epochs, device=device, root=root)
     folder = Path(results) if results is not None else lab.root / "results"
     folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab)
+    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
     with atomic.atomic_path(folder / "selection.csv") as tmp:  # lr, dev_accuracy (not a long results frame)
         lab.selection().to_csv(tmp, index=False)
     lab.save(pd.concat([lab.zero_shot(seeds), lab.majority_baseline()], ignore_index=True), folder / RESULTS)
