@@ -76,6 +76,14 @@ def resolve_paths(encoder: str | os.PathLike | None = None, multinli: str | os.P
     return XnliPaths(os.fspath(encoder), multinli_dir / TRAIN_FILE, xnli_dir)
 
 
+def _shown(path_or_id: str | os.PathLike) -> str:
+    """A local path as the run record shows paths (relative to the repository, else its name only); a hub id as
+    it is."""
+    from xlrepro.runrecord import shown
+
+    return shown(path_or_id) if Path(path_or_id).exists() else os.fspath(path_or_id)
+
+
 def _file_identity(path: Path) -> dict:
     """What identifies a data file in a run key: its name and size (reading a 400 MB file to hash it is not
     worth it; a changed release changes its size)."""
@@ -120,14 +128,14 @@ class XnliLab:
 
     # --- what the chapter shows about the run -------------------------------------------------------------------
     def notice(self) -> str:
-        return (f"**Paper profile.** Encoder `{self.paths.encoder}`, fine-tuned on English MultiNLI "
-                f"(`{self.paths.multinli.name}`), tested zero-shot on XNLI 1.0 (`{self.paths.xnli}`): the paper's "
-                f"Table 3 on its own data. The verse-pair section task and mini-mBERT are not used.")
+        return (f"**Paper profile.** Encoder `{_shown(self.paths.encoder)}`, fine-tuned on English MultiNLI "
+                f"(`{self.paths.multinli.name}`), tested zero-shot on XNLI 1.0 (`{_shown(self.paths.xnli)}`): the "
+                f"paper's Table 3 on its own data. The verse-pair section task and mini-mBERT are not used.")
 
     def run_notes(self) -> dict:
         return {"source": "paper profile: trained in this execution, or read from its fine-tuning cache",
-                "encoder": self.paths.encoder, "training data": str(self.paths.multinli),
-                "test data": str(self.paths.xnli)}
+                "encoder": _shown(self.paths.encoder), "training data": _shown(self.paths.multinli),
+                "test data": _shown(self.paths.xnli)}
 
     def save(self, frame: pd.DataFrame, path) -> Path:
         from xlrepro.results import write_csv
@@ -254,7 +262,8 @@ def mark_results(folder: str | os.PathLike, encoder: str, **data: str) -> Path:
     (`differences.where_we_differ`) do not attach the lab's stand-in causes to them."""
     path = Path(folder) / PROFILE_FILE
     known = json.loads(path.read_text()) if path.is_file() else {}
-    atomic.write_json(path, {**known, "profile": "paper", "encoder": encoder, **data})
+    atomic.write_json(path, {**known, "profile": "paper", "encoder": _shown(encoder),
+                             **{k: _shown(v) for k, v in data.items()}})
     return path
 
 
