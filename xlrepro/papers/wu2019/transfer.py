@@ -331,7 +331,9 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
     only where `published.choose_source`'s conditions hold and the chapter would otherwise train on a CPU).
     `chapter`, `seeds` and `probe` (Q3's probe sizes) are needed to decide it; the choice is printed.
     task: the pair task (`xlrepro.tasks.pairs.PAIR_TASKS`); only the default has published results, so another task
-    always trains (or reads its own fine-tuning cache)."""
+    always trains (or reads its own fine-tuning cache).
+    profile: "lab" (the stand-ins above) or "paper" (`paper_chapter_lab`: Q1 on MultiNLI and XNLI with mBERT; the
+    other chapters stop with a ConfigError naming what their paper path lacks)."""
     from xlrepro.config import check_profile
     from xlrepro.results import results_dir
 
