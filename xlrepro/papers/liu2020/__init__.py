@@ -73,6 +73,20 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     return missing_training(chapter, parameters)
 
 
+PAPER_MISSING = ("{chapter} has no paper-profile path yet: Liu et al.'s BERTs and static embeddings trained on "
+                 "Wikipedia (xlrepro.resources.read_wikiextractor, $XLREPRO_WIKI_DIR), word retrieval against the MUSE "
+                 "dictionaries (read_muse_gold, $XLREPRO_MUSE_DIR) and, for L Table 4, mBERT on MultiNLI and XNLI "
+                 "(as wu2019's xnli.py) are not wired into xlrepro/papers/liu2020. Use -p profile lab")
+
+
+def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
+    """Before a kernel starts: -p profile paper stops in one line naming what the paper profile lacks (run outside
+    `xlrepro run`, a chapter's first cell stops on the profile too)."""
+    if parameters.get("profile") == "paper":
+        from xlrepro.config import ConfigError
+        raise ConfigError(PAPER_MISSING.format(chapter=chapter))
+
+
 PAPER = Paper(
     name=NAME,
     title=("Liu, Hsu, Chuang & Lee 2020, A Study of Cross-Lingual Ability and Language-specific Information in "
@@ -82,5 +96,10 @@ PAPER = Paper(
     prepare_train=prepare_train,
     reproduce=(("train", NAME, "--part", "all"), ("train", NAME, "--part", "evaluate")),
     pending_training=pending_training,
+    check_chapter=check_chapter,
+    # BERTs and static embeddings trained on Wikipedia, word retrieval against MUSE; L Table 4 fine-tunes mBERT on
+    # MultiNLI and tests it on XNLI
+    resources={**{f"{NAME}/{c}": ("wikipedia", "muse") for c in CHAPTERS},
+               f"{NAME}/language_information": ("mbert", "multinli", "xnli", "wikipedia", "muse")},
     order=40,
 )

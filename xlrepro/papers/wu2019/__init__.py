@@ -73,6 +73,10 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     run, `parameters["publish"]`, at its defaults, on a CPU without the fine-tuning cache)."""
     from xlrepro.paths import runs_dir
 
+    if parameters.get("profile", "lab") == "paper":
+        if chapter.endswith("/q1_zero_shot") and parameters.get("max_train_pairs") is None:
+            return "fine-tuning mBERT on MultiNLI's 393k pairs (3 learning rates, then each seed) for Table 3"
+        return None  # a shrunk run, or a chapter that `check_chapter` stops
     if parameters.get("model", "lab") != "lab":
         return None
     from .transfer import load_plan, mini_mbert_for
@@ -97,6 +101,22 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     return None
 
 
+def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
+    """Before a kernel starts, under -p profile paper: a chapter without a paper path stops with the line that
+    says what is missing; Q1 stops where its resources (mBERT, MultiNLI, XNLI) cannot be found."""
+    if parameters.get("profile", "lab") != "paper":
+        return
+    from .constants import PAPER_MISSING
+
+    name = chapter.split("/")[-1]
+    if name in PAPER_MISSING:
+        from xlrepro.config import ConfigError
+        raise ConfigError(PAPER_MISSING[name])
+    from .xnli import resolve_paths
+
+    resolve_paths()  # the data files; the encoder is checked when it loads (a hub id may be in the hub cache)
+
+
 def claims_frames(chapter: str, folder) -> dict:
     """The frames a chapter's claims read (`report.claims_frames`; imported on call, as pandas is)."""
     from .report import claims_frames as frames
@@ -115,6 +135,13 @@ PAPER = Paper(
     reproduce=(("pretrain", "mini-mbert"), ("train", NAME, "--part", "all"),
                ("train", NAME, "--part", "zero-shot", "--task", "paraphrase")),
     pending_training=pending_training,
+    check_chapter=check_chapter,
+    # the paper profile: mBERT, MultiNLI and XNLI for Table 3 (q1_zero_shot, `xnli.py`); Q2 and Q4 span the paper's
+    # five tasks (Tables 2-6: MLDoc, XNLI, NER, POS, parsing); Q3 probes mBERT on Wikipedia text
+    resources={f"{NAME}/q1_zero_shot": ("mbert", "multinli", "xnli"),
+               **{f"{NAME}/{n}": ("mbert", "multinli", "xnli", "conll2002", "conll2003", "mldoc", "ud")
+                  for n in ("q2_layers", "q4_subword_overlap")},
+               f"{NAME}/q3_language_id": ("mbert", "wikipedia")},
     order=20,
     claims_frames=claims_frames,
 )

@@ -12,6 +12,7 @@ from xlrepro.config import choose
 
 RECIPE_KEYS = ("batch_size", "epochs", "warmup", "beta2", "weight_decay", "dropout", "max_length")
 PROBE_KEYS = ("train_per_language", "test_per_language")
+PAPER_KEYS = ("lr_grid",)
 
 
 @dataclass
@@ -29,6 +30,8 @@ class TransferPlan:
         "help": "encoder name -> MiniMBertConfig settings (+ max_sentences_per_language)"})
     in_language_seeds: list[int] = field(default_factory=lambda: [0], metadata={
         "help": "fine-tuning seeds of the in-language upper bound (one run per language and seed)"})
+    paper: dict = field(default_factory=lambda: {"lr_grid": [2.0e-5, 3.0e-5, 5.0e-5]}, metadata={
+        "help": "the paper profile (mBERT on MultiNLI/XNLI, `xnli.py`): its learning-rate grid", "keys": PAPER_KEYS})
 
     def freeze_levels(self, depth: int) -> list[int]:
         """Frozen layer counts for a model of `depth` layers (0, 1/4, 1/2, 3/4 of it)."""

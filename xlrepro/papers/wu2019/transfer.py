@@ -289,6 +289,37 @@ def run_part(part: str, lab: TransferLab, languages=None, shard: tuple[int, int]
     return lab.timings()
 
 
+def paper_chapter_lab(chapter: str | None, *, model: str = "lab", languages=None, max_train_pairs=None,
+                      max_test_pairs=None, epochs=None, results=None, device=None, publish: bool = False,
+                      source: str = "auto", task: str = DEFAULT_PAIR_TASK):
+    """`chapter_lab` under profile="paper": the Q1 chapter's `xnli.XnliLab` (Table 3 on MultiNLI and XNLI with the
+    released mBERT) and its results folder: `results`, else book/results/wu2019/paper when publishing, else the run
+    folder's results/ (runs/wu2019/paper/...), never the lab's. The other chapters have no paper path yet: a
+    one-line ConfigError names what is missing (`constants.PAPER_MISSING`)."""
+    from xlrepro.results import results_dir
+
+    from .constants import PAPER_MISSING
+    from .xnli import XnliLab, mark_results, resolve_paths
+
+    if chapter in PAPER_MISSING:
+        raise ConfigError(PAPER_MISSING[chapter])
+    if model != "lab":
+        raise ConfigError(f"the paper profile's encoder is mBERT ($XLREPRO_MBERT or the hub), not the plan's model "
+                          f"{model!r}: leave model at 'lab'")
+    if source == "published":
+        raise ConfigError("source='published' renders the lab profile's published results; the paper profile "
+                          "trains: use source='train' or 'auto'")
+    if task != DEFAULT_PAIR_TASK:
+        raise ConfigError(f"task={task!r} is a lab stand-in; the paper profile's task is XNLI")
+    lab = XnliLab(resolve_paths(), languages=languages, max_train_pairs=max_train_pairs,
+                  max_test_pairs=max_test_pairs, epochs=epochs, device=device)
+    print("source: train (the paper profile: mBERT, MultiNLI and XNLI)")
+    folder = Path(results) if results else results_dir("wu2019") / "paper" if publish else lab.root / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
+    return lab, folder
+
+
 def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_train_pairs=None, max_test_pairs=None,
                 epochs=None, results=None, device=None, publish: bool = False, *, chapter: str | None = None,
                 seeds=None, probe: dict | None = None, source: str = "auto", task: str = DEFAULT_PAIR_TASK):
@@ -300,7 +331,9 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
     only where `published.choose_source`'s conditions hold and the chapter would otherwise train on a CPU).
     `chapter`, `seeds` and `probe` (Q3's probe sizes) are needed to decide it; the choice is printed.
     task: the pair task (`xlrepro.tasks.pairs.PAIR_TASKS`); only the default has published results, so another task
-    always trains (or reads its own fine-tuning cache)."""
+    always trains (or reads its own fine-tuning cache).
+    profile: "lab" (the stand-ins above) or "paper" (`paper_chapter_lab`: Q1 on MultiNLI and XNLI with mBERT; the
+    other chapters stop with a ConfigError naming what their paper path lacks)."""
     from xlrepro.config import check_profile
     from xlrepro.results import results_dir
 
@@ -318,8 +351,9 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
                               f"task={task!r} needs source='train' or 'auto'")
         source = "train"
     if profile == "paper":
-        raise ConfigError("the paper profile needs XNLI and the released mBERT (network); its loaders come in a "
-                          "later issue. Use profile='lab' (the verse-pair section task and mini-mBERT).")
+        return paper_chapter_lab(chapter, model=model, languages=languages, max_train_pairs=max_train_pairs,
+                                 max_test_pairs=max_test_pairs, epochs=epochs, results=results, device=device,
+                                 publish=publish, source=source, task=task)
     if chapter is None:
         if source == "published":
             raise ConfigError("source='published' needs the chapter's name (chapter=...)")

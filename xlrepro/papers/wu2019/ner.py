@@ -1,0 +1,212 @@
+"""Wu & Dredze's Table 4 on the paper's own data (the paper profile): the released mBERT fine-tuned for NER on
+English CoNLL-2003, selected on its dev set (eng.testa), and tested zero-shot on the test sets (``*.testb``) of
+German (CoNLL-2003), Spanish and Dutch (CoNLL-2002); entity-level F1 by `seqeval` (`xlrepro.resources.entity_f1`).
+Their Chinese column (Levow 2006's MSRA data) is not among the CoNLL files and is left out.
+
+Resources: the encoder ($XLREPRO_MBERT, else the hub id) and one folder ($XLREPRO_CONLL_DIR) holding the CoNLL files
+under their distributed names: eng.train, eng.testa, eng.testb, deu.testb, esp.testb, ned.testb (`FILES`). The
+English file is read as UTF-8, the others as ISO-8859-1 as distributed (`ENCODINGS`). CoNLL-2003's IOB1 tags and
+CoNLL-2002's IOB2 tags are both rewritten as IOB2 (`to_iob2`), so training and test share one tag set.
+
+The mechanics are the lab's token fine-tuning (`xlrepro.training.token_finetune`: a linear head on each word's
+first piece); the learning-rate grid is the paper's (`experiments.yaml`, ``paper.lr_grid``), the rest of the recipe
+the plan's. Runs are cached as JSON under ``runs/wu2019/paper/<encoder>[-limits]/ner/``, beside Table 3's.
+
+    folder = table4(NerPaths("google-bert/bert-base-multilingual-cased", Path("/data/conll")))
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from xlrepro import atomic
+from xlrepro.config import ConfigError, check_seeds, choose
+from xlrepro.models import device_name
+from xlrepro.paths import runs_dir
+from xlrepro.resources import MBERT, entity_f1, load_encoder, locate, read_iob, to_iob2
+from xlrepro.runkeys import run_key
+from xlrepro.training.finetune import FinetuneConfig
+from xlrepro.training.token_finetune import IGNORE, EncodedTokens, finetune_tokens, predict_tokens
+
+from .plan import TransferPlan, load_plan
+
+#: language -> the CoNLL file stem (eng.train, deu.testb, ...)
+STEMS = {"en": "eng", "de": "deu", "es": "esp", "nl": "ned"}
+ENCODINGS = {"eng": "utf-8", "deu": "latin-1", "esp": "latin-1", "ned": "latin-1"}
+FILES = ("eng.train", "eng.testa", "eng.testb", "deu.testb", "esp.testb", "ned.testb")
+RESULTS = "ner.csv"
+
+
+@dataclass(frozen=True)
+class NerPaths:
+    encoder: str  # a hub id or a folder written by save_pretrained
+    conll: Path  # the folder of the CoNLL files
+
+
+def resolve_ner_paths(encoder: str | os.PathLike | None = None, conll: str | os.PathLike | None = None,
+                      languages=None) -> NerPaths:
+    """The resources of Table 4: the arguments where given, else $XLREPRO_MBERT (or the hub id) and
+    $XLREPRO_CONLL_DIR. The files of English and of `languages` (default: all of `STEMS`) must be there, else a
+    one-line ConfigError names them and the variable."""
+    languages = [choose("NER language", lang, STEMS) for lang in (languages or STEMS)]
+    folder = Path(conll) if conll is not None else (Path(os.environ["XLREPRO_CONLL_DIR"])
+                                                    if os.environ.get("XLREPRO_CONLL_DIR") else None)
+    needed = ["eng.train", "eng.testa"] + [f"{STEMS[lang]}.testb" for lang in languages]
+    missing = needed if folder is None else [f for f in needed if not (folder / f).is_file()]
+    if missing:
+        raise ConfigError(f"the paper profile's Table 4 needs the CoNLL files {', '.join(missing)} "
+                          f"({'XLREPRO_CONLL_DIR unset' if folder is None else f'not in {folder}'}): build them as "
+                          f"`xlrepro prepare --profile paper --dry-run` describes (conll2002, conll2003) and set "
+                          f"XLREPRO_CONLL_DIR to their folder")
+    if encoder is None:
+        found = locate("mbert")
+        encoder = str(found) if found is not None else MBERT
+    return NerPaths(os.fspath(encoder), folder)
+
+
+class NerLab:
+    """mBERT, CoNLL English for training and selection, the other CoNLL test sets for zero-shot testing.
+
+    languages: test languages among `STEMS` (default all; English always in). max_train_sentences /
+    max_test_sentences: the first sentences (a smoke run; in the run folder's name). epochs: the recipe's unless
+    given."""
+
+    def __init__(self, paths: NerPaths, plan: TransferPlan | None = None, *, languages=None,
+                 max_train_sentences: int | None = None, max_test_sentences: int | None = None,
+                 epochs: int | None = None, device=None, root: Path | None = None, progress: bool = False):
+        self.plan = plan or load_plan()
+        for name, value in (("max_train_sentences", max_train_sentences),
+                            ("max_test_sentences", max_test_sentences), ("epochs", epochs)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be None or a positive integer; got {value!r}")
+        self.languages = [choose("NER language", lang, STEMS) for lang in (languages or STEMS)]
+        if "en" not in self.languages:
+            self.languages.insert(0, "en")
+        self.paths = paths
+        self.max_train, self.max_test, self.epochs = max_train_sentences, max_test_sentences, epochs
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.encoder, self.tokenizer = load_encoder(paths.encoder)
+        self.pad_id = self.tokenizer.pad_token_id or 0
+        shrunk = (max_train_sentences, max_test_sentences, epochs) != (None, None, None)
+        name = Path(paths.encoder).name + (f"-tr{max_train_sentences}-te{max_test_sentences}-e{epochs}"
+                                           if shrunk else "")
+        self.root = Path(root or runs_dir() / "wu2019" / "paper" / name)
+        self.progress = progress
+        self._sentences: dict = {}
+        self.tags = self._tag_set()
+
+    # --- data ---------------------------------------------------------------------------------------------------
+    def sentences(self, file: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """(tokens, IOB2 tags) of a CoNLL file ("eng.train", "deu.testb", ...), limited for a smoke run."""
+        choose("CoNLL file", file, FILES)
+        if file not in self._sentences:
+            sents = read_iob(self.paths.conll / file, encoding=ENCODINGS[file.split(".")[0]])
+            limit = self.max_train if file == "eng.train" else self.max_test
+            self._sentences[file] = [(s.tokens, to_iob2(s.tags)) for s in sents[:limit]]
+        return self._sentences[file]
+
+    def _tag_set(self) -> tuple[str, ...]:
+        """"O" first, then the training file's other tags sorted: the classifier's labels."""
+        tags = {t for _, ts in self.sentences("eng.train") for t in ts}
+        return ("O", *sorted(tags - {"O"}))
+
+    def encode(self, file: str, max_length: int) -> tuple[EncodedTokens, list[int]]:
+        """Word pieces of each sentence ([CLS] ... [SEP], cut at `max_length`) with the tag id at each word's first
+        piece (IGNORE elsewhere; a tag unseen in training counts as "O" for the input, never for scoring), and the
+        number of words each sequence kept."""
+        index = {t: i for i, t in enumerate(self.tags)}
+        ids, labels, kept = [], [], []
+        for tokens, tags in self.sentences(file):
+            enc = self.tokenizer(list(tokens), is_split_into_words=True, truncation=True, max_length=max_length)
+            words = enc.word_ids()
+            lab = np.full(len(words), IGNORE, np.int64)
+            seen = set()
+            for pos, w in enumerate(words):
+                if w is not None and w not in seen:
+                    seen.add(w)
+                    lab[pos] = index.get(tags[w], 0)
+            ids.append(np.asarray(enc["input_ids"], np.int64))
+            labels.append(lab)
+            kept.append(len(seen))
+        return EncodedTokens(ids, labels), kept
+
+    # --- runs -----------------------------------------------------------------------------------------------------
+    def config(self, lr: float, seed: int) -> FinetuneConfig:
+        recipe = dict(self.plan.recipe)
+        if self.epochs is not None:
+            recipe["epochs"] = self.epochs
+        return FinetuneConfig(**{**recipe, "lr": float(lr), "seed": int(seed)})
+
+    def run_config(self, config: FinetuneConfig) -> dict:
+        files = {f: (self.paths.conll / f).stat().st_size for f in FILES if (self.paths.conll / f).is_file()}
+        return {"finetune": config.to_json(), "task": "ner", "encoder": self.paths.encoder,
+                "encoder_config": self.encoder.config.to_dict(), "files": files, "tags": list(self.tags),
+                "max_train_sentences": self.max_train, "max_test_sentences": self.max_test}
+
+    def f1(self, model, file: str) -> float:
+        """Entity F1 of `model` on a CoNLL file; words cut off by the encoder's length limit count as "O"."""
+        data, kept = self.encode(file, self.encoder.config.max_position_embeddings)
+        pred = predict_tokens(model, data, self.device, self.pad_id)
+        gold = [list(tags) for _, tags in self.sentences(file)]
+        guessed = [[self.tags[i] for i in p] + ["O"] * (len(g) - k) for p, g, k in zip(pred, gold, kept)]
+        return entity_f1(gold, guessed)
+
+    def run(self, config: FinetuneConfig) -> dict:
+        """Fine-tune on eng.train; F1 on eng.testa (dev) and on each language's testb; cached."""
+        key = run_key(self.run_config(config))
+        path = self.root / "ner" / "en" / f"lr{config.lr:g}-seed{config.seed}-{key}.json"
+        with atomic.locked(path):
+            if path.exists():
+                result = json.loads(path.read_text())
+                if set(self.languages) <= set(result["test"]):
+                    return result
+            train, _ = self.encode("eng.train", config.max_length)
+            model, history = finetune_tokens(config, self.encoder, train, len(self.tags), pad_id=self.pad_id,
+                                             device=self.device, progress=self.progress)
+            result = {"config": config.to_json(), "dev_f1": self.f1(model, "eng.testa"),
+                      "test": {lang: {"f1": self.f1(model, f"{STEMS[lang]}.testb")} for lang in self.languages},
+                      "history": history, "device": device_name(self.device), "run_config": self.run_config(config)}
+            atomic.write_json(path, result)
+            return result
+
+    def selection(self) -> pd.DataFrame:
+        """English dev (eng.testa) F1 of each learning rate of the paper's grid, seed 0."""
+        return pd.DataFrame([{"lr": lr, "dev_f1": self.run(self.config(lr, 0))["dev_f1"]}
+                             for lr in self.plan.paper["lr_grid"]])
+
+    def zero_shot(self, seeds=None) -> pd.DataFrame:
+        """Table 4: long rows (experiment "zero-shot", seed, language, metric "f1", value)."""
+        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
+        sel = self.selection()
+        lr = float(sel.loc[sel["dev_f1"].idxmax(), "lr"])
+        rows = []
+        for seed in seeds:
+            result = self.run(self.config(lr, seed))
+            rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": "f1",
+                      "value": result["test"][lang]["f1"]} for lang in self.languages]
+        return pd.DataFrame(rows)
+
+
+def table4(paths: NerPaths, *, languages=None, seeds=None, max_train_sentences=None, max_test_sentences=None,
+           epochs=None, device=None, root=None, results=None) -> Path:
+    """Run Table 4 end to end: ``ner_selection.csv`` (lr, dev_f1) and ``ner.csv`` (long rows) into `results`
+    (default: the run folder's ``results/``). Returns the results folder."""
+    from xlrepro.results import write_csv
+
+    from .xnli import mark_results
+
+    lab = NerLab(paths, languages=languages, max_train_sentences=max_train_sentences,
+                 max_test_sentences=max_test_sentences, epochs=epochs, device=device, root=root)
+    folder = Path(results) if results is not None else lab.root / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_results(folder, lab.paths.encoder, ner=str(lab.paths.conll))
+    with atomic.atomic_path(folder / "ner_selection.csv") as tmp:
+        lab.selection().to_csv(tmp, index=False)
+    write_csv(lab.zero_shot(seeds), folder / RESULTS)
+    return folder
