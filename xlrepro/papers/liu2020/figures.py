@@ -62,17 +62,19 @@ def _bars(ax, df: pd.DataFrame, hue_order, languages, palette=None) -> None:
         ax.errorbar(x, m, yerr=[m - lo, hi - m], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
 
 
-def mrr_static_vs_bert(static: pd.DataFrame, bert: pd.DataFrame | None):
+def mrr_static_vs_bert(static: pd.DataFrame, bert: pd.DataFrame | None, chance: dict[str, float] | None = None):
     """S Fig 1a/1b (L Figs 1 and 3): MRR per language of Word2Vec, GloVe and BERT (window 512, last layer), one
     panel per corpus size; error bars: 95 % bootstrap intervals over the dictionary words."""
     frames = [static] + ([last_layer(bert[bert["experiment"].str.endswith("-w512")])] if bert is not None else [])
     df = _interval_frame(pd.concat(frames, ignore_index=True))
     df["hue"], df["size"] = df["experiment"].map(model_label), df["experiment"].map(size_of)
-    return _mrr_by_size(df, ("Word2Vec", "GloVe", "BERT, window 512"), "MRR (en → language)")
+    return _mrr_by_size(df, ("Word2Vec", "GloVe", "BERT, window 512"), "MRR (en → language)", chance)
 
 
-def transfer_bars(transfer: pd.DataFrame, experiments_by_size: dict[str, list[str]], ylabel: str):
-    """Zero-shot accuracy per language, one panel per corpus size; bars: mean over seeds, error bars: std."""
+def transfer_bars(transfer: pd.DataFrame, experiments_by_size: dict[str, list[str]], ylabel: str,
+                  majority: dict[str, float] | None = None):
+    """Zero-shot accuracy per language, one panel per corpus size; bars: mean over seeds, error bars: std; with
+    `majority`, each language's majority class marked across its bars."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -86,20 +88,22 @@ def transfer_bars(transfer: pd.DataFrame, experiments_by_size: dict[str, list[st
             order = [model_label(e) for e in exps if e in set(sub["experiment"])]
             sns.barplot(sub, x="language", y="value", hue="model", order=languages, hue_order=order,
                         errorbar="sd", capsize=0.1, err_kws={"linewidth": 1}, ax=ax)
+            level_marks(ax, majority, languages, "majority class")
             ax.set(title=SIZE_LABELS.get(size, size), xlabel="", ylabel=ylabel)
             ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
     return fig
 
 
-def transfer_static_vs_bert(transfer: pd.DataFrame):
+def transfer_static_vs_bert(transfer: pd.DataFrame, majority: dict[str, float] | None = None):
     """S Fig 2a/2b (L Figs 2 and 4): zero-shot accuracy of BERT (window 512) and the static embeddings."""
     return transfer_bars(transfer, {s: [f"word2vec-{s}", f"glove-{s}", f"bert-{s}-w512"] for s in SIZES},
-                         "zero-shot accuracy (mean ± std over seeds)")
+                         "zero-shot accuracy (mean ± std over seeds)", majority)
 
 
-def mrr_per_layer(bert: pd.DataFrame):
-    """Not in the paper: each BERT's MRR at every layer (0 = embeddings), mean over the languages."""
+def mrr_per_layer(bert: pd.DataFrame, chance: dict[str, float] | None = None):
+    """Not in the paper: each BERT's MRR at every layer (0 = embeddings), mean over the languages; with `chance`,
+    the mean chance MRR over the same languages as a dashed line."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -108,20 +112,24 @@ def mrr_per_layer(bert: pd.DataFrame):
     with _theme():
         fig, ax = plt.subplots(figsize=(7, 3.8))
         sns.lineplot(sub, x="layer", y="value", hue="model", marker="o", ax=ax)
+        if chance:
+            langs = [l for l in set(bert["language"]) if l in chance]
+            ax.axhline(float(np.mean([chance[l] for l in langs])), color="black", linestyle="--", linewidth=1,
+                       label="chance MRR (mean)")
         ax.set(xlabel="layer (0: embeddings)", ylabel="MRR, mean over languages")
         ax.legend(fontsize=8, title="corpus, BERT window")
         fig.tight_layout()
     return fig
 
 
-def mrr_window(bert: pd.DataFrame):
+def mrr_window(bert: pd.DataFrame, chance: dict[str, float] | None = None):
     """S Fig 3 (L Fig 5): MRR per language of BERT with a 512- and a 20-token window (last layer), per size."""
     df = _interval_frame(last_layer(bert))
     df["hue"], df["size"] = df["experiment"].map(model_label), df["experiment"].map(size_of)
-    return _mrr_by_size(df, ("BERT, window 512", "BERT, window 20"), "MRR (en → language), last layer")
+    return _mrr_by_size(df, ("BERT, window 512", "BERT, window 20"), "MRR (en → language), last layer", chance)
 
 
-def transfer_window(transfer: pd.DataFrame):
+def transfer_window(transfer: pd.DataFrame, majority: dict[str, float] | None = None):
     """L Fig 6: zero-shot accuracy with window 512 and 20 per size (a, b), and the drop 512 → 20 per language and
     size (c; positive: the short window is worse), mean over seeds."""
     import matplotlib.pyplot as plt
@@ -144,6 +152,7 @@ def transfer_window(transfer: pd.DataFrame):
             sns.barplot(sub, x="language", y="value", hue="model", order=languages,
                         hue_order=["BERT, window 512", "BERT, window 20"], errorbar="sd", capsize=0.1,
                         err_kws={"linewidth": 1}, ax=ax)
+            level_marks(ax, majority, languages, "majority class")
             ax.set(title=SIZE_LABELS[size], xlabel="", ylabel="zero-shot accuracy")
             ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         if drops:
@@ -155,7 +164,7 @@ def transfer_window(transfer: pd.DataFrame):
     return fig
 
 
-def word2vec_windows(w2v: pd.DataFrame):
+def word2vec_windows(w2v: pd.DataFrame, chance: dict[str, float] | None = None):
     """S Fig 4: MRR per language of Word2Vec on the small corpus with windows 5 (the default), 128 and 256."""
     import matplotlib.pyplot as plt
 
@@ -167,6 +176,7 @@ def word2vec_windows(w2v: pd.DataFrame):
     with _theme():
         fig, ax = plt.subplots(figsize=(9, 4))
         _bars(ax, df, hue_order, languages)
+        level_marks(ax, chance, languages, "chance MRR")
         ax.set(xlabel="", ylabel="MRR (en → language), small corpus")
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
         fig.tight_layout()
@@ -243,8 +253,20 @@ def mds_heatmaps(grid: pd.DataFrame, metric: str, stand_ins: dict[str, str] | No
     return fig
 
 
-def _mrr_by_size(df: pd.DataFrame, hues, ylabel: str):
-    """MRR bars per language, one panel per corpus size (shared y axis), the models present among `hues`."""
+def level_marks(ax, levels: dict[str, float] | None, languages, label: str) -> None:
+    """A baseline per language (chance MRR, the majority class) as a short black bar across the language's group of
+    bars, labelled once in the legend; nothing where `levels` is None."""
+    if not levels:
+        return
+    drawn = [(k, levels[lang]) for k, lang in enumerate(languages) if lang in levels]
+    for n, (k, level) in enumerate(drawn):
+        ax.hlines(level, k - 0.45, k + 0.45, colors="black", linestyles="--", linewidth=1.2,
+                  label=label if n == 0 else None)
+
+
+def _mrr_by_size(df: pd.DataFrame, hues, ylabel: str, chance: dict[str, float] | None = None):
+    """MRR bars per language, one panel per corpus size (shared y axis), the models present among `hues`; with
+    `chance`, each language's chance MRR marked across its bars."""
     import matplotlib.pyplot as plt
 
     hue_order = [h for h in hues if h in set(df["hue"])]
@@ -253,7 +275,25 @@ def _mrr_by_size(df: pd.DataFrame, hues, ylabel: str):
         fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
         for ax, size in zip(axes, SIZES):
             _bars(ax, df[df["size"] == size], hue_order, languages)
+            level_marks(ax, chance, languages, "chance MRR")
             ax.set(title=SIZE_LABELS[size], xlabel="", ylabel=ylabel)
             ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, frameon=False)
+        fig.tight_layout()
+    return fig
+
+
+def loss_curves(curves: pd.DataFrame, entropy: float, hue: str = "experiment", gap: float = 2.0):
+    """Training loss against steps (one line per `hue`), with the mean unigram entropy over the languages (the loss
+    of a model that knows only token frequencies) and the gate's level `gap` nats below it."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    with _theme():
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+        sns.lineplot(curves, x="step", y="value", hue=hue, ax=ax, linewidth=1)
+        ax.axhline(entropy, color="black", linestyle="--", linewidth=1, label="unigram entropy (mean)")
+        ax.axhline(entropy - gap, color="grey", linestyle=":", linewidth=1, label=f"{gap:g} nats below it (gate)")
+        ax.set(xlabel="optimizer step", ylabel="MLM loss (nats)")
+        ax.legend(fontsize=8)
         fig.tight_layout()
     return fig

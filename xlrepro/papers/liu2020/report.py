@@ -403,3 +403,74 @@ def paper_prose(tables) -> pd.DataFrame:
     return ref.assign(version=ref["version"].map({"S": "short", "L": "long"}))[
         ["table", "version", "description", "note"]].rename(columns={"table": "figure", "description": "the paper says"}
                                                            ).set_index(["figure", "version"])
+
+
+def pretraining_loss(root=None) -> pd.DataFrame | None:
+    """Each BERT's MLM loss per language beside the language's unigram entropy (nats), long: experiment
+    (bert-<model>), seed -1, metric (mlm_loss | unigram_entropy), language, value (`evaluate.run_loss`)."""
+    folder = gpu_results_dir(root) / "loss"
+    files = sorted(folder.glob("*.csv")) if folder.exists() else []
+    if not files:
+        return None
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    return df.assign(seed=-1)[["experiment", "seed", "metric", "language", "value"]]
+
+
+def loss_table(loss: pd.DataFrame) -> pd.DataFrame:
+    """Language x (each BERT's MLM loss, the unigram entropy, the base model's distance below it), nats."""
+    wide = loss[loss["metric"] == "mlm_loss"].pivot_table(index="language", columns="experiment", values="value")
+    entropy = loss[loss["metric"] == "unigram_entropy"].groupby("language")["value"].first()
+    wide = wide[[f"bert-{m}" for m in ("small-w512", "big-w512", "small-w20", "big-w20") if f"bert-{m}" in wide]]
+    out = wide.rename(columns=lambda e: e.removeprefix("bert-")).assign(**{"unigram entropy": entropy})
+    if "big-w512" in out:
+        out["big-w512 below unigram"] = out["unigram entropy"] - out["big-w512"]
+    return out.round(2)
+
+
+def training_curves(root=None) -> pd.DataFrame | None:
+    """Each BERT's training loss (its record's `losses`: [step, loss] pairs), long: experiment, step, value."""
+    import json
+    folder = gpu_results_dir(root) / "training"
+    rows = []
+    for f in sorted(folder.glob("*/training.json")) if folder.exists() else []:
+        rows += [{"experiment": f"bert-{f.parent.name}", "step": int(s), "value": float(v)}
+                 for s, v in json.loads(f.read_text()).get("losses", [])]
+    return pd.DataFrame(rows) if rows else None
+
+
+def pilot_curves(folder) -> pd.DataFrame | None:
+    """The training loss of every pilot whose curve is in `folder` (book/results/liu2020/pilot*/curve.csv), long:
+    pilot (its shape and peak learning rate), step, value."""
+    import json
+    rows = []
+    for f in sorted(Path(folder).glob("pilot*/curve.csv")):
+        info = json.loads((f.parent / "pilot.json").read_text()) if (f.parent / "pilot.json").exists() else None
+        df = pd.read_csv(f)
+        df = df[df["metric"] == "train_loss"]
+        if info is not None:
+            m = info["config"]["model"]
+            label = f"{m['layers']} x {m['hidden']}, lr {m['lr']:g}"
+        else:  # a curve without its record: read the shape from the experiment name
+            label = df["experiment"].iloc[0]
+        rows.append(pd.DataFrame({"pilot": label, "step": df["step"], "value": df["value"]}))
+    return pd.concat(rows, ignore_index=True) if rows else None
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """Per-language baselines for the figures (`baselines.csv`): the exact chance MRR with identical spellings
+    ranked first, and the majority class of the zero-shot test pairs; empty where the file is missing."""
+    chance: dict = field(default_factory=dict, metadata={"help": "language -> chance MRR (chance-identical)"})
+    majority: dict = field(default_factory=dict, metadata={"help": "language -> majority-class accuracy"})
+
+
+def baselines(results=None) -> Baselines:
+    from xlrepro.results import results_dir
+    path = Path(results or results_dir("liu2020")) / "baselines.csv"
+    if not path.exists():
+        return Baselines()
+    df = pd.read_csv(path)
+
+    def level(exp, metric):
+        return df[(df["experiment"] == exp) & (df["metric"] == metric)].set_index("language")["value"].to_dict()
+    return Baselines(chance=level("chance-identical", "mrr"), majority=level("majority-test", "accuracy"))
