@@ -504,7 +504,7 @@ def run_loss(task: Task, data: Data, device, out: Path) -> None:
     from xlrepro.data.mbert_vocab import mbert_tokenizer
 
     from .bert import encode_rows
-    from .pilot import PROBE_ROWS, language_losses, probe_batches, unigram_entropies
+    from .mlm_loss import PROBE_ROWS, language_losses, probe_batches, unigram_entropies
     config = bert_config(data.setup, task.model)
     langs = data.setup.languages
     tok = mbert_tokenizer()
