@@ -56,9 +56,9 @@ def record_mini_mbert(tmp: Path) -> dict:
     """`train_sampled_mlm` for 6 steps on hand-made rows, evaluated at steps 0, 3 and 6, run whole and run again
     stopped after its first step and resumed (a resumed run re-seeds its masks, so its numbers are its own)."""
     from xlrepro.config import ModelSize
-    from xlrepro.models import init_model
-    from xlrepro.training.mini_mbert import train_sampled_mlm
-    from xlrepro.training.stacked import OptimConfig
+    from xlrepro.engine.models import init_model
+    from xlrepro.engine.pretrain import train_sampled_mlm
+    from xlrepro.engine.stacked import OptimConfig
 
     ids, lengths, starts, sizes = _sampled_rows()
     p = np.array([0.5, 0.3, 0.2])

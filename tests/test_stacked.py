@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from xlrepro.training.stacked import ModelStack, OptimConfig, linear_schedule, select_masked
+from xlrepro.engine.stacked import ModelStack, OptimConfig, linear_schedule, select_masked
 
 
 def tiny(seed, attn, positions=32):

@@ -29,7 +29,7 @@ from torch import nn
 
 from ..config import ConfigError
 from ..data.collate import pad_batch
-from .stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
+from ..engine.stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
 
 
 @dataclass(frozen=True)

@@ -38,14 +38,16 @@ from torch.func import stack_module_state
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, check_profile, check_seeds
-from xlrepro.training.masking import mask_tokens
-from xlrepro.models import count_parameters, device_name, init_model
+from xlrepro.engine.masking import mask_tokens
+from xlrepro.engine.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.tokenization import vocab_fingerprint
-from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
-from xlrepro.training.fused_bert import LINEARS, Levers
-from xlrepro.training.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
+from xlrepro.engine.distributed import any_rank, barrier, init_from_env, world
+from xlrepro.engine import planner
+from xlrepro.engine.fused_bert import LINEARS
+from xlrepro.engine.planner import MAX_STACK, stack_compile, stack_levers
+from xlrepro.engine.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
                                       select_masked)
 from xlrepro.progress import progress as progress_bar
 
@@ -55,24 +57,6 @@ from .multilinguality import EVALUATIONS, EvalSets, evaluate, evaluate_stack
 from .transforms import BilingualSet, build_bilingual
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
-MAX_STACK = {"small": 20, "base": 1}
-# The fused, compiled stacks (--compile) gain per model from larger stacks (H200, real data, ms per model-step:
-# small 2.60 vmap x20 -> 1.26 compiled x20 -> 1.10 compiled x50; base 28.3 alone -> 23.0 compiled -> 18.0 compiled x5),
-# and each stack compiles once (15-30 s region by region, 1-2 minutes as one graph), so fewer, larger stacks pay.
-MAX_STACK_COMPILED = {"small": 50, "base": 5}
-# On an 80 GB H100 a compiled stack of 50 small models ran out of memory (the eager warm-up of a new width runs while
-# the CUDA graphs' pool holds the earlier widths' activations); 25 peaked at 24.8 GB there.
-MAX_STACK_COMPILED_80GB = {"small": 25, "base": 5}
-
-
-def max_stack_compiled() -> dict[str, int]:
-    """The compiled stack sizes for this machine's smallest GPU (GPUs under 100 GB get smaller small-model stacks)."""
-    import torch
-    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    memory = min((torch.cuda.get_device_properties(i).total_memory for i in range(n)), default=0)
-    return MAX_STACK_COMPILED if memory >= 100e9 else MAX_STACK_COMPILED_80GB
-
-
 # Bump when the training code changes numbers for the same configuration (a new key for every run).
 ENGINE = "stacked-fused/per-model-noise-v1"
 
@@ -141,29 +125,11 @@ def check_evaluation(evaluation: str) -> str:
     return evaluation
 
 
-# Sizes whose compiled stack of ONE model trains (H200, torch 2.11): BERT-base compiled in 44 s and stepped at 20.5 ms
-# against 40.8 ms eager with CUDA graphs (book/results/bench/profile/grid_base_stack.json). A compiled BERT-small stack
-# of one seemed to stall in its first step: one Triton kernel of its attention backward (the softmax backward fused
-# with the dropout hash, a persistent reduction) spent minutes in Triton's LLVM and ptxas passes. With Inductor's
-# persistent reductions off it compiles in 29 s (`PERSISTENT_REDUCTIONS_OFF`).
-ONE_MODEL_COMPILES = ("base", "small")
-# Sizes whose compiled stack of one model compiles with Inductor's persistent reductions off (`fused_bert.Levers`).
-PERSISTENT_REDUCTIONS_OFF = ("small",)
-
-
 def check_linear(linear: str) -> str:
     """The `--linear` option, checked before any work: how the stacks' linear layers multiply (`fused_bert.Levers`)."""
     if linear not in LINEARS:
         raise ConfigError(f"--linear takes one of {', '.join(LINEARS)}; got {linear!r}")
     return linear
-
-
-def stack_compile(compile, device, models: int, size: str = "small") -> str | None:
-    """The compile mode of a stack of `models` models of size `size`: the requested mode, except for a stack of one
-    model of a size not in `ONE_MODEL_COMPILES`, which trains eagerly with CUDA graphs. Numbers change only by
-    rounding."""
-    mode = compile_mode(compile, device)
-    return None if models == 1 and size not in ONE_MODEL_COMPILES else mode
 
 
 def stack_key(members: list[Member]) -> str:
@@ -179,19 +145,16 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     so that the group shares out evenly: 15 BERT-base models on two GPUs train as 4 + 4 | 4 + 3 rather than as
     5 + 5 | 5, which would leave one GPU idle for a third of the time. A group's models are dealt to its stacks in
     turn. The plan changes no number: a model trains the same in any stack."""
-    max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
+    max_stack = planner.max_stack(compile, max_stack)
     groups: dict[tuple, list[Member]] = {}
     for m in members:
         knn = m.exp.knn_k if m.exp.knn_replace else 0  # a stack shares one neighbour table
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs, knn), []).append(m)
     stacks = []
     for (untrained, size, *_), group in groups.items():
-        k = 1 if untrained else math.ceil(len(group) / max_stack[size])
-        if gpus > 1 and not untrained:
-            k = min(len(group), gpus * math.ceil(k / gpus))
-        # dealt round-robin: stacks of equal size (to one model), each with its share of every experiment, so that
-        # the experiments evaluated during training (curves) do not all load one GPU
-        stacks += [group[j::k] for j in range(k)]
+        # untrained models are only evaluated: one stack. Dealt round-robin (`planner.deal`), each stack has its
+        # share of every experiment, so that the experiments evaluated during training (curves) do not all load one GPU
+        stacks += [group] if untrained else planner.deal(group, max_stack[size], gpus)
     return stacks
 
 
@@ -418,9 +381,7 @@ class StackRun:
         total = batches.steps_per_epoch * self.epochs
         optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
-        persistent = not (len(self.members) == 1 and self.size.name in PERSISTENT_REDUCTIONS_OFF)
-        levers = (None if self.linear == "baddbmm" and persistent
-                  else Levers(linear=self.linear, persistent_reductions=persistent))
+        levers = stack_levers(self.linear, len(self.members), self.size.name)
         stack = ModelStack(models, optim, self.device, bf16=self.bf16, compile=self.compile,
                            seeds=[m.seed for m in self.members], graphs=self.graphs, levers=levers)
         # each rank holds rows rank, rank + world, ... of every batch; the draws are keyed by the full batch's rows

@@ -312,8 +312,8 @@ class Table3Stack:
             offsets=torch.as_tensor(self.vocab.offsets, device=dev))
 
     def _batch(self, d, rows: torch.Tensor, width: int):
-        from xlrepro.training.masking import mask_tokens
-        from xlrepro.training.stacked import masked_capacity, select_masked
+        from xlrepro.engine.masking import mask_tokens
+        from xlrepro.engine.stacked import masked_capacity, select_masked
         e = d["exp_of"][:, None]
         ids = d["ids"][e, rows, :width]  # [M, B, W]
         lengths = d["lengths"][e, rows]  # [M, B]
@@ -331,9 +331,9 @@ class Table3Stack:
 
     def pretrain(self, time_limit: float | None, progress: bool = True):
         """Returns the trained ModelStack, or None when stopped by the time limit (checkpointed)."""
-        from xlrepro.models import init_model
+        from xlrepro.engine.models import init_model
         from xlrepro.progress import progress as progress_bar
-        from xlrepro.training.stacked import ModelStack, OptimConfig
+        from xlrepro.engine.stacked import ModelStack, OptimConfig
         t0 = time.time()
         self.widths = []  # the padded width of each step of this process (for the timing record)
         size, tc = self.cfg.model_size(), self.train_cfg
@@ -482,7 +482,7 @@ class Table3Stack:
         if not todo and not pretrain_only:
             return True
         from safetensors.torch import load_model, save_model
-        from xlrepro.models import init_model
+        from xlrepro.engine.models import init_model
         saved = all((self.member_dir(i) / "model.safetensors").exists() for i in range(len(self.members))
                     if not self.done(i))
         if not saved:

@@ -222,8 +222,8 @@ class Cell:
         from tqdm.auto import tqdm
         from transformers import BertForPreTraining
 
-        from xlrepro.models import bert_config, device_name
-        from xlrepro.training.stacked import linear_schedule
+        from xlrepro.engine.models import bert_config, device_name
+        from xlrepro.engine.stacked import linear_schedule
 
         t0 = time.time()
         device = torch.device(device)
@@ -295,7 +295,7 @@ class Cell:
         from safetensors.torch import load_model
         from transformers import BertModel
 
-        from xlrepro.models import bert_config
+        from xlrepro.engine.models import bert_config
         self._load()
         model = BertModel(bert_config(self.size, self.vocab_rows, positions=self.profile.pretrain.max_length),
                           add_pooling_layer=False)

@@ -101,7 +101,7 @@ def probe_batches(ids: torch.Tensor, lengths: torch.Tensor, starts: np.ndarray, 
                   vocab_size: int, mlm_probability: float, n_rows: int = PROBE_ROWS) -> dict:
     """{language: (inputs [n, W], attention mask, labels)}: n_rows rows spread evenly over the language's
     training rows, masked once with a fixed generator (15 %, 80/10/10: the training's masking)."""
-    from xlrepro.training.masking import mask_tokens
+    from xlrepro.engine.masking import mask_tokens
     g = torch.Generator().manual_seed(PROBE_SEED)
     probs = torch.tensor([0.8, 0.1, 0.1])
     out = {}
@@ -244,7 +244,7 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     """Train (or go on training) the pilot and write its curve; returns pilot.json's content. `lr`: the peak
     learning rate instead of the published run's (a lever of the pilot; the experiment name then carries it)."""
     from xlrepro.data.mbert_vocab import mbert_tokenizer
-    from xlrepro.models import device_name
+    from xlrepro.engine.models import device_name
     from xlrepro.paths import runs_dir
 
     from .baselines import chance_mrr
