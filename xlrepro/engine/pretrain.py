@@ -35,6 +35,7 @@ from .masking import mask_tokens
 from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 CHECKPOINT_SECONDS = 180  # how often an unfinished run saves its checkpoint
+STOP_SYNC_STEPS = 50  # data parallel: how often the ranks agree on whether to stop (one all-reduce)
 
 
 def every_n(n: int, steps: int) -> Callable[[list, int, torch.Tensor], str | None]:
@@ -53,7 +54,8 @@ def every_n(n: int, steps: int) -> Callable[[list, int, torch.Tensor], str | Non
 def pretrain_loop(stack: ModelStack, batch: Callable[[int], tuple], *, steps: int, checkpoint: Path,
                   time_limit: float | None = None, t0: float | None = None, progress: bool = True,
                   desc: str = "pretrain", curve: list | dict | None = None, record_loss=None, loss_every: int = 100,
-                  on_eval=None, eval_every: int | None = None, on_save=None, seed: int | None = None,
+                  on_eval=None, eval_every: int | None = None, eval_steps=None, count_eval_time: bool = False,
+                  on_save=None, extra: dict | None = None, seed: int | None = None,
                   checkpoint_seconds: float = CHECKPOINT_SECONDS):
     """Train `stack` to `steps` steps, resuming from `checkpoint` where it exists.
 
@@ -63,12 +65,22 @@ def pretrain_loop(stack: ModelStack, batch: Callable[[int], tuple], *, steps: in
     `loss_every` steps; a recipe passing `record_loss` may keep a dict); a checkpoint's record replaces it.
     seed: re-seed PyTorch's generator with seed * 100003 + step at the start and on resuming, for the draws that
     come from it (HF's dropout, `mask_tokens` without per-model noise); None leaves the generator alone.
-    on_eval(stack, curve, seconds) runs at every multiple of `eval_every` (step 0 and the last step included, and
-    on resuming at such a step), then the checkpoint is saved; its true return stops the run there.
+    on_eval(stack, curve, seconds) runs at every multiple of `eval_every` (step 0 and the last step included), or
+    at the steps of `eval_steps` (a set), also on resuming at such a step; then the checkpoint is saved; its true
+    return stops the run there. count_eval_time: the evaluations' time counts as training time (default: left out).
+    on_save(stack, curve): the recipe's own files, written with every checkpoint. extra: a dict the recipe owns
+    (e.g. evaluation curves), saved in every checkpoint and updated from it on resuming.
+    Under data parallelism (`stack.data_parallel`, torchrun) every rank runs this loop on its share of each batch:
+    the ranks agree every STOP_SYNC_STEPS steps on whether to stop, and rank 0 alone writes the checkpoint.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1; got {steps}")
+    if eval_every is not None and eval_steps is not None:
+        raise ValueError("give eval_every or eval_steps, not both")
     from ..progress import progress as progress_bar
+    from .distributed import any_rank, world
+
+    rank = world()[0] if stack.data_parallel else 0
 
     t0 = time.time() if t0 is None else t0
     curve = [] if curve is None else curve
@@ -77,25 +89,37 @@ def pretrain_loop(stack: ModelStack, batch: Callable[[int], tuple], *, steps: in
         resumed = ckpt.load(checkpoint, stack)
         curve = curve if resumed.losses is None else resumed.losses
         elapsed = resumed.elapsed
+        if extra is not None:
+            extra.update({k: v for k, v in resumed.extra.items() if k != "fallbacks"})
     record_loss = record_loss or every_n(loss_every, steps)
     if seed is not None:
         torch.manual_seed(seed * 100003 + stack.step_count)  # masking and dropout streams (one model: its own)
-    bar = progress_bar(total=steps, initial=stack.step_count, disable=not progress, desc=desc)
+    bar = progress_bar(total=steps, initial=stack.step_count, disable=not progress or rank > 0, desc=desc)
     t_start = last_save = time.time()
 
     def save():
-        ckpt.save(checkpoint, stack, elapsed=elapsed + time.time() - t_start, losses=curve)
+        if rank > 0:  # data parallel: the ranks hold the same stack; rank 0 writes it
+            return
+        ckpt.save(checkpoint, stack, elapsed=elapsed + time.time() - t_start, losses=curve, extra=extra)
         if on_save is not None:
             on_save(stack, curve)
+
+    def is_eval_point(n: int) -> bool:
+        if on_eval is None:
+            return False
+        if eval_steps is not None:
+            return n in eval_steps
+        return bool(eval_every) and (n % eval_every == 0 or n == steps)
 
     def evaluate_here() -> bool | None:
         """None where this step is no evaluation point, else whether on_eval asks to stop."""
         nonlocal t_start
-        if on_eval is None or not eval_every or (stack.step_count % eval_every and stack.step_count != steps):
+        if not is_eval_point(stack.step_count):
             return None
         t_hook = time.time()
         stop = bool(on_eval(stack, curve, elapsed + t_hook - t_start))
-        t_start += time.time() - t_hook  # training time leaves out the evaluation
+        if not count_eval_time:
+            t_start += time.time() - t_hook  # training time leaves out the evaluation
         return stop
 
     if evaluate_here() and stack.step_count < steps:
@@ -110,7 +134,10 @@ def pretrain_loop(stack: ModelStack, batch: Callable[[int], tuple], *, steps: in
             bar.set_postfix(loss=shown)
         bar.update(1)
         evaluated = evaluate_here()
-        over = bool(evaluated) or (time_limit is not None and time.time() - t0 > time_limit)
+        late = time_limit is not None and time.time() - t0 > time_limit
+        if stack.data_parallel:  # every rank stops at the same step
+            late = any_rank(late) if step % STOP_SYNC_STEPS == 0 else False
+        over = bool(evaluated) or late
         if over or (evaluated is not None and stack.step_count < steps) or time.time() - last_save > checkpoint_seconds:
             save()
             last_save = time.time()

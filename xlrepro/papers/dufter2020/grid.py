@@ -43,13 +43,13 @@ from xlrepro.engine.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.tokenization import vocab_fingerprint
-from xlrepro.engine.distributed import any_rank, barrier, init_from_env, world
+from xlrepro.engine.distributed import barrier, init_from_env, world
 from xlrepro.engine import planner
 from xlrepro.engine.fused_bert import LINEARS
 from xlrepro.engine.planner import MAX_STACK, stack_compile, stack_levers
+from xlrepro.engine.pretrain import pretrain_loop
 from xlrepro.engine.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
                                       select_masked)
-from xlrepro.progress import progress as progress_bar
 
 from .config import Chapter, Experiment, load_chapter
 from .lab import CORPUS, LabData, load_lab
@@ -300,17 +300,6 @@ class StackRun:
         attention = attend if self.attn == "sdpa" else torch.where(attend, 0.0, -1e9)
         return inputs, attention, position_ids.expand_as(ids), token_type_ids, sel_index, sel_labels
 
-    def _step(self, stack: ModelStack, d, rows_np: np.ndarray, lengths_np, graphs: bool) -> torch.Tensor:
-        """One training step; the padded width is rounded up to a multiple of 8 so few graph shapes exist."""
-        rows_np = rows_np[:, self.rank::self.world]
-        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
-        width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
-        rows = torch.as_tensor(np.ascontiguousarray(rows_np))
-        if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
-            rows = rows.pin_memory()
-        d["rows"].copy_(rows, non_blocking=True)
-        return stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if graphs else None)
-
     # ---------------------------------------------------------------- evaluation and saving
     def _eval_sets(self, i: int) -> EvalSets:
         m = self.members[i]
@@ -389,6 +378,18 @@ class StackRun:
         self.noise = stack.noise
         return stack, batches, total
 
+    def _step_inputs(self, d, rows_np: np.ndarray, lengths_np, graphs: bool):
+        """(make_inputs, graph_key) of one step: this rank's share of the batch's rows [M, B / world]; the padded
+        width is rounded up to a multiple of 8 so few graph shapes exist."""
+        rows_np = rows_np[:, self.rank::self.world]
+        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
+        width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
+        rows = torch.as_tensor(np.ascontiguousarray(rows_np))
+        if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
+            rows = rows.pin_memory()
+        d["rows"].copy_(rows, non_blocking=True)
+        return (lambda: self._batch(d, d["rows"], width)), (width if graphs else None)
+
     def time_steps(self, steps: int, warmup: int = 5, graphs: bool = True) -> float:
         """Seconds per training step of this stack (after warm-up), for benchmarks and planning."""
         stack, batches, _ = self._new_stack()
@@ -399,7 +400,8 @@ class StackRun:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 t = time.perf_counter()
-            self._step(stack, d, batches.rows(step), lengths_np, graphs)
+            make_inputs, key = self._step_inputs(d, batches.rows(step), lengths_np, graphs)
+            stack.step(make_inputs, graph_key=key)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return (time.perf_counter() - t) / steps
@@ -419,51 +421,49 @@ class StackRun:
         models = None
         curve_members = [i for i, m in enumerate(self.members) if m.exp.curve]
         curve_steps = sorted({round(total * k / self.cfg.curve_points) for k in range(self.cfg.curve_points + 1)})
-        curves: dict[int, list] = {i: [] for i in curve_members}
-        elapsed = 0.0
+        saved = {"curves": {i: [] for i in curve_members}}  # checkpointed with the stack (`pretrain_loop(extra=)`)
         ckpt = self.folder / "checkpoint.pt"
-        if ckpt.exists():
-            state = torch.load(ckpt, map_location=self.device, weights_only=False)
-            stack.load_state_dict(state["stack"])
-            curves, elapsed = {int(k): v for k, v in state["curves"].items()}, state["elapsed"]
         d = self._device_data()
         lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
-        losses_log = []
-        bar = progress_bar(total=total, initial=stack.step_count, disable=not progress or self.rank > 0,
-                   desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
-        last_save = time.time()
-        t_start = time.time()
-        first_step_at = None  # when the first step of this call had run (model set-up, compiles and capture included)
-        while stack.step_count < total:
-            step = stack.step_count
-            if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
-                metrics = self._evaluate_many(stack, models, curve_members) if self.rank == 0 else {}
-                for i in curve_members:
-                    curves[i].append({"step": step, **metrics.get(i, {})})  # rank 0 holds the numbers
-                barrier()
-            loss = self._step(stack, d, batches.rows(step), lengths_np, self.graphs)
-            if first_step_at is None:
+        first_step_at = []  # when the first step of this call had run (model set-up, compiles and capture included)
+
+        def batch(step: int):  # each model's own data order (`StackBatches`), this rank's share
+            return self._step_inputs(d, batches.rows(step), lengths_np, self.graphs)
+
+        def record_loss(curve, step: int, losses: torch.Tensor):
+            if not first_step_at:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
-                first_step_at = time.time()
-            if step % 100 == 0:
-                losses_log.append(loss.float().mean().item())
-                bar.set_postfix(loss=f"{losses_log[-1]:.3f}")
-            bar.update(1)
-            over = time_limit is not None and time.time() - t0 > time_limit
-            if self.world > 1:  # every rank stops at the same step
-                over = any_rank(over) if step % 50 == 0 else False
-            if (over or time.time() - last_save > 120) and self.rank == 0:
-                self._checkpoint(stack, curves, elapsed + time.time() - t_start)
-                last_save = time.time()
-            if over:
-                bar.close()
+                first_step_at.append(time.time())
+            return f"{losses.float().mean().item():.3f}" if step % 100 == 0 else None  # shown, not kept
+
+        def evaluate_curves(stack, curve, seconds):
+            """The curve experiments' metrics at this step (rank 0 evaluates; once, also across a resume)."""
+            step, curves = stack.step_count, {int(k): v for k, v in saved["curves"].items()}
+            saved["curves"] = curves
+            if any(c and c[-1]["step"] == step for c in curves.values()):
                 return False
-        bar.close()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            metrics = self._evaluate_many(stack, models, curve_members) if self.rank == 0 else {}
+            for i in curve_members:
+                curves[i].append({"step": step, **metrics.get(i, {})})  # rank 0 holds the numbers
+            barrier()
+            return False
+
+        called = time.time()
+        done = pretrain_loop(
+            stack, batch, steps=total, checkpoint=ckpt, time_limit=time_limit, t0=t0, progress=progress,
+            desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})",
+            record_loss=record_loss, on_eval=evaluate_curves if curve_members else None,
+            eval_steps={s for s in curve_steps if s < total}, count_eval_time=True, extra=saved,
+            checkpoint_seconds=120)
+        if done is None:
+            return False
+        first_step_at = first_step_at[0] if first_step_at else None
+        curves = {int(k): v for k, v in saved["curves"].items()}
         trained_at = time.time()
-        train_seconds = elapsed + trained_at - t_start
+        train_seconds = done[2]  # earlier calls' included, curve evaluations too (`count_eval_time`)
+        elapsed = train_seconds - (trained_at - called)  # earlier calls' share
+
         if self.rank > 0:  # rank 0 evaluates and writes; the others wait for it
             barrier()
             return True
@@ -489,10 +489,6 @@ class StackRun:
             ckpt.unlink()
         barrier()
         return True
-
-    def _checkpoint(self, stack: ModelStack, curves, elapsed: float) -> None:
-        with atomic.atomic_path(self.folder / "checkpoint.pt") as tmp:
-            torch.save({"stack": stack.state_dict(), "curves": curves, "elapsed": elapsed}, tmp)
 
 
 # -------------------------------------------------------------------- the grid
