@@ -135,3 +135,37 @@ def test_the_loop_stops_at_the_limit_resumes_and_ends_as_an_uninterrupted_run(tm
     assert stopped is None and ckpt.load(tmp_path / "e.pt", stack_of()).step == 2  # on_eval asked to stop
     with pytest.raises(ValueError, match="steps must be >= 1"):
         pretrain_loop(stack_of(), fixed_batch, steps=0, checkpoint=tmp_path / "x.pt")
+
+
+# --- one model alone -------------------------------------------------------------------------------------------
+def line_fit(device="cpu"):
+    """y = 2x by a 1x1 linear layer, mean squared error; the same four points every step."""
+    from xlrepro.engine.single import SingleModel
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(0.0)
+    loss = lambda m, x, y: torch.nn.functional.mse_loss(m(x), y)  # noqa: E731
+    return SingleModel(model, loss, lr=0.1, weight_decay=0.0, eps=1e-8, warmup_steps=0, total_steps=50,
+                       max_grad_norm=10.0, device=device)
+
+
+def line_batch(step):
+    x = torch.tensor([[1.0], [2.0], [-1.0], [0.5]])
+    return (lambda: (x, 2 * x)), None
+
+
+def test_a_model_alone_trains_on_the_loop_and_resumes_to_the_same_weights(tmp_path):
+    whole = pretrain_loop(line_fit(), line_batch, steps=50, checkpoint=tmp_path / "w.pt", progress=False)
+    assert 1.9 < whole[0].model.weight.item() < 2.1  # from 0, AdamW with a decaying rate comes near the slope 2
+    assert pretrain_loop(line_fit(), line_batch, steps=50, checkpoint=tmp_path / "c.pt", progress=False,
+                         time_limit=0) is None
+    resumed = pretrain_loop(line_fit(), line_batch, steps=50, checkpoint=tmp_path / "c.pt", progress=False)
+    assert resumed[0].step_count == 50
+    assert torch.equal(resumed[0].model.weight, whole[0].model.weight)  # no random draws: the same weights
+    # the layout of an older single-model checkpoint ("model", "opt", "sched", "step" at the top) loads too
+    fit = line_fit()
+    fit.step(*line_batch(0))
+    torch.save({**fit.state_dict(), "elapsed": 3.0}, tmp_path / "old.pt")
+    got = ckpt.load(tmp_path / "old.pt", line_fit())
+    assert (got.step, got.elapsed) == (1, 3.0)

@@ -12,7 +12,8 @@ A checkpoint is one `torch.save` file (a dict):
 
 It is written to a temporary file and renamed (`xlrepro.atomic`), so a run killed while saving leaves the previous
 checkpoint whole. Checkpoints written before this format (a dict with "stack" and optionally "losses" or
-"loss_curve", "elapsed", "fallbacks" and the loop's own keys) load too: what they lack reads as empty (no loss
+"loss_curve", "elapsed", "fallbacks" and the loop's own keys; or a model trained alone: "model", "opt", "sched",
+"step", "elapsed") load too: what they lack reads as empty (no loss
 record: None).
 
     save(path, stack, elapsed=12.5, losses=[[0, 10.4]])
@@ -62,6 +63,9 @@ def load(path: str | Path, stack, *, restore_rng: bool = False) -> Resumed:
     restore_rng: also set PyTorch's generators to their saved states (loops that re-seed from the step, as
     `pretrain.pretrain_loop` does, need not)."""
     state = torch.load(Path(path), map_location=stack.device, weights_only=False)
+    if isinstance(state, dict) and "stack" not in state and {"model", "opt", "sched", "step"} <= state.keys():
+        # an older checkpoint of one model trained alone (`single.SingleModel`'s state at the top level)
+        state = {"stack": {k: state[k] for k in ("model", "opt", "sched", "step")}, "elapsed": state.get("elapsed", 0.0)}
     if not isinstance(state, dict) or "stack" not in state:
         raise ValueError(f"{path} is not a training checkpoint (no 'stack' entry)")
     if state.get("format", FORMAT) != FORMAT:
