@@ -169,3 +169,15 @@ def test_a_model_alone_trains_on_the_loop_and_resumes_to_the_same_weights(tmp_pa
     torch.save({**fit.state_dict(), "elapsed": 3.0}, tmp_path / "old.pt")
     got = ckpt.load(tmp_path / "old.pt", line_fit())
     assert (got.step, got.elapsed) == (1, 3.0)
+
+
+def test_new_stack_names_its_engine_and_keys_the_draws_by_the_rows_it_holds():
+    from xlrepro.engine.pretrain import new_stack
+    models = lambda: [init_model(TINY, 20, s, attn="eager", positions=8) for s in (0, 1)]  # noqa: E731
+    stack = new_stack(models(), OPT, "cpu", engine="fused", seeds=[0, 1], rows=torch.tensor([1, 3]))
+    assert stack.engine == "fused" and stack.noise.rows.tolist() == [1, 3]  # rank 1 of 2 holds rows 1 and 3 of 4
+    assert new_stack(models(), OPT, "cpu", engine="hf").engine == "hf"
+    with pytest.raises(ValueError, match="valid values are hf, fused"):
+        new_stack(models(), OPT, "cpu", engine=None)
+    with pytest.raises(ValueError, match="need seeds"):
+        new_stack(models(), OPT, "cpu", engine="fused", rows=torch.arange(4))

@@ -161,7 +161,7 @@ def test_only_a_stack_of_one_small_model_turns_persistent_reductions_off(monkeyp
         seen.append(levers)
         raise Built
 
-    monkeypatch.setattr(grid, "ModelStack", model_stack)
+    monkeypatch.setattr(grid, "new_stack", model_stack)
     ch, lab = load_chapter("dufter2020"), load_lab()
     members = lambda ids, seeds: grid_members(ch, ids, seeds, epochs=1, max_sentences=8, batch_size=4)
     for ms, linear in [(members(["0"], [0]), "baddbmm"), (members(["0"], [0, 42]), "baddbmm"),

@@ -468,7 +468,7 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
                     profiled = profile_step(step, device)
             if stack is not None and stack.fallbacks:  # timed (mostly) on the eager path: not the engine's speed
                 row["status"] = f"eager fallback: {stack.fallbacks[0]['error']}"
-            elif e.ddp_graphs and stack is not None and not stack._graphs:  # the capture failed: eager steps
+            elif e.ddp_graphs and stack is not None and not stack.captured_graphs:  # the capture failed: eager steps
                 row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
             if profiled is not None and rank == 0:
                 _write_profile(profile_to, case_name, key, *profiled)

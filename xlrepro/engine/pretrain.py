@@ -32,10 +32,28 @@ import torch
 
 from . import checkpoint as ckpt
 from .masking import mask_tokens
-from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+from .stacked import ENGINES, ModelStack, OptimConfig, masked_capacity, select_masked
 
 CHECKPOINT_SECONDS = 180  # how often an unfinished run saves its checkpoint
 STOP_SYNC_STEPS = 50  # data parallel: how often the ranks agree on whether to stop (one all-reduce)
+
+
+def new_stack(models, optim: OptimConfig, device, *, engine: str, seeds=None, rows: torch.Tensor | None = None,
+              **options) -> ModelStack:
+    """The stack a recipe trains on `pretrain_loop`, with its engine named: "hf" (HF's model, PyTorch's generator)
+    or "fused" (the fused loss; with `seeds`, each model's own random numbers). Recipes build stacks here only.
+
+    rows [B']: the rows of each batch this process holds, which key the per-model draws (0..B-1 alone; rank,
+    rank + world, ... under data parallelism); they need seeds. options: `ModelStack`'s (bf16, compile, graphs,
+    levers, data_parallel, ddp_graphs)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: valid values are {', '.join(ENGINES)}")
+    if rows is not None and seeds is None:
+        raise ValueError("rows key each model's own random draws: they need seeds")
+    stack = ModelStack(models, optim, device, engine=engine, seeds=seeds, **options)
+    if rows is not None:
+        stack.noise.rows = rows.to(stack.device)
+    return stack
 
 
 def every_n(n: int, steps: int) -> Callable[[list, int, torch.Tensor], str | None]:
@@ -194,7 +212,8 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
     """
     host_lengths = lengths.numpy()
     ids, lengths = ids.to(device), lengths.to(device)
-    stack = ModelStack([model], optim, device, compile="regional" if compile else None)
+    stack = new_stack([model], optim, device, engine="fused" if compile else "hf",
+                      compile="regional" if compile else None)
 
     # Inputs are built from device tensors only (`rows` is refilled every step), so on a GPU a step can be
     # captured as a CUDA graph per padded width (ModelStack.step).

@@ -84,6 +84,103 @@ class OptimConfig:
     max_grad_norm: float
 
 
+ENGINES = ("hf", "fused")
+
+
+def choose_engine(engine: str | None, *, seeds=None, levers=None, compiled=None) -> str:
+    """The stack's engine (see `ModelStack`): `engine` checked against `ENGINES` and against what only "fused" does
+    (per-model seeds, levers, compiling), or, for None, inferred from those."""
+    needs_fused = [name for name, given in (("seeds", seeds is not None), ("levers", levers is not None),
+                                            ("compile", bool(compiled))) if given]
+    if engine is None:
+        return "fused" if needs_fused else "hf"
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r}: valid values are {', '.join(ENGINES)}")
+    if engine == "hf" and needs_fused:
+        raise ValueError(f"engine='hf' runs HF's model: {', '.join(needs_fused)} need engine='fused'")
+    return engine
+
+
+# Inductor pads strides to 8 elements ("comprehensive padding") and pads the operands of matrix products to aligned
+# sizes ("shape padding", pad_mm). With the width compiled as a symbol, a padded stride of a hidden size not a
+# multiple of 8 was computed from one width and failed its own check at another (torch 2.11 on H200s: "expected size
+# 3==3, stride 401408==573440" = 128 rows x 56 x widths 56 and 80, 56 most likely the hidden sizes 51-53 padded). It
+# hit the single-head stacks (L16H1, L24H1, L36H1) in two runs, the second with comprehensive padding already off:
+# shape padding goes off too (with both off, all seven Table 7 shapes then trained compiled without a failure:
+# `scripts/device_compile_check.sh`, the engineering appendix). Aligned sizes are never padded, so this costs them
+# nothing. Should a compiled step still fail, the stack goes on eagerly (`_guarded_body`) and records it
+# (`fallbacks`). These are options of each compiled stack's own `torch.compile`, never Inductor's global settings.
+NO_PADDING = {"comprehensive_padding": False, "shape_padding": False}
+# Should a shape still specialise: more graphs than Dynamo's default limit of 8, while a compiled stack runs.
+RECOMPILE_LIMIT = 64
+
+
+def compile_options(levers: Levers | None) -> dict:
+    """The Inductor options of a compiled stack: padding off (`NO_PADDING`) and the levers' (`inductor_options`)."""
+    return {**NO_PADDING, **(inductor_options(levers) or {})}
+
+
+def with_compile_limits(losses):
+    """`losses` run with Dynamo's recompile limit raised to RECOMPILE_LIMIT for the call only (Dynamo checks it when
+    it compiles, which happens inside the call); the process's setting is left as it was."""
+    import torch._dynamo as dynamo
+    name = next(n for n in ("recompile_limit", "cache_size_limit") if hasattr(dynamo.config, n))
+
+    def limited(*args):
+        with dynamo.config.patch(**{name: max(getattr(dynamo.config, name), RECOMPILE_LIMIT)}):
+            return losses(*args)
+    return limited
+
+
+class GraphCaptureFailed(RuntimeError):
+    """A CUDA-graph capture failed; the stack goes on without graphs."""
+
+
+class CudaGraphs:
+    """One CUDA graph per key (the padded width): a step's batch assembly, masking, forward, backward, clipping
+    and AdamW captured once, then replayed as one launch.
+
+    Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace per stream,
+    and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture invalidated). `warm` counts
+    eager steps on that stream in this process (a resumed run warms up again); a key is captured once it has run
+    eagerly there. Graphs of all keys share one memory pool: they never run concurrently and keep nothing between
+    replays (Adam's moments and the parameters live outside the pool)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.stream = torch.cuda.Stream(device)
+        self.graphs: dict = {}
+        self.pool = None
+        self.warm = 0
+        self.warm_keys: set = set()
+
+    def run(self, key, eager_step, body, optimizer) -> torch.Tensor:
+        """The step's losses: `eager_step()` on the side stream while warming up, else the replay of the key's
+        graph of `body()` (captured on first use). Raises GraphCaptureFailed where capturing fails."""
+        if self.warm < WARMUP_STEPS or key not in self.warm_keys:
+            self.stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(self.stream):
+                losses = eager_step()
+            torch.cuda.current_stream(self.device).wait_stream(self.stream)
+            self.warm += 1
+            self.warm_keys.add(key)
+            return losses
+        if key not in self.graphs:
+            try:
+                self.pool = self.pool or torch.cuda.graph_pool_handle()
+                optimizer.zero_grad(set_to_none=True)
+                torch.cuda.synchronize(self.device)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
+                    out = body()
+                self.graphs[key] = (graph, out)
+            except RuntimeError as err:
+                raise GraphCaptureFailed(str(err)) from err
+        graph, out = self.graphs[key]
+        graph.replay()
+        return out.clone()
+
+
 class ModelStack:
     """M models of one architecture, trained together. `models[i]` is unchanged; read results with `export`.
 
@@ -95,19 +192,30 @@ class ModelStack:
     def __init__(self, models: list[BertForMaskedLM], optim: OptimConfig, device: torch.device,
                  bf16: bool | None = None, compile: str | bool | None = None, seeds: list[int] | None = None,
                  graphs: bool = True, levers: Levers | None = None, data_parallel: bool | None = None,
-                 ddp_graphs: bool = False):
-        """seeds: each model's own seed for dropout (and, through `noise`, masking): with seeds the step runs the
-        fused loss (`fused_bert.py`) and every random draw is the model's own, whatever the stack; without, HF's
-        model runs under vmap with PyTorch's generator (the reference engine of the tests).
-        compile: None/False, True/"regional" or "full" (CUDA only); graphs: capture steps as CUDA graphs (CUDA).
-        levers: the fused loss's speed options (`fused_bert.Levers`); given, the step always runs the fused loss
-        (eager or compiled), also without seeds. None (the default) leaves every path as it was.
-        data_parallel: average gradients over torchrun's ranks (None: whenever a process group of more than one rank
-        exists; False: this stack trains alone, e.g. rank 0's one-GPU reference in the benchmark). ddp_graphs: under
-        data parallelism, capture the gradient all-reduce (NCCL) inside the step's CUDA graph too; without it a
-        data-parallel stack runs its steps eagerly (compiled regions stay compiled)."""
+                 ddp_graphs: bool = False, engine: str | None = None):
+        """engine: which code computes the losses (`ENGINES`). "hf": HF's `BertForMaskedLM` under vmap (a stack of
+        one: without vmap) with PyTorch's generator for dropout, the reference engine of the tests. "fused": the
+        fused loss (`fused_bert.py`), eager or compiled; with `seeds` every random draw is the model's own, whatever
+        the stack. None infers it: "fused" where seeds, levers or compile are given, else "hf".
+        seeds: each model's own seed for dropout (and, through `noise`, masking); "fused" only.
+        compile: None/False, True/"regional" or "full" (compiling asks for "fused"; `compile_mode` says where it
+        pays); graphs: capture steps as CUDA graphs (CUDA). levers: the fused loss's speed options
+        (`fused_bert.Levers`). data_parallel: average gradients over torchrun's ranks (None: whenever a process group
+        of more than one rank exists; False: this stack trains alone, e.g. rank 0's one-GPU reference in the
+        benchmark). ddp_graphs: under data parallelism, capture the gradient all-reduce (NCCL) inside the step's CUDA
+        graph too; without it a data-parallel stack runs its steps eagerly (compiled regions stay compiled)."""
         self.device = torch.device(device)
         self.size = len(models)
+        if seeds is not None and len(seeds) != self.size:
+            raise ValueError(f"{len(seeds)} seeds for a stack of {self.size} models")
+        if compile is True:
+            compile = "regional"
+        if compile not in (None, False, "none", "regional", "full"):
+            raise ValueError(f"compile={compile!r}: valid values are None, False, True, 'regional', 'full'")
+        # torch.compile (Inductor) fuses the element-wise work (dropout, GELU, LayerNorm, residuals, casts) that
+        # bounds these memory-bound steps (`_select_losses`). compile=True on a CPU compiles too (the tests do).
+        self.compiled = None if compile in (None, False, "none") else compile
+        self.engine = choose_engine(engine, seeds=seeds, levers=levers, compiled=self.compiled)
         wrapped = [MaskedPositionsLM(m) for m in models]
         params, buffers = stack_module_state(wrapped)
         self.params = {k: v.detach().to(self.device).requires_grad_() for k, v in params.items()}
@@ -115,103 +223,85 @@ class ModelStack:
         # The module whose code runs; its own weights are never read (functional_call substitutes the stacks).
         self.base = copy.deepcopy(wrapped[0]).to(self.device)
         self.template = copy.deepcopy(models[0]).cpu()
-        cuda = self.device.type == "cuda"
-        self.bf16 = cuda if bf16 is None else bf16
-        groups = [
-            {"params": [p for k, p in self.params.items() if not k.endswith(NO_DECAY)], "weight_decay": optim.weight_decay},
-            {"params": [p for k, p in self.params.items() if k.endswith(NO_DECAY)], "weight_decay": 0.0},
-        ]
-        # On the GPU the learning rate is a device tensor, so that a captured step reads the current value.
-        self._lr = torch.tensor(optim.lr, device=self.device) if cuda else optim.lr
-        self.optimizer = torch.optim.AdamW(groups, lr=self._lr, eps=optim.eps, fused=cuda, capturable=cuda)
-        self.base_lr = optim.lr
-        self.lr_factor = linear_schedule(optim.warmup_steps, optim.total_steps)
-        self.max_grad_norm = optim.max_grad_norm
+        self.bf16 = self.device.type == "cuda" if bf16 is None else bf16
+        self._make_optimizer(optim)
         self.step_count = 0
-        self._graphs: dict = {}
-        self._pool = None
-        # Graphs are captured on, and warmed up on, one side stream: cuBLAS creates its handle and workspace
-        # per stream, and creating them inside a capture fails (CUBLAS_STATUS_NOT_INITIALIZED, capture
-        # invalidated). `_warm` counts eager steps on that stream in this process (a resumed run warms up again).
-        # No graphs in data parallel unless asked (ddp_graphs: the all-reduce is captured too), nor with graphs=False
-        # (to time eager steps).
-        self.data_parallel = world()[1] > 1 if data_parallel is None else data_parallel
-        graphs = graphs and cuda and (not self.data_parallel or ddp_graphs)
-        self._stream = torch.cuda.Stream(self.device) if graphs else None
-        self._warm = 0
-        self._warm_keys: set = set()
-
-        def one_model_loss(p, b, *inputs):
-            return functional_call(self.base, (p, b), inputs)
-
-        def single_model_loss(p, b, *inputs):
-            # A stack of one skips vmap, so the model may use PyTorch's fused SDPA attention kernels
-            # (their backward does not support vmap); the stacked leaves still receive the gradient.
-            first = lambda tree: {k: v[0] for k, v in tree.items()}
-            return one_model_loss(first(p), first(b), *(x[0] for x in inputs))[None]
-
-        self._losses = single_model_loss if self.size == 1 else vmap(one_model_loss, randomness="different")
         # Each model's own random numbers: seeds [M], the step as a device tensor (a captured graph reads it), and
         # the batch rows (set by the caller under data parallelism; else 0..B-1 at the first step).
         self.noise = None if seeds is None else Noise(
             seeds=torch.tensor(list(seeds), dtype=torch.int64, device=self.device),
             step=torch.zeros((), dtype=torch.int64, device=self.device), rows=None)
-        if seeds is not None and len(seeds) != self.size:
-            raise ValueError(f"{len(seeds)} seeds for a stack of {self.size} models")
-        # torch.compile (Inductor) fuses the element-wise work (dropout, GELU, LayerNorm, residuals, casts) that
-        # bounds these memory-bound steps. It compiles `fused_bert` (the same loss with an explicit model
-        # dimension; vmap recompiles per width) with the width as a symbol: by default region by region, so that
-        # one compiled layer serves all layers. Every new width still first runs once outside any capture, so that
-        # compiling never happens inside a CUDA-graph capture.
-        # compile=True on a CPU compiles too (the tests do); `compile_mode` is what callers use to decide.
-        if compile is True:
-            compile = "regional"
-        if compile not in (None, False, "none", "regional", "full"):
-            raise ValueError(f"compile={compile!r}: valid values are None, False, True, 'regional', 'full'")
-        self.compiled = None if compile in (None, False, "none") else compile
         # Each compiled step that failed and ran again eagerly: {"step", "error"} (a record of speed, not of results)
         self.fallbacks: list[dict] = []
-        noise = self.noise
+        self._losses, self._eager_losses = self._select_losses(levers)
+        # No graphs in data parallel unless asked (ddp_graphs: the all-reduce is captured too), nor with graphs=False
+        # (to time eager steps).
+        self.data_parallel = world()[1] > 1 if data_parallel is None else data_parallel
+        graphs = graphs and self.device.type == "cuda" and (not self.data_parallel or ddp_graphs)
+        self._graph_runner = CudaGraphs(self.device) if graphs else None
+
+    @property
+    def captured_graphs(self) -> int:
+        """How many CUDA graphs this stack holds (0 without graphs, or after a capture failed)."""
+        return 0 if self._graph_runner is None else len(self._graph_runner.graphs)
+
+    def _make_optimizer(self, optim: OptimConfig) -> None:
+        """AdamW over the stacked parameters (no weight decay on biases and LayerNorm weights, as HF's Trainer) and
+        HF's linear warm-up and decay; on the GPU fused and capturable, with the learning rate a device tensor, so
+        that a captured step reads the current value."""
+        cuda = self.device.type == "cuda"
+        groups = [
+            {"params": [p for k, p in self.params.items() if not k.endswith(NO_DECAY)], "weight_decay": optim.weight_decay},
+            {"params": [p for k, p in self.params.items() if k.endswith(NO_DECAY)], "weight_decay": 0.0},
+        ]
+        self._lr = torch.tensor(optim.lr, device=self.device) if cuda else optim.lr
+        self.optimizer = torch.optim.AdamW(groups, lr=self._lr, eps=optim.eps, fused=cuda, capturable=cuda)
+        self.base_lr = optim.lr
+        self.lr_factor = linear_schedule(optim.warmup_steps, optim.total_steps)
+        self.max_grad_norm = optim.max_grad_norm
+
+    def _select_losses(self, levers: Levers | None):
+        """(losses, eager losses): the function (params, buffers, *inputs) -> [M] losses that a step runs, and the
+        eager fused loss a failed compiled step falls back to (`_guarded_body`).
+
+        "hf": HF's model under vmap with "different" randomness (each model its own dropout draws from PyTorch's
+        generator); a stack of one skips vmap, so the model may use PyTorch's fused SDPA attention kernels (their
+        backward does not support vmap); the stacked leaves still receive the gradient. "fused": `stacked_mlm_losses`
+        eager, compiled region by region (one compiled layer serves all layers) or compiled whole ("full": slower to
+        compile, kept to measure the two side by side), with the width a symbol either way. Every new width still
+        first runs once outside any capture, so that compiling never happens inside a CUDA-graph capture."""
+        config, base, noise = self.template.config, self.base, self.noise
         options = {} if levers is None else levers.options()
-        if (noise is not None or levers is not None) and not self.compiled:
-            config, base = self.template.config, self.base
-            self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=EAGER,
-                                                                    noise=noise, **options)
-        if self.compiled:
-            import torch._dynamo as dynamo  # should a shape still specialise: more graphs than the default limit of 8
-            import torch._inductor.config as inductor
-            # Inductor pads strides to 8 elements ("comprehensive padding") and pads the operands of matrix products
-            # to aligned sizes ("shape padding", pad_mm). With the width compiled as a symbol, a padded stride of a
-            # hidden size not a multiple of 8 was computed from one width and failed its own check at another
-            # (torch 2.11 on H200s: "expected size 3==3, stride 401408==573440" = 128 rows x 56 x widths 56 and
-            # 80, 56 most likely the hidden sizes 51-53 padded). It hit the single-head stacks (L16H1, L24H1, L36H1) in
-            # two runs, the second with comprehensive padding already off: shape padding goes off too (with both off,
-            # all seven Table 7 shapes then trained compiled without a failure: `scripts/device_compile_check.sh`,
-            # the engineering appendix). Aligned sizes are never padded, so this costs them nothing. Should a compiled step still fail, the stack goes
-            # on eagerly (`_guarded_body`) and records it (`fallbacks`).
-            inductor.comprehensive_padding = False
-            inductor.shape_padding = False
-            for limit in ("cache_size_limit", "recompile_limit"):
-                if hasattr(dynamo.config, limit):
-                    setattr(dynamo.config, limit, max(getattr(dynamo.config, limit), 64))
-            config, base = self.template.config, self.base
-            if self.compiled == "regional":
-                regions = compiled_regions(inductor_options(levers))
-                self._losses = lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
-                                                                        regions=regions, noise=noise, **options)
-            else:
-                compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
-                                                                                  noise=noise, **options),
-                                         options=inductor_options(levers))
 
-                def losses(p, b, *inputs):
-                    for x, dim in zip(inputs, DYNAMIC_DIMS):
-                        dynamo.maybe_mark_dynamic(x, dim)
-                    return compiled(p, b, *inputs)
+        def fused(regions):
+            return lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs, regions=regions,
+                                                            noise=noise, **options)
 
-                self._losses = losses
-        self._eager_losses = lambda p, b, *inputs: stacked_mlm_losses(
-            p, self.template.config, self.base.training, *inputs, regions=EAGER, noise=noise, **options)
+        eager = fused(EAGER)
+        if self.engine == "hf":
+            def one_model_loss(p, b, *inputs):
+                return functional_call(base, (p, b), inputs)
+
+            def single_model_loss(p, b, *inputs):
+                first = lambda tree: {k: v[0] for k, v in tree.items()}  # noqa: E731
+                return one_model_loss(first(p), first(b), *(x[0] for x in inputs))[None]
+
+            return (single_model_loss if self.size == 1 else vmap(one_model_loss, randomness="different")), eager
+        if not self.compiled:
+            return eager, eager
+        if self.compiled == "regional":
+            return with_compile_limits(fused(compiled_regions(compile_options(levers)))), eager
+        import torch._dynamo as dynamo
+        compiled = torch.compile(lambda p, b, *inputs: stacked_mlm_losses(p, config, base.training, *inputs,
+                                                                          noise=noise, **options),
+                                 options=compile_options(levers))
+
+        def losses(p, b, *inputs):
+            for x, dim in zip(inputs, DYNAMIC_DIMS):
+                dynamo.maybe_mark_dynamic(x, dim)
+            return compiled(p, b, *inputs)
+
+        return with_compile_limits(losses), eager
 
     def _set_lr(self) -> None:
         lr = self.base_lr * self.lr_factor(self.step_count)
@@ -257,45 +347,24 @@ class ModelStack:
 
     def step(self, make_inputs, graph_key=None) -> torch.Tensor:
         """One optimiser step. `make_inputs()` builds the inputs from device tensors only; with a `graph_key`
-        (on a GPU, after the first step) the step is captured once per key and replayed afterwards."""
+        (on a GPU, after the first steps) the step is captured once per key and replayed afterwards (`CudaGraphs`)."""
         self._set_lr()
         if self.noise is not None:
             self.noise.step.fill_(self.step_count)
-        if graph_key is None or self._stream is None:
+        if graph_key is None or self._graph_runner is None:
             losses = self._guarded_body(make_inputs)
-        elif self._warm < WARMUP_STEPS or graph_key not in self._warm_keys:
-            self._stream.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(self._stream):
-                losses = self._guarded_body(make_inputs)
-            torch.cuda.current_stream(self.device).wait_stream(self._stream)
-            self._warm += 1
-            self._warm_keys.add(graph_key)
         else:
-            if graph_key not in self._graphs:
-                try:
-                    self._capture(graph_key, make_inputs)
-                except RuntimeError as err:  # never lose a run to a failed capture: continue eagerly
-                    warnings.warn(f"CUDA graph capture failed ({err}); this stack continues without graphs")
-                    self._stream = None
-                    self.optimizer.zero_grad(set_to_none=True)
-                    return self.step(make_inputs)
-            graph, out = self._graphs[graph_key]
-            graph.replay()
-            losses = out.clone()
+            try:
+                losses = self._graph_runner.run(graph_key, lambda: self._guarded_body(make_inputs),
+                                                lambda: self._body(make_inputs()), self.optimizer)
+            except GraphCaptureFailed as err:  # never lose a run to a failed capture: continue eagerly
+                warnings.warn(f"CUDA graph capture failed ({err}); this stack continues without graphs")
+                self._graph_runner = None
+                self.optimizer.zero_grad(set_to_none=True)
+                return self.step(make_inputs)
         self.optimizer.zero_grad(set_to_none=True)
         self.step_count += 1
         return losses
-
-    def _capture(self, key, make_inputs) -> None:
-        # Graphs of all shapes share one memory pool: they never run concurrently and keep nothing between replays
-        # (Adam's moments and the parameters live outside the pool).
-        self._pool = self._pool or torch.cuda.graph_pool_handle()
-        self.optimizer.zero_grad(set_to_none=True)
-        torch.cuda.synchronize(self.device)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool, stream=self._stream):
-            out = self._body(make_inputs())
-        self._graphs[key] = (graph, out)
 
     @torch.no_grad()
     def _clip_per_model(self) -> None:

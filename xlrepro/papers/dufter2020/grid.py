@@ -47,7 +47,7 @@ from xlrepro.engine.distributed import barrier, init_from_env, world
 from xlrepro.engine import planner
 from xlrepro.engine.fused_bert import LINEARS
 from xlrepro.engine.planner import MAX_STACK, stack_compile, stack_levers
-from xlrepro.engine.pretrain import pretrain_loop
+from xlrepro.engine.pretrain import new_stack, pretrain_loop
 from xlrepro.engine.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
                                       select_masked)
 
@@ -371,10 +371,10 @@ class StackRun:
         optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
         levers = stack_levers(self.linear, len(self.members), self.size.name)
-        stack = ModelStack(models, optim, self.device, bf16=self.bf16, compile=self.compile,
-                           seeds=[m.seed for m in self.members], graphs=self.graphs, levers=levers)
         # each rank holds rows rank, rank + world, ... of every batch; the draws are keyed by the full batch's rows
-        stack.noise.rows = torch.arange(self.rank, self.cfg.batch_size, self.world, device=self.device)
+        stack = new_stack(models, optim, self.device, engine="fused", seeds=[m.seed for m in self.members],
+                          rows=torch.arange(self.rank, self.cfg.batch_size, self.world), bf16=self.bf16,
+                          compile=self.compile, graphs=self.graphs, levers=levers)
         self.noise = stack.noise
         return stack, batches, total
 
@@ -629,8 +629,9 @@ def time_stack_evaluation(models: int = 20, experiments=("0", "1", "2", "3"), ma
     size = ch.size(exps[0])
     eval_batch = 2048  # StackRun's evaluation batch for small models (it fixes the perplexity masks)
     sets = {e.id: EvalSets(lab, e, ch.training.max_length) for e in exps}
-    stack = ModelStack([init_model(size, lab.fe.vocab_size, i, attn="eager") for i in range(models)],
-                       OptimConfig(size.lr, 0.0, 1e-6, 0, 1, 1.0), device, seeds=list(range(models)), graphs=False)
+    stack = new_stack([init_model(size, lab.fe.vocab_size, i, attn="eager") for i in range(models)],
+                      OptimConfig(size.lr, 0.0, 1e-6, 0, 1, 1.0), device, engine="fused", seeds=list(range(models)),
+                      graphs=False)
     layers = tuple(ch.training.eval_layers)
 
     def per_model():

@@ -332,8 +332,8 @@ class Table3Stack:
     def pretrain(self, time_limit: float | None, progress: bool = True):
         """Returns the trained ModelStack, or None when stopped by the time limit (checkpointed)."""
         from xlrepro.engine.models import init_model
-        from xlrepro.engine.pretrain import pretrain_loop
-        from xlrepro.engine.stacked import ModelStack, OptimConfig
+        from xlrepro.engine.pretrain import new_stack, pretrain_loop
+        from xlrepro.engine.stacked import OptimConfig
         t0 = time.time()
         self.widths = []  # the padded width of each step of this process (for the timing record)
         size, tc = self.cfg.model_size(), self.train_cfg
@@ -344,10 +344,10 @@ class Table3Stack:
         total = steps_per_epoch * self.cfg.epochs
         optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=tc.warmup_steps,
                             total_steps=total, max_grad_norm=tc.max_grad_norm)
-        stack = ModelStack(models, optim, self.device, bf16=tc.precision == "bf16" and self.device.type == "cuda",
-                           compile=self.compile, seeds=[s for _, s in self.members], graphs=self.graphs)
+        stack = new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
+                          rows=torch.arange(self.cfg.batch_size), compile=self.compile, graphs=self.graphs,
+                          bf16=tc.precision == "bf16" and self.device.type == "cuda")
         self.noise = stack.noise
-        stack.noise.rows = torch.arange(self.cfg.batch_size, device=self.device)
         ckpt = self.folder / "checkpoint.pt"
         d = self._device_data()
         lengths = [self.sets[e.id].lengths for e, _ in self.members]

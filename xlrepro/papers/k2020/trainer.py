@@ -209,10 +209,9 @@ class StackTrainer:
         models = [init_model(self.size, c.vocab_rows, s, positions=p.max_length) for c, s in self.members]
         optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
                             warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
-        stack = ModelStack(models, optim, self.device, compile=self.compile, seeds=[s for _, s in self.members],
-                           graphs=self.graphs)
-        stack.noise.rows = torch.arange(p.batch_size, device=self.device)
-        return stack
+        from xlrepro.engine.pretrain import new_stack
+        return new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
+                         rows=torch.arange(p.batch_size), compile=self.compile, graphs=self.graphs)
 
     def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
         """Train to the end (True) or until `time_limit` seconds (False, checkpointed); save every model.
