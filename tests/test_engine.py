@@ -69,6 +69,8 @@ def test_checkpoint_round_trip_restores_the_stack_and_the_progress(tmp_path):
     assert b.step_count == 3
     assert all(torch.equal(a.params[k], b.params[k]) for k in a.params)
     assert not list(path.parent.glob("*.tmp*"))  # written atomically: no temporary file left
+    read = ckpt.progress(path)  # without a stack: how far the run stands
+    assert (read.step, read.elapsed, read.losses) == (3, 12.5, [[0, 2.5]])
 
 
 def test_checkpoint_restores_the_generator_only_when_asked(tmp_path):

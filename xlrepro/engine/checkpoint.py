@@ -82,3 +82,16 @@ def load(path: str | Path, stack, *, restore_rng: bool = False) -> Resumed:
     extra = {**{k: v for k, v in state.items() if k not in known}, **state.get("extra", {})}  # older files' own keys
     losses = state.get("losses", state.get("loss_curve"))  # "loss_curve": older stacked-trainer files
     return Resumed(step=stack.step_count, elapsed=state.get("elapsed", 0.0), losses=losses, extra=extra, rng=rng)
+
+
+def progress(path: str | Path) -> Resumed:
+    """The loop's progress recorded in a checkpoint (step, elapsed, losses, extra) without a stack to restore:
+    read memory-mapped on the CPU, so a large stack's file costs little (e.g. to report how far a run stands)."""
+    state = torch.load(Path(path), map_location="cpu", weights_only=False, mmap=True)
+    if not isinstance(state, dict) or ("stack" not in state and "step" not in state):
+        raise ValueError(f"{path} is not a training checkpoint (no 'stack' entry)")
+    step = state["stack"]["step"] if "stack" in state else state["step"]
+    return Resumed(step=int(step), elapsed=state.get("elapsed", 0.0),
+                   losses=state.get("losses", state.get("loss_curve")), extra=state.get("extra", {}),
+                   rng=state.get("rng"))
+
