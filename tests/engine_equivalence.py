@@ -223,9 +223,36 @@ def record_finetune(tmp: Path) -> dict:
             "weights": weights_checksum(model.state_dict())}
 
 
+def record_token_finetune(tmp: Path) -> dict:
+    """`finetune_tokens` of a 2-layer BERT (hidden 16) on a tagging task decided by the piece: 3 epochs of 40
+    sequences, labels at every other piece."""
+    from transformers import BertConfig, BertModel
+
+    from xlrepro.training.finetune import FinetuneConfig
+    from xlrepro.training.token_finetune import EncodedTokens, finetune_tokens, predict_tokens
+
+    rng = np.random.default_rng(0)
+    ids, labels = [], []
+    for _ in range(40):
+        x = np.array([2, *rng.integers(5, 30, int(rng.integers(2, 9))), 3])
+        y = np.where((np.arange(len(x)) % 2 == 1) & (x > 3), x % 3, -100)
+        ids.append(x)
+        labels.append(y)
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=32)).eval()
+    data = EncodedTokens(ids, labels)
+    model, history = finetune_tokens(FinetuneConfig(lr=5e-3, batch_size=8, epochs=3, seed=1), encoder, data, 3,
+                                     progress=False)
+    tags = predict_tokens(model, data)
+    return {"loss": history["loss"], "steps": history["steps"], "weights": weights_checksum(model.state_dict()),
+            "tags": [t.tolist() for t in tags[:5]]}
+
+
 RECORDERS = {"mini_mbert": record_mini_mbert, "liu2020": record_liu2020, "dufter2020_grid": record_dufter2020_grid,
              "dufter2020_table3": record_dufter2020_table3,
-             "k2020": record_k2020, "finetune": record_finetune}
+             "k2020": record_k2020, "finetune": record_finetune,
+             "token_finetune": record_token_finetune}
 
 
 def finite(x) -> bool:
