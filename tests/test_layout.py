@@ -72,8 +72,6 @@ CHECKPOINT_WRITERS = {
 }
 TRAINING_LOOPS = {  # modules that call an optimiser's step themselves
     "bench.py": "times HF's own training step as the baseline of the fused engine",
-    "training/finetune.py": "the fine-tuning loop of sentence-pair classifiers (not yet on the engine)",
-    "training/token_finetune.py": "the fine-tuning loop of token classifiers (not yet on the engine)",
     "evaluation/probe.py": "fits a linear probe on frozen features (an evaluation, not model training)",
     "papers/liu2020/transfer_static.py": "fits a classifier on static word vectors (no BERT)",
 }
