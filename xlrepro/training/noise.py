@@ -1,4 +1,7 @@
-"""Kept for scripts that import it: each model's own random numbers live in `xlrepro.engine.noise`."""
-from ..engine.noise import Noise, from_bits32, stream_key, uniform, uniform_int64
+"""Kept for scripts that import it and set its attributes: this name is an alias of `xlrepro.engine.noise`
+(the same module object), so a script that patches a name here patches the engine's."""
+import sys
 
-__all__ = ["Noise", "from_bits32", "stream_key", "uniform", "uniform_int64"]
+from ..engine import noise as _engine_module
+
+sys.modules[__name__] = _engine_module

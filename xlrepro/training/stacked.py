@@ -1,4 +1,7 @@
-"""Kept for scripts that import it: the model stack lives in `xlrepro.engine.stacked`."""
-from ..engine.stacked import ModelStack, OptimConfig, linear_schedule, masked_capacity, select_masked
+"""Kept for scripts that import it and set its attributes: this name is an alias of `xlrepro.engine.stacked`
+(the same module object), so a script that patches a name here patches the engine's."""
+import sys
 
-__all__ = ["ModelStack", "OptimConfig", "linear_schedule", "masked_capacity", "select_masked"]
+from ..engine import stacked as _engine_module
+
+sys.modules[__name__] = _engine_module
