@@ -1,4 +1,4 @@
-"""The pre-training loop: one resumable loop over a `ModelStack`, read top to bottom.
+"""The pre-training loop: one resumable loop over a `ModelStack` (or a `single.SingleModel`), read top to bottom.
 
 `pretrain_loop` owns what every pre-training run needs: the step count, the time limit, a checkpoint every few
 minutes and at the limit (`checkpoint.py`), resuming from it, the progress bar, the loss curve and evaluation
@@ -7,14 +7,22 @@ points. What a recipe owns comes in as arguments:
     batch(step) -> (make_inputs, graph_key)   the step's inputs, built from device tensors only (see below)
     record_loss(curve, step, losses [M])      how the curve keeps the step's losses (default: `every_n`);
                                               returns the text for the progress bar, or None
-    on_eval(stack, losses, seconds) -> bool   an evaluation point (every `eval_every` steps); True stops the run
+    on_eval(stack, curve, seconds) -> bool    an evaluation point (every `eval_every` steps, or at `eval_steps`);
+                                              True stops the run
     on_save(stack, curve)                     the recipe's own files, written whenever the checkpoint is
+    extra                                     a dict the recipe keeps in the checkpoint (e.g. evaluation curves)
 
 `make_inputs()` returns the six inputs of `ModelStack.step`, each with a leading model dimension M:
 input_ids [M, B, W], attention [M, B, 1, 1, W] (boolean, or additive float), position_ids [M, B, W],
 token_type_ids [M, B, W], sel_index [M, C] (flat positions of the masked pieces, padded to a capacity C) and
 sel_labels [M, C] (-100 on padding). On a GPU a step with a `graph_key` is captured as a CUDA graph once per key
 (the padded width W) and replayed, so `make_inputs` may read only device tensors that the recipe refills.
+
+The extension point of a paper is its `batch` function: whatever makes a paper's inputs its own happens there, in
+the paper's folder, on device tensors, before the step: language-specific position offsets (position_ids shifted
+by max_length for the second language), a per-language vocabulary shift of the ids and of [MASK], knn-replace
+masking (`masking.mask_tokens` with a neighbour table), whole-word masking. Corpus transformations (a shifted,
+inverted or reordered copy of a language) are data, built before training. The engine sees the six inputs above.
 
 `train_sampled_mlm` is the first recipe on it: masked-LM pretraining of one model on rows of several languages,
 each sentence's language drawn with smoothed probabilities (mini-mBERT's sampling; also the BERTs of the word-
