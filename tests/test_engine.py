@@ -28,6 +28,14 @@ def test_deal_cuts_a_group_into_stacks_dealt_in_turn():
         planner.deal([1], 0)
 
 
+def test_share_slots_keeps_small_groups_whole_and_cuts_a_big_one():
+    # 8 slots over groups of 24, 2 and 2 models: 7 | 1 | 1 slots (rounded shares, at least one) -> 4, 2, 2 a stack
+    assert planner.share_slots([24, 2, 2], 8, 16) == [4, 2, 2]
+    assert planner.share_slots([40], 1, 16) == [16]  # one slot: stacks as large as allowed
+    with pytest.raises(ValueError, match="slots and max_stack must be >= 1"):
+        planner.share_slots([3], 0, 16)
+
+
 def test_max_stack_by_engine_and_gpu_memory(monkeypatch):
     assert planner.max_stack(None) == {"small": 20, "base": 1}
     assert planner.max_stack(None, {"base": 3}) == {"small": 20, "base": 3}
@@ -90,6 +98,12 @@ def test_an_older_checkpoint_loads_and_other_files_are_refused(tmp_path):
     torch.save({"stack": a.state_dict(), "curves": [1, 2]}, tmp_path / "old.pt")  # no format, no elapsed
     got = ckpt.load(tmp_path / "old.pt", stack_of(1))
     assert (got.elapsed, got.losses, got.extra) == (0.0, None, {"curves": [1, 2]})
+    # a stacked trainer's older file: its loss curve under "loss_curve", the compile fallbacks at the top
+    torch.save({"stack": a.state_dict(), "elapsed": 7.0, "loss_curve": {4: [6.5]},
+                "fallbacks": [{"step": 0, "error": "AssertionError"}]}, tmp_path / "k.pt")
+    b = stack_of(1)
+    got = ckpt.load(tmp_path / "k.pt", b)
+    assert (got.elapsed, got.losses) == (7.0, {4: [6.5]}) and b.fallbacks == [{"step": 0, "error": "AssertionError"}]
     torch.save({"weights": 1}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a training checkpoint"):
         ckpt.load(tmp_path / "other.pt", stack_of())

@@ -83,6 +83,17 @@ def deal(group: Sequence[T], per_stack: int, gpus: int = 1) -> list[list[T]]:
     return [list(group[j::k]) for j in range(k)]
 
 
+def share_slots(group_sizes: list[int], slots: int, max_stack: int) -> list[int]:
+    """Models per stack of each group of models that can share kernels, when many small groups (a sweep over
+    shapes) share `slots` (GPUs x workers): the slots are shared out by group size, at least one a group, and a group
+    is cut into as many stacks as it has slots, none above `max_stack`. So one big group does not leave the other
+    slots idle, while the many small groups stay whole (a stack of one runs uncompiled and slower)."""
+    if slots < 1 or max_stack < 1:
+        raise ValueError(f"slots and max_stack must be >= 1; got {slots}, {max_stack}")
+    total = sum(group_sizes)
+    return [min(max_stack, math.ceil(n / max(1, round(slots * n / total)))) for n in group_sizes]
+
+
 def stack_compile(compile, device, models: int, size: str = "small") -> str | None:
     """The compile mode of a stack of `models` models of size `size`: the requested mode (`compile_mode`), except
     for a stack of one model of a size not in `ONE_MODEL_COMPILES`, which trains eagerly with CUDA graphs. Numbers

@@ -16,11 +16,11 @@ import torch
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError
+from xlrepro.engine.planner import share_slots
 from xlrepro.engine.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.engine.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .constants import CHECKPOINT_SECONDS
-from .config import stack_caps
 from .masking import whole_word_mask
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
@@ -136,7 +136,7 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[lis
         if shape is not None:
             groups.setdefault(shape, []).append((cell, seed))
     stacks = []
-    for group, cap in zip(groups.values(), stack_caps([len(g) for g in groups.values()], slots, max_stack)):
+    for group, cap in zip(groups.values(), share_slots([len(g) for g in groups.values()], slots, max_stack)):
         stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
     return stacks
 
