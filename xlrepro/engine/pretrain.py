@@ -87,7 +87,7 @@ def pretrain_loop(stack: ModelStack, batch: Callable[[int], tuple], *, steps: in
 
     Returns (stack, curve, seconds) when finished, None when stopped by `time_limit` (seconds since `t0`, default
     now) or by `on_eval` (the checkpoint saved either way). `seconds` is the training time of all calls together,
-    evaluation left out. curve: the loss record to fill (a list for `every_n`, the default record, every
+    evaluation left out (unless count_eval_time). curve: the loss record to fill (a list for `every_n`, the default record, every
     `loss_every` steps; a recipe passing `record_loss` may keep a dict); a checkpoint's record replaces it.
     seed: re-seed PyTorch's generator with seed * 100003 + step at the start and on resuming, for the draws that
     come from it (HF's dropout, `mask_tokens` without per-model noise); None leaves the generator alone.
