@@ -51,6 +51,14 @@ def test_max_stack_by_engine_and_gpu_memory(monkeypatch):
     assert planner.max_stack(True) == {"small": 50, "base": 5}
 
 
+def test_model_step_ms_by_size_and_engine(monkeypatch):
+    assert planner.model_step_ms("base") == 25.0
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    assert planner.model_step_ms("small", True) == 1.1  # compiled where a GPU compiles
+    with pytest.raises(ValueError, match="valid: base, small"):
+        planner.model_step_ms("large")
+
+
 def test_stack_levers_only_where_a_default_changes():
     assert planner.stack_levers("baddbmm", 3, "small") is None
     assert planner.stack_levers("baddbmm", 1, "small") == Levers(persistent_reductions=False)

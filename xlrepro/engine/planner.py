@@ -34,6 +34,10 @@ MAX_STACK_COMPILED = {"small": 50, "base": 5}
 # the CUDA graphs' pool holds the earlier widths' activations); 25 peaked at 24.8 GB there.
 MAX_STACK_COMPILED_80GB = {"small": 25, "base": 5}
 LARGE_GPU_BYTES = 100e9  # GPUs with at least this much memory take MAX_STACK_COMPILED
+# ms per model-step measured on an H200 (real data): eager vmap stacks, and fused, compiled stacks. A rough cost, to
+# hand out the largest jobs first.
+MODEL_STEP_MS = {"small": 2.5, "base": 25.0}
+MODEL_STEP_MS_COMPILED = {"small": 1.1, "base": 18.0}
 
 # Sizes whose compiled stack of ONE model trains (H200, torch 2.11): BERT-base compiled in 44 s and stepped at 20.5 ms
 # against 40.8 ms eager with CUDA graphs (book/results/bench/profile/grid_base_stack.json). A compiled BERT-small stack
@@ -81,6 +85,14 @@ def deal(group: Sequence[T], per_stack: int, gpus: int = 1) -> list[list[T]]:
     if gpus > 1:
         k = min(len(group), gpus * math.ceil(k / gpus))
     return [list(group[j::k]) for j in range(k)]
+
+
+def model_step_ms(size: str, compile: str | bool | None = None) -> float:
+    """Milliseconds per model and step of a model of a named size, compiled where this machine compiles."""
+    table = MODEL_STEP_MS_COMPILED if compile_mode(compile) else MODEL_STEP_MS
+    if size not in table:
+        raise ValueError(f"no measured step time for size {size!r}; valid: {', '.join(sorted(table))}")
+    return table[size]
 
 
 def share_slots(group_sizes: list[int], slots: int, max_stack: int) -> list[int]:

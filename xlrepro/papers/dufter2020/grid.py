@@ -46,7 +46,9 @@ from xlrepro.tokenization import vocab_fingerprint
 from xlrepro.engine.distributed import barrier, init_from_env, world
 from xlrepro.engine import planner
 from xlrepro.engine.fused_bert import LINEARS
-from xlrepro.engine.planner import MAX_STACK, stack_compile, stack_levers
+# ONE_MODEL_COMPILES and PERSISTENT_REDUCTIONS_OFF (the planner's): the engineering appendix names them as the grid's
+from xlrepro.engine.planner import (MAX_STACK, ONE_MODEL_COMPILES, PERSISTENT_REDUCTIONS_OFF,  # noqa: F401
+                                    stack_compile, stack_levers)
 from xlrepro.engine.pretrain import new_stack, pretrain_loop
 from xlrepro.engine.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
                                       select_masked)
@@ -566,9 +568,8 @@ def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sen
 def _cost(stack: list[Member], compile=None) -> float:
     """Rough GPU cost (models x epochs x a measured time per model-step), to hand out the largest jobs first: the
     250-epoch BERT-base stack before the 100-epoch ones."""
-    # ms per model-step, measured on an H200 (vmap stacks; fused and compiled stacks)
     m = stack[0]
-    per_model = ({"small": 1.1, "base": 18.0} if compile_mode(compile) else {"small": 2.5, "base": 25.0})[m.exp.size]
+    per_model = planner.model_step_ms(m.exp.size, compile)  # ms per model-step, measured
     epochs = (m.config.get("epochs") or m.exp.epochs) * (0.5 if m.exp.no_parallel else 1.0)  # half a corpus each
     return 0.1 if m.exp.untrained else per_model * len(stack) * epochs
 
