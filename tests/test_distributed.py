@@ -6,7 +6,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from tests.test_stacked import OPT, tiny
-from xlrepro.training.stacked import ModelStack, select_masked
+from xlrepro.engine.stacked import ModelStack, select_masked
 
 
 def batches(steps=3, m=2, b=8, w=6):

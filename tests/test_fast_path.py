@@ -7,9 +7,9 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from xlrepro.training.fused_bert import Levers, stacked_mlm_losses
-from xlrepro.training.packing import document_block_mask, document_mask, first_fit, pack_documents
-from xlrepro.training.stacked import ModelStack, OptimConfig
+from xlrepro.engine.fused_bert import Levers, stacked_mlm_losses
+from xlrepro.engine.packing import document_block_mask, document_mask, first_fit, pack_documents
+from xlrepro.engine.stacked import ModelStack, OptimConfig
 
 torch.set_num_threads(1)
 OPT = OptimConfig(lr=1e-2, weight_decay=0.01, eps=1e-6, warmup_steps=2, total_steps=10, max_grad_norm=1e9)
@@ -235,7 +235,7 @@ def test_linear_lever_names_the_valid_choices():
 
 
 def test_autotune_is_a_compile_option_of_every_region(monkeypatch):
-    from xlrepro.training.fused_bert import compiled_regions, inductor_options
+    from xlrepro.engine.fused_bert import compiled_regions, inductor_options
     seen = []
     monkeypatch.setattr(torch, "compile", lambda f, options=None: seen.append(options) or f)
     compiled_regions(inductor_options(Levers(autotune=True)))

@@ -3,8 +3,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from xlrepro.training.fused_bert import stacked_mlm_losses
-from xlrepro.training.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
+from xlrepro.engine.fused_bert import stacked_mlm_losses
+from xlrepro.engine.stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 from .test_stacked import tiny as tiny_bert
 
@@ -126,7 +126,7 @@ def test_attention_paths_have_the_same_gradients_and_bad_names_fail():
 
 
 def test_compile_switch_names_the_valid_values(monkeypatch):
-    from xlrepro.training.stacked import compile_mode
+    from xlrepro.engine.stacked import compile_mode
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert compile_mode(True, "cuda") == "regional" and compile_mode(True, "cpu") is None
     assert compile_mode("full", "cuda") == "full" and compile_mode(None, "cuda") is None

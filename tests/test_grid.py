@@ -6,8 +6,9 @@ import pytest
 from xlrepro.config import ConfigError, check_seeds
 from xlrepro.papers.dufter2020.config import load_chapter
 from xlrepro.papers.dufter2020.report import chapter_run
+from xlrepro.engine.planner import stack_compile
 from xlrepro.papers.dufter2020.grid import (grid_members, is_done, member_dir, parse_max_stack, plan_stacks,
-                                            run_grid, stack_compile)
+                                            run_grid)
 
 TINY = dict(epochs=2, max_sentences=24, batch_size=8)
 
@@ -134,7 +135,7 @@ def test_a_stack_of_one_model_is_compiled_when_asked(monkeypatch):
     assert stack_compile(True, "cuda:0", 1, "base") == "regional"  # BERT-base alone compiles (and runs 2x faster)
     assert stack_compile(None, "cuda:0", 1, "base") is None  # compiling is still asked for
     assert stack_compile(None, "cuda:0", 3) is None
-    monkeypatch.setattr("xlrepro.papers.dufter2020.grid.ONE_MODEL_COMPILES", ("base",))
+    monkeypatch.setattr("xlrepro.engine.planner.ONE_MODEL_COMPILES", ("base",))
     assert stack_compile(True, "cuda:0", 1, "small") is None  # a size left out trains eagerly
     with pytest.raises(ValueError, match="valid values are"):
         stack_compile("fast", "cuda:0", 1)  # a bad value still fails, whatever the stack's size
@@ -146,7 +147,7 @@ def test_only_a_stack_of_one_small_model_turns_persistent_reductions_off(monkeyp
     default levers (None) unless `linear` asks for others."""
     from xlrepro.papers.dufter2020 import grid
     from xlrepro.papers.dufter2020.lab import load_lab
-    from xlrepro.training.fused_bert import Levers, inductor_options
+    from xlrepro.engine.fused_bert import Levers, inductor_options
 
     assert inductor_options(Levers(persistent_reductions=False)) == {"triton.persistent_reductions": False}
     assert inductor_options(Levers(persistent_reductions=False, autotune=True)) == {
@@ -160,7 +161,7 @@ def test_only_a_stack_of_one_small_model_turns_persistent_reductions_off(monkeyp
         seen.append(levers)
         raise Built
 
-    monkeypatch.setattr(grid, "ModelStack", model_stack)
+    monkeypatch.setattr(grid, "new_stack", model_stack)
     ch, lab = load_chapter("dufter2020"), load_lab()
     members = lambda ids, seeds: grid_members(ch, ids, seeds, epochs=1, max_sentences=8, batch_size=4)
     for ms, linear in [(members(["0"], [0]), "baddbmm"), (members(["0"], [0, 42]), "baddbmm"),

@@ -221,7 +221,7 @@ def test_the_nsp_control_trains_one_model_at_a_time_on_mlm_alone(multilingual_ca
     from safetensors.torch import load_file
     from transformers import BertForPreTraining
 
-    from xlrepro.models import bert_config
+    from xlrepro.engine.models import bert_config
     from xlrepro.papers.k2020.bbert import Cell
     from xlrepro.papers.k2020.stacks import jobs_of
     plan = smoke_plan(steps=3)

@@ -1,5 +1,7 @@
-"""One home per paper: shared modules never name a paper; the registry finds every paper and its files."""
+"""One home per paper: shared modules never name a paper; the registry finds every paper and its files; training
+(stacks, checkpoints, optimiser steps, job queues) lives in xlrepro/engine/, but for the exceptions listed below."""
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,72 @@ def test_unknown_paper_names_the_valid_ones():
     with pytest.raises(ConfigError, match="unknown paper 'devlin2019'; valid choices: dufter2020, multilingual, "
                                           "wu2019, k2020, liu2020, appendix"):
         get_paper("devlin2019")
+
+
+# --- the engine: training happens in xlrepro/engine/ ------------------------------------------------------------
+def code_lines(path: Path):
+    """(line number, line) of a module's code, comments and docstring-only lines left out (a line that mentions
+    `ModelStack(` in prose is no construction)."""
+    import ast
+    tree = ast.parse(path.read_text())
+    prose = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) \
+                and isinstance(node.value.value, str):
+            prose.update(range(node.lineno, node.end_lineno + 1))
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if n not in prose and not line.lstrip().startswith("#"):
+            yield n, line.split("  #")[0]
+
+
+def outside_engine(pattern: str) -> set[str]:
+    """Modules outside xlrepro/engine/ whose code matches `pattern` (paths relative to the package)."""
+    rx = re.compile(pattern)
+    return {str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+            if path.relative_to(PACKAGE).parts[0] != "engine" and any(rx.search(line) for _, line in code_lines(path))}
+
+
+# What still trains outside the engine, each with the reason; the test fails when an entry is no longer true (delete
+# it) or when a module not listed starts to build stacks, save checkpoints, step optimisers or queue jobs.
+STACK_BUILDERS = {
+    "bench.py": "the benchmark builds stacks with every engine option to time them",
+}
+CHECKPOINT_WRITERS = {
+    "papers/liu2020/pilot.py": "caches the encoded rows (a data cache written with torch.save, no training state)",
+}
+TRAINING_LOOPS = {  # modules that call an optimiser's step themselves
+    "bench.py": "times HF's own training step as the baseline of the fused engine",
+    "evaluation/probe.py": "fits a linear probe on frozen features (an evaluation, not model training)",
+    "papers/liu2020/transfer_static.py": "fits a classifier on static word vectors (no BERT)",
+}
+JOB_QUEUES = {  # modules that hand out jobs to GPU workers through a queue folder
+    "papers/dufter2020/grid.py": "the grid's queue of stack jobs, one worker per GPU (not yet the engine's launcher)",
+    "papers/dufter2020/worker.py": "the grid's worker process",
+    "papers/k2020/stacks.py": "K et al.'s queue of stack, NSP and evaluation jobs and its workers",
+}
+
+
+def test_stacks_are_built_only_in_the_engine():
+    assert outside_engine(r"\bModelStack\(") == set(STACK_BUILDERS)
+
+
+def test_checkpoints_are_written_only_by_the_engine():
+    assert outside_engine(r"\btorch\.save\(") == set(CHECKPOINT_WRITERS)
+
+
+def test_optimisers_step_only_in_the_engine_but_for_the_listed_loops():
+    assert outside_engine(r"\b(optim|opt|optimizer|self\.optimizer)\.step\(\)") == set(TRAINING_LOOPS)
+
+
+def test_job_queues_are_the_listed_ones():
+    assert outside_engine(r"""/ ["']queue["']|\bqueue\.glob\(""") == set(JOB_QUEUES)
+
+
+def test_the_checks_would_catch_a_stack_built_in_a_paper(tmp_path, monkeypatch):
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "x.py").write_text('"""ModelStack( in prose is fine."""\n'
+                                              "stack = ModelStack(models, optim, 'cpu')  # built here\n")
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "y.py").write_text("stack = ModelStack(models, optim, 'cpu')\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
+    assert outside_engine(r"\bModelStack\(") == {"papers/x.py"}

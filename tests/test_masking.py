@@ -1,8 +1,8 @@
 """MLM masking probabilities (statistically, fixed seed) and the masked-position selection."""
 import torch
 
-from xlrepro.training.masking import mask_tokens
-from xlrepro.training.stacked import masked_capacity, select_masked
+from xlrepro.engine.masking import mask_tokens
+from xlrepro.engine.stacked import masked_capacity, select_masked
 
 
 def run(probs, n=400_000, shifted_mask=False):
@@ -101,7 +101,7 @@ def test_one_of_k_neighbours_is_drawn_uniformly():
 
 
 def test_per_model_tables_and_keyed_draws_do_not_depend_on_the_stack():
-    from xlrepro.training.noise import Noise
+    from xlrepro.engine.noise import Noise
 
     ids = torch.randint(10, 100, (1, 64, 16), generator=torch.Generator().manual_seed(1))  # [M=1, B, W]
     table = torch.stack([(torch.arange(200) + j) % 200 for j in (1, 2, 3)], dim=1)  # [V, 3]

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from xlrepro.config import ConfigError, ModelSize
-from xlrepro.training.mini_mbert import (MiniMBertConfig, draw_batch, load_mini_mbert, pretrain, sampling_weights)
+from xlrepro.engine.pretrain import draw_batch, sampling_weights
+from xlrepro.training.mini_mbert import MiniMBertConfig, load_mini_mbert, pretrain
 
 LANGS = ("en", "fr", "tr")
 

@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from xlrepro.training.noise import Noise, from_bits32, mix32, mix32_reference, to_bits32, uniform, uniform_int64
+from xlrepro.engine.noise import Noise, from_bits32, mix32, mix32_reference, to_bits32, uniform, uniform_int64
 
 
 def test_hash_matches_the_plain_python_reference():
@@ -55,7 +55,7 @@ def test_dropout_keeps_the_expected_share_and_scales():
 def test_a_model_alone_and_in_a_stack_of_three_see_the_same_masks_and_end_equal(tmp_path, monkeypatch, precision):
     from dataclasses import replace
 
-    import xlrepro.training.masking as masking
+    import xlrepro.engine.masking as masking
     from xlrepro.papers.dufter2020.config import load_chapter
     from xlrepro.papers.dufter2020 import grid
 
@@ -102,7 +102,7 @@ def test_compiled_stack_with_own_noise_compiles_once_and_equals_the_eager_stack(
     import torch._dynamo as dynamo
     from transformers import BertConfig, BertForMaskedLM
 
-    from xlrepro.training.stacked import ModelStack, OptimConfig
+    from xlrepro.engine.stacked import ModelStack, OptimConfig
 
     from .test_fused_bert import batch
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from xlrepro.training.stacked import ModelStack, OptimConfig, linear_schedule, select_masked
+from xlrepro.engine.stacked import ModelStack, OptimConfig, linear_schedule, select_masked
 
 
 def tiny(seed, attn, positions=32):
@@ -142,13 +142,35 @@ def test_a_failed_compiled_step_is_run_again_eagerly_and_the_stack_stays_eager()
                          *(x[:1] for x in steps[0][2:]))
 
 
-def test_a_compiled_stack_turns_inductor_padding_off_and_an_eager_one_leaves_it(monkeypatch):
+def test_a_compiled_stack_compiles_without_padding_and_leaves_the_global_settings(monkeypatch):
     """Padded strides of unaligned hidden sizes failed Inductor's own checks when the width changed (single-head
-    stacks on H200s): a compiled stack turns both kinds of padding off; an eager stack touches no compiler setting."""
+    stacks on H200s): a compiled stack passes both kinds of padding off to its own torch.compile; no stack changes
+    Inductor's or Dynamo's process-wide settings."""
+    import torch._dynamo as dynamo
     import torch._inductor.config as inductor
+
+    from xlrepro.engine import stacked
+    from xlrepro.engine.fused_bert import Levers
     monkeypatch.setattr(inductor, "comprehensive_padding", True)
     monkeypatch.setattr(inductor, "shape_padding", True)
-    ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1])
-    assert inductor.comprehensive_padding and inductor.shape_padding
-    ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1], compile="regional")
-    assert not inductor.comprehensive_padding and not inductor.shape_padding
+    seen = []
+    real = stacked.compiled_regions
+    monkeypatch.setattr(stacked, "compiled_regions", lambda options: seen.append(options) or real(options))
+    limit = dynamo.config.recompile_limit
+    for kwargs in ({}, {"compile": "regional"}, {"compile": "regional", "levers": Levers(persistent_reductions=False)}):
+        stack = ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1], **kwargs)
+        g = torch.Generator().manual_seed(0)
+        stack.train_step(*batch(g, 1))
+        assert inductor.comprehensive_padding and inductor.shape_padding and dynamo.config.recompile_limit == limit
+    assert seen == [{"comprehensive_padding": False, "shape_padding": False},
+                    {"comprehensive_padding": False, "shape_padding": False, "triton.persistent_reductions": False}]
+
+
+def test_the_engine_is_named_or_inferred_and_a_wrong_one_names_the_valid_ones():
+    assert ModelStack([tiny(1, "eager")], OPT, "cpu").engine == "hf"
+    assert ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1]).engine == "fused"
+    assert ModelStack([tiny(1, "eager")], OPT, "cpu", engine="fused").engine == "fused"  # PyTorch's generator
+    with pytest.raises(ValueError, match="valid values are hf, fused"):
+        ModelStack([tiny(1, "eager")], OPT, "cpu", engine="vmap")
+    with pytest.raises(ValueError, match="seeds need engine='fused'"):
+        ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1], engine="hf")

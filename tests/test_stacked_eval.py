@@ -22,9 +22,9 @@ from xlrepro.papers.dufter2020.multilinguality import (EvalSets, _inputs, evalua
                                                        mask_ids_for, perplexity_masks)
 from xlrepro.papers.dufter2020.transforms import build_bilingual
 from xlrepro.config import ModelSize
-from xlrepro.models import init_model
-from xlrepro.training.fused_bert import stacked_hidden_states
-from xlrepro.training.stacked import ModelStack, OptimConfig, select_masked
+from xlrepro.engine.models import init_model
+from xlrepro.engine.fused_bert import stacked_hidden_states
+from xlrepro.engine.stacked import ModelStack, OptimConfig, select_masked
 
 TINY = ModelSize("tiny", 16, 8, 1, 32, 1e-2)  # 8 layers: the paper's layer 8 is the last one
 EXPS = ("1", "2", "3")  # lang-pos, shift-special, inv-order

@@ -52,8 +52,8 @@ from typing import Callable
 import torch
 
 from .config import ConfigError, ModelSize
-from .models import device_name, init_model
-from .training.distributed import any_rank, barrier, world
+from .engine.models import device_name, init_model
+from .engine.distributed import any_rank, barrier, world
 
 SMALL = ModelSize("small", 64, 12, 1, 256, 2e-3)
 BASE = ModelSize("base", 768, 12, 12, 3072, 1e-4)
@@ -337,9 +337,9 @@ def _time_hf_best(case: Case, inputs: Inputs, device, modes: list[str | None], s
 
 
 def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
-    from .training.fused_bert import Levers
-    from .training.packing import document_block_mask, document_mask, pack_documents
-    from .training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+    from .engine.fused_bert import Levers
+    from .engine.packing import document_block_mask, document_mask, pack_documents
+    from .engine.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
     m = engine.models
     models = [init_model(case.size, case.vocab, s, attn="sdpa", positions=max(256, case.length)) for s in range(m)]
@@ -468,7 +468,7 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
                     profiled = profile_step(step, device)
             if stack is not None and stack.fallbacks:  # timed (mostly) on the eager path: not the engine's speed
                 row["status"] = f"eager fallback: {stack.fallbacks[0]['error']}"
-            elif e.ddp_graphs and stack is not None and not stack._graphs:  # the capture failed: eager steps
+            elif e.ddp_graphs and stack is not None and not stack.captured_graphs:  # the capture failed: eager steps
                 row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
             if profiled is not None and rank == 0:
                 _write_profile(profile_to, case_name, key, *profiled)

@@ -381,7 +381,7 @@ def main(argv=None) -> int:
             if a.budget_s is not None and a.budget_s <= 0:
                 raise ConfigError(f"--budget-s must be positive; got {a.budget_s}")
             out = a.out or (runs_dir() / "bench" / "quick" if a.quick else None)
-            from .training.distributed import init_from_env
+            from .engine.distributed import init_from_env
             device = init_from_env() or a.device  # under torchrun: this rank's GPU
             print(write_bench(a.cases, a.engines, steps, repeats, warmup, out, device, a.budget_s, a.commit,
                               profile=a.profile, hf_best_mode=a.hf_best_mode))

@@ -1,4 +1,4 @@
-"""GPU check of the per-model draws' int32 hash (`xlrepro.training.noise`): the same bits as the int64 form, eager and
+"""GPU check of the per-model draws' int32 hash (`xlrepro.engine.noise`): the same bits as the int64 form, eager and
 under torch.compile (Inductor's Triton code must wrap int32 products as the CPU does), and what each form costs.
 Prints one JSON object and writes it to runs/probes/noise_gpu_check.json.
 Usage (on a GPU machine): python -m xlrepro.probes.noise
@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from xlrepro.training.noise import Noise, from_bits32, stream_key, uniform, uniform_int64
+from xlrepro.engine.noise import Noise, from_bits32, stream_key, uniform, uniform_int64
 
 from xlrepro.paths import runs_dir
 
@@ -37,7 +37,7 @@ def main() -> None:
 
 
     def hidden64():
-        import xlrepro.training.noise as mod
+        import xlrepro.engine.noise as mod
         keep, mod.uniform = mod.uniform, lambda k, i: uniform_int64(k, from_bits32(i) if i.dtype == torch.int32 else i)
         try:
             return noise.dropout_hidden(x, 0.1, 17, 40)

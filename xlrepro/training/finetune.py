@@ -18,9 +18,6 @@ Two ways of using the encoder, as in their Q2 (Figure 1):
 from __future__ import annotations
 
 import copy
-import dataclasses
-import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,46 +26,8 @@ from torch import nn
 
 from ..config import ConfigError
 from ..data.collate import pad_batch
-from .stacked import NO_DECAY  # biases and LayerNorm weights: no weight decay, as in their code
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    lr: float = 2e-4
-    batch_size: int = 32
-    epochs: int = 3
-    warmup: float = 0.1  # share of the steps with a rising learning rate
-    beta2: float = 0.99
-    weight_decay: float = 0.01
-    dropout: float = 0.1  # of the classifier head
-    freeze: int | None = None  # None: fine-tune all; n >= 0: embeddings + layers 1..n frozen
-    feature_based: bool = False
-    max_length: int = 128  # word pieces of a pair, [CLS] and [SEP]s included
-    seed: int = 0
-
-    def __post_init__(self):
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise ConfigError(f"lr must be a positive number; got {self.lr!r}")
-        for name in ("batch_size", "epochs", "max_length"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{name} must be a positive integer; got {v!r}")
-        if self.freeze is not None and (not isinstance(self.freeze, int) or self.freeze < 0):
-            raise ConfigError(f"freeze must be None (fine-tune all) or a layer count >= 0; got {self.freeze!r}")
-        if self.feature_based and self.freeze is not None:
-            raise ConfigError("feature_based freezes the whole encoder: leave freeze at None")
-        if not 0 <= self.warmup < 1:
-            raise ConfigError(f"warmup is a share of the steps in [0, 1); got {self.warmup}")
-
-    @property
-    def mode(self) -> str:
-        """'all', 'freeze-n' or 'feature-based': the names of Wu & Dredze's Figure 1."""
-        if self.feature_based:
-            return "feature-based"
-        return "all" if self.freeze is None else f"freeze-{self.freeze}"
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+from ..engine.finetune import FinetuneConfig, finetune_loop
+from ..engine.finetune import autocast as _autocast
 
 
 class PairClassifier(nn.Module):
@@ -146,10 +105,6 @@ def _batch(data: EncodedPairs, rows, device, pad_id: int = 0):
     return t(ids), t(mask), t(types), t(data.labels[np.asarray(rows)])
 
 
-def _autocast(device: torch.device):
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
-
-
 @torch.no_grad()
 def predict(model: PairClassifier, data: EncodedPairs, device="cpu", batch_size: int = 256) -> np.ndarray:
     """Predicted labels, in the order of `data` (batched by length to pad little)."""
@@ -193,56 +148,25 @@ def build_model(config: FinetuneConfig, encoder: nn.Module, n_labels: int) -> Pa
     return model
 
 
-def optimizer_and_schedule(config: FinetuneConfig, model: nn.Module, n_train: int, device: torch.device):
-    """The fine-tuning recipe's optimiser: AdamW over the trainable parameters (no decay on biases and LayerNorm),
-    fused on CUDA, with linear warm-up and decay over config.epochs passes of `n_train` examples.
-    Returns (optimizer, schedule, steps per epoch, total steps)."""
-    from transformers import get_linear_schedule_with_warmup
-
-    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    groups = [{"params": [p for n, p in params if not n.endswith(NO_DECAY)], "weight_decay": config.weight_decay},
-              {"params": [p for n, p in params if n.endswith(NO_DECAY)], "weight_decay": 0.0}]
-    optim = torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, config.beta2), fused=device.type == "cuda")
-    steps_per_epoch = math.ceil(n_train / config.batch_size)
-    total = steps_per_epoch * config.epochs
-    schedule = get_linear_schedule_with_warmup(optim, math.ceil(config.warmup * total), total)
-    return optim, schedule, steps_per_epoch, total
-
-
 def finetune(config: FinetuneConfig, encoder: nn.Module, train: EncodedPairs, n_labels: int, *,
              dev: EncodedPairs | None = None, device="cpu", progress: bool = True) -> tuple[PairClassifier, dict]:
-    """Fine-tune a copy of `encoder` on `train`; returns the model and a history (loss per epoch, dev accuracy per
-    epoch when `dev` is given, seconds, steps). Batches are drawn by a generator seeded with config.seed."""
-    from ..progress import progress as progress_bar
-
+    """Fine-tune a copy of `encoder` on `train` with the [CLS] head (the engine's `finetune_loop`); returns the model
+    and a history (loss per epoch, dev accuracy per epoch when `dev` is given, seconds, steps)."""
     device = torch.device(device)
     model = build_model(config, encoder, n_labels).to(device)
-    optim, schedule, steps_per_epoch, total = optimizer_and_schedule(config, model, len(train), device)
-    gen = torch.Generator().manual_seed(config.seed)
-    history = {"loss": [], "dev_accuracy": [], "steps": total}
-    t0 = time.time()
-    bar = progress_bar(total=total, disable=not progress, desc=f"fine-tune {config.mode} lr={config.lr:g} seed={config.seed}")
-    for _ in range(config.epochs):
-        model.train()
-        order = torch.randperm(len(train), generator=gen).numpy()
-        losses = torch.zeros((), device=device)
-        for k in range(0, len(order), config.batch_size):
-            ids, mask, types, labels = _batch(train, order[k:k + config.batch_size], device)
-            with _autocast(device):
-                logits = model(ids, mask, types)
-            loss = nn.functional.cross_entropy(logits.float(), labels)
-            loss.backward()
-            optim.step()
-            schedule.step()
-            optim.zero_grad(set_to_none=True)
-            losses += loss.detach()
-            bar.update(1)
-        history["loss"].append(float(losses) / steps_per_epoch)  # one sync per epoch, not per step
-        if dev is not None:
-            history["dev_accuracy"].append(evaluate(model, dev, device, n_labels)[0])
-            bar.set_postfix(dev=f"{history['dev_accuracy'][-1]:.3f}")
-    bar.close()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    history["seconds"] = time.time() - t0
+
+    def batch(rows):
+        ids, mask, types, labels = _batch(train, rows, device)
+        return (ids, mask, types), labels
+
+    def dev_accuracy(model, history):
+        if dev is None:
+            return None
+        history["dev_accuracy"].append(evaluate(model, dev, device, n_labels)[0])
+        return f"{history['dev_accuracy'][-1]:.3f}"
+
+    history = finetune_loop(model, config, len(train), batch,
+                            lambda logits, labels: nn.functional.cross_entropy(logits.float(), labels),
+                            device=device, progress=progress, history_keys=("dev_accuracy",), on_epoch=dev_accuracy,
+                            desc=f"fine-tune {config.mode} lr={config.lr:g} seed={config.seed}")
     return model.eval(), history

@@ -3,7 +3,7 @@
 It follows mBERT's recipe at a small scale: one WordPiece vocabulary shared by all languages (or mBERT's own
 cased vocabulary), MLM with 15% of the pieces masked (80% [MASK], 10% kept, 10% random), and the languages of
 each batch drawn with exponentially smoothed probabilities, so that small languages are seen more often than
-their share of the data (`sampling_weights`). The default size (hidden 256, 4 layers) pretrains on one H100
+their share of the data (`engine.pretrain.sampling_weights`). The default size (hidden 256, 4 layers) pretrains on one H100
 in about ten minutes; the result is saved to the cache, where later chapters find it (`load_mini_mbert`).
 
     out_dir = pretrain(MiniMBertConfig(), device="cuda")   # resumes from out_dir/checkpoint.pt if interrupted
@@ -25,35 +25,14 @@ from .. import atomic
 from ..config import ConfigError, ModelSize, choose
 from ..data.collate import pad_batch
 from ..data.multilingual import LANGUAGES, load_verses
-from .masking import mask_tokens
-from ..models import bert_config, device_name, init_model
+from ..engine.models import bert_config, device_name, init_model
+from ..engine.pretrain import sampling_weights, train_sampled_mlm
+from ..engine.stacked import OptimConfig
 from ..paths import cache_dir
-from .stacked import ModelStack, OptimConfig, masked_capacity, select_masked
 
 VOCABS = ("shared", "mbert")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DEFAULT_SIZE = ModelSize(name="mini", hidden=256, layers=4, heads=4, ffn=1024, lr=5e-4)
-CHECKPOINT_SECONDS = 180  # how often an unfinished run saves checkpoint.pt
-
-
-def sampling_weights(sizes: dict[str, int], alpha: float = 0.7) -> dict[str, float]:
-    """Exponentially smoothed language probabilities: p_l ∝ (n_l / N)^alpha, normalised to sum to 1.
-
-    alpha = 1 samples in proportion to the data, alpha = 0 uniformly. mBERT smooths with alpha = 0.7
-    (google-research/bert, multilingual.md; K et al. 2020, "Cross-lingual ability of multilingual BERT",
-    describe the same sampling), which up-samples small languages.
-    """
-    if not sizes:
-        raise ValueError("sampling_weights of no languages")
-    bad = {lang: n for lang, n in sizes.items() if n <= 0}
-    if bad:
-        raise ValueError(f"every language needs at least one sentence; empty: {bad}")
-    if alpha < 0:
-        raise ValueError(f"alpha must be >= 0 (1 = proportional, 0 = uniform); got {alpha}")
-    total = sum(sizes.values())
-    q = {lang: (n / total) ** alpha for lang, n in sizes.items()}
-    z = sum(q.values())
-    return {lang: v / z for lang, v in q.items()}
 
 
 @dataclass
@@ -128,14 +107,6 @@ def train_shared_wordpiece(texts_by_lang: dict[str, list[str]], vocab_size: int,
                                 limit_alphabet=max(vocab_size // 4, 50))
     tok.post_processor = BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
     return tok
-
-
-def draw_batch(seed: int, step: int, weights: np.ndarray, sizes: np.ndarray, batch_size: int):
-    """(language index, sentence index) of each sentence of a step: languages by `weights`, then sentences
-    uniformly within the language. It depends only on (seed, step), so a resumed run draws the same batches."""
-    rng = np.random.default_rng([seed, step])
-    langs = rng.choice(len(weights), size=batch_size, p=weights)
-    return langs, rng.integers(0, sizes[langs])
 
 
 def _train_texts(config: MiniMBertConfig, max_sentences: int | None) -> dict[str, list[str]]:
@@ -224,97 +195,6 @@ def pretrain(config: MiniMBertConfig | None = None, device: str | torch.device =
         "losses": losses})
     (out_dir / "checkpoint.pt").unlink(missing_ok=True)
     return out_dir
-
-
-def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torch.Tensor, lengths: torch.Tensor,
-                      weights: np.ndarray, sizes: np.ndarray, starts: np.ndarray, *, seed: int, steps: int,
-                      batch_size: int, mask_id: int, vocab_size: int, mlm_probability: float, checkpoint: Path,
-                      time_limit: float | None, t0: float, progress: bool, desc: str, loss_every: int = 100,
-                      compile: bool = False, on_eval=None, eval_every: int | None = None):
-    """Masked-LM pretraining of one model on rows of several languages, each batch drawn from one language with
-    probability `weights` (mini-mBERT's language sampling; `draw_batch`). Resumable from `checkpoint`.
-
-    ids [R, W] and lengths [R] hold every language's rows, language l at rows starts[l]..starts[l] + sizes[l].
-    Returns (stack, losses, seconds) when finished, None when stopped by `time_limit` (checkpoint saved).
-    compile: run the fused loss (`fused_bert.py`, SDPA attention, dropout from PyTorch's generator) compiled
-    region by region instead of HF's model; the random draws differ from the HF path, so callers key runs on it.
-    on_eval(stack, losses, seconds): called at every multiple of `eval_every` steps (0 and `steps` included, and
-    on resuming at such a step), then the checkpoint is saved; `seconds` is the training time so far, which leaves
-    out the time spent in on_eval. A true return stops the run there as the time limit does (it returns None).
-    """
-    from ..progress import progress as progress_bar
-
-    host_lengths = lengths.numpy()
-    ids, lengths = ids.to(device), lengths.to(device)
-    stack = ModelStack([model], optim, device, compile="regional" if compile else None)
-    losses, elapsed = [], 0.0
-    if checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        stack.load_state_dict(state["stack"])
-        losses, elapsed = state["losses"], state["elapsed"]
-
-    def save():
-        with atomic.atomic_path(checkpoint) as tmp:
-            torch.save({"stack": stack.state_dict(), "losses": losses, "elapsed": elapsed + time.time() - t_start}, tmp)
-
-    # Inputs are built from device tensors only (`rows` is refilled every step), so on a GPU a step can be
-    # captured as a CUDA graph per padded width (ModelStack.step).
-    rows = torch.zeros((1, batch_size), dtype=torch.int64, device=device)
-    mask = torch.tensor(mask_id, device=device)
-    probs = torch.tensor([0.8, 0.1, 0.1], device=device)
-
-    def batch(width: int):
-        x = ids[rows, :width].long()  # [1, B, W]
-        n = lengths[rows]  # [1, B]
-        pos = torch.arange(width, device=device)
-        content = (pos >= 1) & (pos < (n - 1)[..., None])  # never [CLS], [SEP] or padding
-        inputs, labels = mask_tokens(x, content, mask, probs, vocab_size, mlm_probability)
-        sel_index, sel_labels = select_masked(labels, masked_capacity(batch_size * (width - 2), mlm_probability))
-        attention = (pos < n[..., None])[:, :, None, None, :]  # [1, B, 1, 1, W], boolean for SDPA
-        return inputs, attention, pos.expand_as(x), torch.zeros_like(x), sel_index, sel_labels
-
-    torch.manual_seed(seed * 100003 + stack.step_count)  # masking and dropout streams (one model: its own)
-    bar = progress_bar(total=steps, initial=stack.step_count, disable=not progress, desc=desc)
-    t_start = last_save = time.time()
-
-    def evaluate_here() -> bool | None:
-        """None where this step is no evaluation point, else whether on_eval asks to stop."""
-        nonlocal t_start
-        if on_eval is None or not eval_every or (stack.step_count % eval_every and stack.step_count != steps):
-            return None
-        t_hook = time.time()
-        stop = bool(on_eval(stack, losses, elapsed + t_hook - t_start))
-        t_start += time.time() - t_hook  # training time leaves out the evaluation
-        return stop
-
-    if evaluate_here() and stack.step_count < steps:
-        bar.close()
-        return None
-    while stack.step_count < steps:
-        step = stack.step_count
-        lang, sent = draw_batch(seed, step, weights, sizes, batch_size)
-        picked = starts[lang] + sent
-        rows.copy_(torch.as_tensor(picked)[None])
-        width = int(host_lengths[picked].max())  # pad to the longest sentence of the batch
-        if device.type == "cuda":  # ... rounded up to a multiple of 8: fewer CUDA graphs, tensor-core shapes
-            width = min(math.ceil(width / 8) * 8, ids.shape[1])
-        loss = stack.step(lambda: batch(width), graph_key=width if device.type == "cuda" else None)
-        if step % loss_every == 0 or step == steps - 1:
-            losses.append([step, loss.float().item()])
-            bar.set_postfix(loss=f"{losses[-1][1]:.3f}")
-        bar.update(1)
-        evaluated = evaluate_here()
-        over = bool(evaluated) or (time_limit is not None and time.time() - t0 > time_limit)
-        if over or (evaluated is not None and stack.step_count < steps) or time.time() - last_save > CHECKPOINT_SECONDS:
-            save()
-            last_save = time.time()
-        if over and stack.step_count < steps:
-            bar.close()
-            return None
-    bar.close()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return stack, losses, elapsed + time.time() - t_start
 
 
 def load_mini_mbert(out_dir: str | Path | None = None):

@@ -13,7 +13,6 @@ instead (the same head as the pair task's fine-tuning, one recipe for both tasks
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +20,8 @@ import torch
 from torch import nn
 
 from ..data.collate import pad_batch
-from .finetune import FinetuneConfig, _autocast, optimizer_and_schedule
+from ..engine.finetune import FinetuneConfig, finetune_loop
+from ..engine.finetune import autocast as _autocast
 
 IGNORE = -100
 
@@ -67,7 +67,6 @@ def finetune_tokens(config: FinetuneConfig, encoder: nn.Module, train: EncodedTo
                     pad_id: int = 0, device="cpu", progress: bool = True) -> tuple[TokenClassifier, dict]:
     """Fine-tune a copy of `encoder` (all of it: `config.freeze`/`feature_based` must be off) on `train`."""
     from ..config import ConfigError
-    from ..progress import progress as progress_bar
     if config.freeze is not None or config.feature_based:
         raise ConfigError("token fine-tuning trains the whole encoder: leave freeze None and feature_based off")
     if len(train) == 0:
@@ -75,31 +74,16 @@ def finetune_tokens(config: FinetuneConfig, encoder: nn.Module, train: EncodedTo
     device = torch.device(device)
     torch.manual_seed(config.seed)
     model = TokenClassifier(copy.deepcopy(getattr(encoder, "bert", encoder)), n_labels, config.dropout).to(device)
-    optim, schedule, steps_per_epoch, total = optimizer_and_schedule(config, model, len(train), device)
-    gen = torch.Generator().manual_seed(config.seed)
-    history = {"loss": [], "steps": total}
-    t0 = time.time()
-    bar = progress_bar(total=total, disable=not progress, desc=f"fine-tune tokens seed={config.seed}")
-    for _ in range(config.epochs):
-        model.train()
-        order = torch.randperm(len(train), generator=gen).numpy()
-        losses = torch.zeros((), device=device)
-        for k in range(0, len(order), config.batch_size):
-            ids, mask, labels = _batch(train, order[k:k + config.batch_size], device, pad_id)
-            with _autocast(device):
-                logits = model(ids, mask)  # [B, W, n_labels]
-            loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
-            loss.backward()
-            optim.step()
-            schedule.step()
-            optim.zero_grad(set_to_none=True)
-            losses += loss.detach()
-            bar.update(1)
-        history["loss"].append(float(losses) / steps_per_epoch)
-    bar.close()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    history["seconds"] = time.time() - t0
+
+    def batch(rows):
+        ids, mask, labels = _batch(train, rows, device, pad_id)
+        return (ids, mask), labels
+
+    def loss(logits, labels):  # logits [B, W, n_labels], labels [B, W]
+        return nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+
+    history = finetune_loop(model, config, len(train), batch, loss, device=device, progress=progress,
+                            desc=f"fine-tune tokens seed={config.seed}")
     return model.eval(), history
 
 

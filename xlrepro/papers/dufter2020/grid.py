@@ -38,16 +38,20 @@ from torch.func import stack_module_state
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, check_profile, check_seeds
-from xlrepro.training.masking import mask_tokens
-from xlrepro.models import count_parameters, device_name, init_model
+from xlrepro.engine.masking import mask_tokens
+from xlrepro.engine.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.tokenization import vocab_fingerprint
-from xlrepro.training.distributed import any_rank, barrier, init_from_env, world
-from xlrepro.training.fused_bert import LINEARS, Levers
-from xlrepro.training.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
+from xlrepro.engine.distributed import barrier, init_from_env, world
+from xlrepro.engine import planner
+from xlrepro.engine.fused_bert import LINEARS
+# ONE_MODEL_COMPILES and PERSISTENT_REDUCTIONS_OFF (the planner's): the engineering appendix names them as the grid's
+from xlrepro.engine.planner import (MAX_STACK, ONE_MODEL_COMPILES, PERSISTENT_REDUCTIONS_OFF,  # noqa: F401
+                                    stack_compile, stack_levers)
+from xlrepro.engine.pretrain import new_stack, pretrain_loop
+from xlrepro.engine.stacked import (MaskedPositionsLM, ModelStack, OptimConfig, compile_mode, masked_capacity,
                                       select_masked)
-from xlrepro.progress import progress as progress_bar
 
 from .config import Chapter, Experiment, load_chapter
 from .lab import CORPUS, LabData, load_lab
@@ -55,24 +59,6 @@ from .multilinguality import EVALUATIONS, EvalSets, evaluate, evaluate_stack
 from .transforms import BilingualSet, build_bilingual
 
 MEGABATCH = 50  # batches per length-sorted megabatch (HF's group_by_length uses 50 as well)
-MAX_STACK = {"small": 20, "base": 1}
-# The fused, compiled stacks (--compile) gain per model from larger stacks (H200, real data, ms per model-step:
-# small 2.60 vmap x20 -> 1.26 compiled x20 -> 1.10 compiled x50; base 28.3 alone -> 23.0 compiled -> 18.0 compiled x5),
-# and each stack compiles once (15-30 s region by region, 1-2 minutes as one graph), so fewer, larger stacks pay.
-MAX_STACK_COMPILED = {"small": 50, "base": 5}
-# On an 80 GB H100 a compiled stack of 50 small models ran out of memory (the eager warm-up of a new width runs while
-# the CUDA graphs' pool holds the earlier widths' activations); 25 peaked at 24.8 GB there.
-MAX_STACK_COMPILED_80GB = {"small": 25, "base": 5}
-
-
-def max_stack_compiled() -> dict[str, int]:
-    """The compiled stack sizes for this machine's smallest GPU (GPUs under 100 GB get smaller small-model stacks)."""
-    import torch
-    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    memory = min((torch.cuda.get_device_properties(i).total_memory for i in range(n)), default=0)
-    return MAX_STACK_COMPILED if memory >= 100e9 else MAX_STACK_COMPILED_80GB
-
-
 # Bump when the training code changes numbers for the same configuration (a new key for every run).
 ENGINE = "stacked-fused/per-model-noise-v1"
 
@@ -141,29 +127,11 @@ def check_evaluation(evaluation: str) -> str:
     return evaluation
 
 
-# Sizes whose compiled stack of ONE model trains (H200, torch 2.11): BERT-base compiled in 44 s and stepped at 20.5 ms
-# against 40.8 ms eager with CUDA graphs (book/results/bench/profile/grid_base_stack.json). A compiled BERT-small stack
-# of one seemed to stall in its first step: one Triton kernel of its attention backward (the softmax backward fused
-# with the dropout hash, a persistent reduction) spent minutes in Triton's LLVM and ptxas passes. With Inductor's
-# persistent reductions off it compiles in 29 s (`PERSISTENT_REDUCTIONS_OFF`).
-ONE_MODEL_COMPILES = ("base", "small")
-# Sizes whose compiled stack of one model compiles with Inductor's persistent reductions off (`fused_bert.Levers`).
-PERSISTENT_REDUCTIONS_OFF = ("small",)
-
-
 def check_linear(linear: str) -> str:
     """The `--linear` option, checked before any work: how the stacks' linear layers multiply (`fused_bert.Levers`)."""
     if linear not in LINEARS:
         raise ConfigError(f"--linear takes one of {', '.join(LINEARS)}; got {linear!r}")
     return linear
-
-
-def stack_compile(compile, device, models: int, size: str = "small") -> str | None:
-    """The compile mode of a stack of `models` models of size `size`: the requested mode, except for a stack of one
-    model of a size not in `ONE_MODEL_COMPILES`, which trains eagerly with CUDA graphs. Numbers change only by
-    rounding."""
-    mode = compile_mode(compile, device)
-    return None if models == 1 and size not in ONE_MODEL_COMPILES else mode
 
 
 def stack_key(members: list[Member]) -> str:
@@ -179,19 +147,16 @@ def plan_stacks(members: list[Member], max_stack: dict[str, int] | None = None, 
     so that the group shares out evenly: 15 BERT-base models on two GPUs train as 4 + 4 | 4 + 3 rather than as
     5 + 5 | 5, which would leave one GPU idle for a third of the time. A group's models are dealt to its stacks in
     turn. The plan changes no number: a model trains the same in any stack."""
-    max_stack = {**(max_stack_compiled() if compile_mode(compile) else MAX_STACK), **(max_stack or {})}
+    max_stack = planner.max_stack(compile, max_stack)
     groups: dict[tuple, list[Member]] = {}
     for m in members:
         knn = m.exp.knn_k if m.exp.knn_replace else 0  # a stack shares one neighbour table
         groups.setdefault((m.exp.untrained, m.exp.size, m.exp.no_parallel, m.exp.epochs, knn), []).append(m)
     stacks = []
     for (untrained, size, *_), group in groups.items():
-        k = 1 if untrained else math.ceil(len(group) / max_stack[size])
-        if gpus > 1 and not untrained:
-            k = min(len(group), gpus * math.ceil(k / gpus))
-        # dealt round-robin: stacks of equal size (to one model), each with its share of every experiment, so that
-        # the experiments evaluated during training (curves) do not all load one GPU
-        stacks += [group[j::k] for j in range(k)]
+        # untrained models are only evaluated: one stack. Dealt round-robin (`planner.deal`), each stack has its
+        # share of every experiment, so that the experiments evaluated during training (curves) do not all load one GPU
+        stacks += [group] if untrained else planner.deal(group, max_stack[size], gpus)
     return stacks
 
 
@@ -337,17 +302,6 @@ class StackRun:
         attention = attend if self.attn == "sdpa" else torch.where(attend, 0.0, -1e9)
         return inputs, attention, position_ids.expand_as(ids), token_type_ids, sel_index, sel_labels
 
-    def _step(self, stack: ModelStack, d, rows_np: np.ndarray, lengths_np, graphs: bool) -> torch.Tensor:
-        """One training step; the padded width is rounded up to a multiple of 8 so few graph shapes exist."""
-        rows_np = rows_np[:, self.rank::self.world]
-        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
-        width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
-        rows = torch.as_tensor(np.ascontiguousarray(rows_np))
-        if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
-            rows = rows.pin_memory()
-        d["rows"].copy_(rows, non_blocking=True)
-        return stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if graphs else None)
-
     # ---------------------------------------------------------------- evaluation and saving
     def _eval_sets(self, i: int) -> EvalSets:
         m = self.members[i]
@@ -418,15 +372,25 @@ class StackRun:
         total = batches.steps_per_epoch * self.epochs
         optim = OptimConfig(lr=self.size.lr, weight_decay=self.cfg.weight_decay, eps=self.cfg.adam_eps,
                             warmup_steps=self.cfg.warmup_steps, total_steps=total, max_grad_norm=self.cfg.max_grad_norm)
-        persistent = not (len(self.members) == 1 and self.size.name in PERSISTENT_REDUCTIONS_OFF)
-        levers = (None if self.linear == "baddbmm" and persistent
-                  else Levers(linear=self.linear, persistent_reductions=persistent))
-        stack = ModelStack(models, optim, self.device, bf16=self.bf16, compile=self.compile,
-                           seeds=[m.seed for m in self.members], graphs=self.graphs, levers=levers)
+        levers = stack_levers(self.linear, len(self.members), self.size.name)
         # each rank holds rows rank, rank + world, ... of every batch; the draws are keyed by the full batch's rows
-        stack.noise.rows = torch.arange(self.rank, self.cfg.batch_size, self.world, device=self.device)
+        stack = new_stack(models, optim, self.device, engine="fused", seeds=[m.seed for m in self.members],
+                          rows=torch.arange(self.rank, self.cfg.batch_size, self.world), bf16=self.bf16,
+                          compile=self.compile, graphs=self.graphs, levers=levers)
         self.noise = stack.noise
         return stack, batches, total
+
+    def _step_inputs(self, d, rows_np: np.ndarray, lengths_np, graphs: bool):
+        """(make_inputs, graph_key) of one step: this rank's share of the batch's rows [M, B / world]; the padded
+        width is rounded up to a multiple of 8 so few graph shapes exist."""
+        rows_np = rows_np[:, self.rank::self.world]
+        width = int(max(l[r].max() for l, r in zip(lengths_np, rows_np)))
+        width = min(int(math.ceil(width / 8) * 8), d["ids"].shape[2])
+        rows = torch.as_tensor(np.ascontiguousarray(rows_np))
+        if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
+            rows = rows.pin_memory()
+        d["rows"].copy_(rows, non_blocking=True)
+        return (lambda: self._batch(d, d["rows"], width)), (width if graphs else None)
 
     def time_steps(self, steps: int, warmup: int = 5, graphs: bool = True) -> float:
         """Seconds per training step of this stack (after warm-up), for benchmarks and planning."""
@@ -438,7 +402,8 @@ class StackRun:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
                 t = time.perf_counter()
-            self._step(stack, d, batches.rows(step), lengths_np, graphs)
+            make_inputs, key = self._step_inputs(d, batches.rows(step), lengths_np, graphs)
+            stack.step(make_inputs, graph_key=key)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         return (time.perf_counter() - t) / steps
@@ -458,51 +423,49 @@ class StackRun:
         models = None
         curve_members = [i for i, m in enumerate(self.members) if m.exp.curve]
         curve_steps = sorted({round(total * k / self.cfg.curve_points) for k in range(self.cfg.curve_points + 1)})
-        curves: dict[int, list] = {i: [] for i in curve_members}
-        elapsed = 0.0
+        saved = {"curves": {i: [] for i in curve_members}}  # checkpointed with the stack (`pretrain_loop(extra=)`)
         ckpt = self.folder / "checkpoint.pt"
-        if ckpt.exists():
-            state = torch.load(ckpt, map_location=self.device, weights_only=False)
-            stack.load_state_dict(state["stack"])
-            curves, elapsed = {int(k): v for k, v in state["curves"].items()}, state["elapsed"]
         d = self._device_data()
         lengths_np = [self.sets[m.exp.id].lengths for m in self.members]
-        losses_log = []
-        bar = progress_bar(total=total, initial=stack.step_count, disable=not progress or self.rank > 0,
-                   desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})")
-        last_save = time.time()
-        t_start = time.time()
-        first_step_at = None  # when the first step of this call had run (model set-up, compiles and capture included)
-        while stack.step_count < total:
-            step = stack.step_count
-            if step in curve_steps and curve_members and not any(c and c[-1]["step"] == step for c in curves.values()):
-                metrics = self._evaluate_many(stack, models, curve_members) if self.rank == 0 else {}
-                for i in curve_members:
-                    curves[i].append({"step": step, **metrics.get(i, {})})  # rank 0 holds the numbers
-                barrier()
-            loss = self._step(stack, d, batches.rows(step), lengths_np, self.graphs)
-            if first_step_at is None:
+        first_step_at = []  # when the first step of this call had run (model set-up, compiles and capture included)
+
+        def batch(step: int):  # each model's own data order (`StackBatches`), this rank's share
+            return self._step_inputs(d, batches.rows(step), lengths_np, self.graphs)
+
+        def record_loss(curve, step: int, losses: torch.Tensor):
+            if not first_step_at:
                 if self.device.type == "cuda":
                     torch.cuda.synchronize(self.device)
-                first_step_at = time.time()
-            if step % 100 == 0:
-                losses_log.append(loss.float().mean().item())
-                bar.set_postfix(loss=f"{losses_log[-1]:.3f}")
-            bar.update(1)
-            over = time_limit is not None and time.time() - t0 > time_limit
-            if self.world > 1:  # every rank stops at the same step
-                over = any_rank(over) if step % 50 == 0 else False
-            if (over or time.time() - last_save > 120) and self.rank == 0:
-                self._checkpoint(stack, curves, elapsed + time.time() - t_start)
-                last_save = time.time()
-            if over:
-                bar.close()
+                first_step_at.append(time.time())
+            return f"{losses.float().mean().item():.3f}" if step % 100 == 0 else None  # shown, not kept
+
+        def evaluate_curves(stack, curve, seconds):
+            """The curve experiments' metrics at this step (rank 0 evaluates; once, also across a resume)."""
+            step, curves = stack.step_count, {int(k): v for k, v in saved["curves"].items()}
+            saved["curves"] = curves
+            if any(c and c[-1]["step"] == step for c in curves.values()):
                 return False
-        bar.close()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            metrics = self._evaluate_many(stack, models, curve_members) if self.rank == 0 else {}
+            for i in curve_members:
+                curves[i].append({"step": step, **metrics.get(i, {})})  # rank 0 holds the numbers
+            barrier()
+            return False
+
+        called = time.time()
+        done = pretrain_loop(
+            stack, batch, steps=total, checkpoint=ckpt, time_limit=time_limit, t0=t0, progress=progress,
+            desc=f"{len(self.members)}× {self.size.name} ({','.join(sorted({m.exp.id for m in self.members}))})",
+            record_loss=record_loss, on_eval=evaluate_curves if curve_members else None,
+            eval_steps={s for s in curve_steps if s < total}, count_eval_time=True, extra=saved,
+            checkpoint_seconds=120)
+        if done is None:
+            return False
+        first_step_at = first_step_at[0] if first_step_at else None
+        curves = {int(k): v for k, v in saved["curves"].items()}
         trained_at = time.time()
-        train_seconds = elapsed + trained_at - t_start
+        train_seconds = done[2]  # earlier calls' included, curve evaluations too (`count_eval_time`)
+        elapsed = train_seconds - (trained_at - called)  # earlier calls' share
+
         if self.rank > 0:  # rank 0 evaluates and writes; the others wait for it
             barrier()
             return True
@@ -528,10 +491,6 @@ class StackRun:
             ckpt.unlink()
         barrier()
         return True
-
-    def _checkpoint(self, stack: ModelStack, curves, elapsed: float) -> None:
-        with atomic.atomic_path(self.folder / "checkpoint.pt") as tmp:
-            torch.save({"stack": stack.state_dict(), "curves": curves, "elapsed": elapsed}, tmp)
 
 
 # -------------------------------------------------------------------- the grid
@@ -609,9 +568,8 @@ def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sen
 def _cost(stack: list[Member], compile=None) -> float:
     """Rough GPU cost (models x epochs x a measured time per model-step), to hand out the largest jobs first: the
     250-epoch BERT-base stack before the 100-epoch ones."""
-    # ms per model-step, measured on an H200 (vmap stacks; fused and compiled stacks)
     m = stack[0]
-    per_model = ({"small": 1.1, "base": 18.0} if compile_mode(compile) else {"small": 2.5, "base": 25.0})[m.exp.size]
+    per_model = planner.model_step_ms(m.exp.size, compile)  # ms per model-step, measured
     epochs = (m.config.get("epochs") or m.exp.epochs) * (0.5 if m.exp.no_parallel else 1.0)  # half a corpus each
     return 0.1 if m.exp.untrained else per_model * len(stack) * epochs
 
@@ -672,8 +630,9 @@ def time_stack_evaluation(models: int = 20, experiments=("0", "1", "2", "3"), ma
     size = ch.size(exps[0])
     eval_batch = 2048  # StackRun's evaluation batch for small models (it fixes the perplexity masks)
     sets = {e.id: EvalSets(lab, e, ch.training.max_length) for e in exps}
-    stack = ModelStack([init_model(size, lab.fe.vocab_size, i, attn="eager") for i in range(models)],
-                       OptimConfig(size.lr, 0.0, 1e-6, 0, 1, 1.0), device, seeds=list(range(models)), graphs=False)
+    stack = new_stack([init_model(size, lab.fe.vocab_size, i, attn="eager") for i in range(models)],
+                      OptimConfig(size.lr, 0.0, 1e-6, 0, 1, 1.0), device, engine="fused", seeds=list(range(models)),
+                      graphs=False)
     layers = tuple(ch.training.eval_layers)
 
     def per_model():

@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from transformers import BertForMaskedLM
 
 from xlrepro.evaluation.metrics import mean_pool, multilinguality_score, perplexity, retrieval_precision
-from xlrepro.training.fused_bert import stacked_hidden_states, stacked_mlm_log_probs
-from xlrepro.training.stacked import select_masked
+from xlrepro.engine.fused_bert import stacked_hidden_states, stacked_mlm_log_probs
+from xlrepro.engine.stacked import select_masked
 
 from .config import Experiment
 from .lab import LabData

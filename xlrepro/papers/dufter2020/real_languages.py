@@ -312,8 +312,8 @@ class Table3Stack:
             offsets=torch.as_tensor(self.vocab.offsets, device=dev))
 
     def _batch(self, d, rows: torch.Tensor, width: int):
-        from xlrepro.training.masking import mask_tokens
-        from xlrepro.training.stacked import masked_capacity, select_masked
+        from xlrepro.engine.masking import mask_tokens
+        from xlrepro.engine.stacked import masked_capacity, select_masked
         e = d["exp_of"][:, None]
         ids = d["ids"][e, rows, :width]  # [M, B, W]
         lengths = d["lengths"][e, rows]  # [M, B]
@@ -331,9 +331,9 @@ class Table3Stack:
 
     def pretrain(self, time_limit: float | None, progress: bool = True):
         """Returns the trained ModelStack, or None when stopped by the time limit (checkpointed)."""
-        from xlrepro.models import init_model
-        from xlrepro.progress import progress as progress_bar
-        from xlrepro.training.stacked import ModelStack, OptimConfig
+        from xlrepro.engine.models import init_model
+        from xlrepro.engine.pretrain import new_stack, pretrain_loop
+        from xlrepro.engine.stacked import OptimConfig
         t0 = time.time()
         self.widths = []  # the padded width of each step of this process (for the timing record)
         size, tc = self.cfg.model_size(), self.train_cfg
@@ -344,51 +344,47 @@ class Table3Stack:
         total = steps_per_epoch * self.cfg.epochs
         optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=tc.warmup_steps,
                             total_steps=total, max_grad_norm=tc.max_grad_norm)
-        stack = ModelStack(models, optim, self.device, bf16=tc.precision == "bf16" and self.device.type == "cuda",
-                           compile=self.compile, seeds=[s for _, s in self.members], graphs=self.graphs)
+        stack = new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
+                          rows=torch.arange(self.cfg.batch_size), compile=self.compile, graphs=self.graphs,
+                          bf16=tc.precision == "bf16" and self.device.type == "cuda")
         self.noise = stack.noise
-        stack.noise.rows = torch.arange(self.cfg.batch_size, device=self.device)
         ckpt = self.folder / "checkpoint.pt"
-        if ckpt.exists():
-            stack.load_state_dict(torch.load(ckpt, map_location=self.device, weights_only=False)["stack"])
         d = self._device_data()
         lengths = [self.sets[e.id].lengths for e, _ in self.members]
-        bar = progress_bar(total=total, initial=stack.step_count, disable=not progress, desc="table3 pretrain")
-        last = time.time()
         B = self.cfg.batch_size
         d["rows"] = torch.zeros((len(self.members), B), dtype=torch.int64, device=self.device)  # read by the graphs
-        orders, order_epoch = None, None
-        loss_path = self.folder / "pretrain_loss.json"  # MLM loss of each member every LOSS_EVERY steps (resumed)
-        curve = json.loads(loss_path.read_text())["loss"] if loss_path.exists() and ckpt.exists() else {}
-        while stack.step_count < total:
-            epoch, within = divmod(stack.step_count, steps_per_epoch)
-            if epoch != order_epoch:  # each model its own data order (its seed, the epoch)
-                orders = [epoch_order(l, s, epoch, B, self.cfg.group_by_length)
-                          for l, (_, s) in zip(lengths, self.members)]
-                order_epoch = epoch
-            rows = np.stack([o[within * B:(within + 1) * B] for o in orders])  # [M, B]: the batch is a slice
+        orders = {}  # epoch -> each model's own data order (its seed, the epoch)
+
+        def batch(step: int):
+            epoch, within = divmod(step, steps_per_epoch)
+            if epoch not in orders:
+                orders.clear()
+                orders[epoch] = [epoch_order(l, s, epoch, B, self.cfg.group_by_length)
+                                 for l, (_, s) in zip(lengths, self.members)]
+            rows = np.stack([o[within * B:(within + 1) * B] for o in orders[epoch]])  # [M, B]: the batch is a slice
             width = min(int(math.ceil(max(l[r].max() for l, r in zip(lengths, rows)) / 8) * 8), d["ids"].shape[2])
             r = torch.as_tensor(rows)
             if self.device.type == "cuda":  # an asynchronous copy: a pageable one would wait for the previous step
                 r = r.pin_memory()
             d["rows"].copy_(r, non_blocking=True)
-            losses = stack.step(lambda: self._batch(d, d["rows"], width), graph_key=width if self.graphs else None)
             self.widths.append(width)
-            bar.update(1)
-            if stack.step_count % LOSS_EVERY == 0 or stack.step_count == total:  # [M] -> host every LOSS_EVERY steps
-                curve[str(stack.step_count)] = [round(float(x), 4) for x in losses.float().cpu()]
-            over = time_limit is not None and time.time() - t0 > time_limit
-            if over or time.time() - last > 120 or stack.step_count == total:
-                if stack.step_count < total:
-                    with atomic.atomic_path(ckpt) as tmp:
-                        torch.save({"stack": stack.state_dict()}, tmp)
-                atomic.write_json(loss_path, {"members": self._member_names(), "loss": curve})
-                last = time.time()
-            if over:
-                bar.close()
-                self._write_timing(t0, stack.step_count, total)
-                return None
-        bar.close()
+            return (lambda: self._batch(d, d["rows"], width)), (width if self.graphs else None)
+
+        def record_loss(curve: dict, step: int, losses: torch.Tensor):
+            if (step + 1) % LOSS_EVERY == 0 or step + 1 == total:  # [M] -> host every LOSS_EVERY steps
+                curve[str(step + 1)] = [round(float(x), 4) for x in losses.float().cpu()]
+            return None
+
+        loss_path = self.folder / "pretrain_loss.json"  # MLM loss of each member every LOSS_EVERY steps (resumed)
+        save_curve = lambda stack, curve: atomic.write_json(loss_path, {"members": self._member_names(), "loss": curve})
+        curve = json.loads(loss_path.read_text())["loss"] if loss_path.exists() and ckpt.exists() else {}
+        done = pretrain_loop(stack, batch, steps=total, checkpoint=ckpt, time_limit=time_limit, t0=t0,
+                             progress=progress, desc="table3 pretrain", curve=curve, record_loss=record_loss,
+                             on_save=save_curve, checkpoint_seconds=120)
+        if done is None:
+            self._write_timing(t0, stack.step_count, total)
+            return None
+        save_curve(stack, done[1])
         self._write_timing(t0, stack.step_count, total)
         self.steps = total
         return stack
@@ -482,7 +478,7 @@ class Table3Stack:
         if not todo and not pretrain_only:
             return True
         from safetensors.torch import load_model, save_model
-        from xlrepro.models import init_model
+        from xlrepro.engine.models import init_model
         saved = all((self.member_dir(i) / "model.safetensors").exists() for i in range(len(self.members))
                     if not self.done(i))
         if not saved:

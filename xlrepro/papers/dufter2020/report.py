@@ -267,7 +267,7 @@ def load_model(root: Path, chapter: Chapter, member, vocab_size: int, tokenizer)
     without one loads with the note UNFINGERPRINTED."""
     from safetensors.torch import load_model as load_weights
 
-    from xlrepro.models import init_model
+    from xlrepro.engine.models import init_model
     from xlrepro.tokenization import vocab_fingerprint
 
     folder = member_dir(root, member)

@@ -18,9 +18,9 @@ import torch
 import xlrepro.papers.dufter2020.grid as grid
 from xlrepro.papers.dufter2020.config import load_chapter
 from xlrepro.papers.dufter2020.lab import load_lab
-from xlrepro.training import fused_bert
-from xlrepro.training import noise as noise_module
-from xlrepro.training.stacked import ModelStack
+from xlrepro.engine import fused_bert
+from xlrepro.engine import noise as noise_module
+from xlrepro.engine.pretrain import new_stack
 
 from xlrepro.paths import runs_dir
 
@@ -98,11 +98,11 @@ def main() -> None:
         may take SDPA); "+hash64" the per-model draws hashed in int64 (their first form) instead of int32; "+force"
         compiles a stack of one model even of a size the grid trains eagerly (`grid.stack_compile`)."""
         compile_mode = ("full" if "compile-full" in variant else "regional") if "compile" in variant else None
-        stack = ModelStack
+        stack = new_stack
         grid.mask_tokens = _mask_tokens
         noise_module.uniform = _uniform
         if "+nonoise" in variant:
-            def stack(*a, seeds=None, _make=stack, **k):  # the fused loss without per-model draws
+            def stack(*a, seeds=None, rows=None, _make=stack, **k):  # the fused loss without per-model draws
                 s = _make(*a, seeds=None, **k)
                 s.noise = types.SimpleNamespace(rows=None, step=torch.zeros((), dtype=torch.int64, device=s.device))
                 return s
@@ -110,7 +110,7 @@ def main() -> None:
         if "+hash64" in variant:
             noise_module.uniform = lambda keys, index: noise_module.uniform_int64(
                 keys, noise_module.from_bits32(index) if index.dtype == torch.int32 else index)
-        grid.ModelStack = stack
+        grid.new_stack = stack
         fused_bert.ATTENTION = "sdpa" if variant.endswith("+sdpa") else "math" if variant.endswith("+math") else "auto"
         return compile_mode
 

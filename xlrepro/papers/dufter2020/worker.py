@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from xlrepro.config import plural
-from xlrepro.training.fused_bert import LINEARS
+from xlrepro.engine.fused_bert import LINEARS
 
 from .config import load_chapter
 from .grid import StackRun, grid_members

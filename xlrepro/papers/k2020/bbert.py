@@ -219,11 +219,11 @@ class Cell:
         generator for the masks). A `single` cell (the control) trains the same way on the MLM loss alone: its
         pairs are never random, and its NSP head and pooler get no gradient, so they keep their initial weights."""
         from safetensors.torch import save_model
-        from tqdm.auto import tqdm
         from transformers import BertForPreTraining
 
-        from xlrepro.models import bert_config, device_name
-        from xlrepro.training.stacked import linear_schedule
+        from xlrepro.engine.models import bert_config, device_name
+        from xlrepro.engine.pretrain import pretrain_loop
+        from xlrepro.engine.single import SingleModel
 
         t0 = time.time()
         device = torch.device(device)
@@ -234,58 +234,51 @@ class Cell:
         lengths = torch.from_numpy(table.lengths).long().to(device)
         is_next = torch.from_numpy(table.is_next).long().to(device)
         warmup = math.ceil(p.warmup * p.steps)
+
+        def loss(model, inputs, attention, tt, labels, rows):
+            out = model(input_ids=inputs, attention_mask=attention, token_type_ids=tt, labels=labels,
+                        next_sentence_label=1 - is_next[rows] if self.exp.nsp else None)
+            # HF's loss is MLM + NSP, and None without NSP labels: the control's loss is HF's MLM term alone
+            return out.loss if self.exp.nsp else torch.nn.functional.cross_entropy(
+                out.prediction_logits.float().view(-1, out.prediction_logits.shape[-1]), labels.view(-1))
+
         for seed in todo:
             ckpt = self.dir / f"checkpoint_{seed}.pt"
             torch.manual_seed(seed)
             model = BertForPreTraining(bert_config(self.size, self.vocab_rows, positions=p.max_length)).to(device)
-            opt = torch.optim.AdamW(model.parameters(), lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6)
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, linear_schedule(warmup, p.steps))
-            gen = torch.Generator(device=device).manual_seed(seed)
-            step, elapsed, t_seed = 0, 0.0, time.time()  # elapsed: this seed's training seconds in earlier calls
-            if ckpt.exists():
-                st = torch.load(ckpt, map_location=device, weights_only=False)
-                model.load_state_dict(st["model"]), opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
-                step, elapsed = st["step"], st.get("elapsed", 0.0)
-                gen.manual_seed(seed * 1_000_003 + step)
-            bar = tqdm(total=p.steps, initial=step, disable=not progress,
-                       desc=f"{self.name} seed {seed} ({'NSP' if self.exp.nsp else 'one at a time, no NSP'})")
-            last_save = time.time()
-            while step < p.steps:
+            # bf16 autocast on a GPU, as the stacks train the cells NSP is compared with (ModelStack.bf16)
+            single = SingleModel(model, loss, lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
+                                 warmup_steps=warmup, total_steps=p.steps, max_grad_norm=1.0, device=device)
+            gen = torch.Generator(device=device).manual_seed(seed)  # the masks: PyTorch's generator, per seed
+            started: list[int] = []  # the first step of this call
+
+            def batch(step: int, seed=seed, gen=gen, started=started):
+                if not started:
+                    started.append(step)
+                    if step:  # resumed: the mask stream restarts from (seed, step)
+                        gen.manual_seed(seed * 1_000_003 + step)
                 rows = torch.as_tensor(table.draw(seed, step, p.batch_size, p.length_bins), device=device)  # [B]
                 width = int(table.lengths[rows.cpu().numpy()].max())
-                x, tt, ws, mk = ids[rows, :width], types[rows, :width], wstart[rows, :width], maskable[rows, :width]
-                pos = torch.arange(width, device=device)
-                u, r = (torch.rand(x.shape, device=device, generator=gen) for _ in range(2))
-                rnd = torch.randint(self.vocab_size, x.shape, device=device, generator=gen)
-                inputs, labels = whole_word_mask(x, mk, ws, u, r, rnd, self.ids["[MASK]"], p.mlm_probability)
-                model.train()
-                # bf16 autocast on a GPU, as the stacks train the cells NSP is compared with (ModelStack.bf16)
-                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                    out = model(input_ids=inputs, attention_mask=(pos < lengths[rows][:, None]).long(),
-                                token_type_ids=tt, labels=labels,
-                                next_sentence_label=1 - is_next[rows] if self.exp.nsp else None)
-                # HF's loss is MLM + NSP, and None without NSP labels: the control's loss is HF's MLM term alone
-                loss = out.loss if self.exp.nsp else torch.nn.functional.cross_entropy(
-                    out.prediction_logits.float().view(-1, out.prediction_logits.shape[-1]), labels.view(-1))
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
-                step += 1
-                bar.update(1)
-                over = time_limit is not None and time.time() - t0 > time_limit
-                if over or time.time() - last_save > CHECKPOINT_SECONDS:
-                    with atomic.atomic_path(ckpt) as tmp:
-                        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                                    "step": step, "elapsed": elapsed + time.time() - t_seed}, tmp)
-                    last_save = time.time()
-                if over and step < p.steps:
-                    bar.close()
-                    return False
-            bar.close()
+
+                def make_inputs():
+                    x, tt, ws, mk = ids[rows, :width], types[rows, :width], wstart[rows, :width], maskable[rows, :width]
+                    pos = torch.arange(width, device=device)
+                    u, r = (torch.rand(x.shape, device=device, generator=gen) for _ in range(2))  # [B, W] each
+                    rnd = torch.randint(self.vocab_size, x.shape, device=device, generator=gen)
+                    inputs, labels = whole_word_mask(x, mk, ws, u, r, rnd, self.ids["[MASK]"], p.mlm_probability)
+                    return inputs, (pos < lengths[rows][:, None]).long(), tt, labels, rows
+                return make_inputs, None
+
+            done = pretrain_loop(single, batch, steps=p.steps, checkpoint=ckpt, time_limit=time_limit, t0=t0,
+                                 progress=progress, record_loss=lambda curve, step, losses: None,
+                                 desc=f"{self.name} seed {seed} ({'NSP' if self.exp.nsp else 'one at a time, no NSP'})",
+                                 checkpoint_seconds=CHECKPOINT_SECONDS)
+            if done is None:
+                return False
+            seconds = done[2]
             with atomic.atomic_path(self.dir / f"model_{seed}.safetensors") as tmp:
                 save_model(model.bert.to(torch.bfloat16).cpu(), str(tmp))
             ckpt.unlink(missing_ok=True)
-            seconds = elapsed + time.time() - t_seed
             atomic.write_json(self.dir / f"timing_{seed}.json", {
                 "seeds": [seed], "seconds": seconds, "ms_per_step": 1000 * seconds / p.steps,
                 "device": device_name(device), "steps": p.steps, "torch": torch.__version__})
@@ -295,7 +288,7 @@ class Cell:
         from safetensors.torch import load_model
         from transformers import BertModel
 
-        from xlrepro.models import bert_config
+        from xlrepro.engine.models import bert_config
         self._load()
         model = BertModel(bert_config(self.size, self.vocab_rows, positions=self.profile.pretrain.max_length),
                           add_pooling_layer=False)

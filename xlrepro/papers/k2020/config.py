@@ -303,13 +303,6 @@ EVAL_TESTING_SECONDS = 20
 FINETUNE_FIXED_SHARE = 0.1
 
 
-def stack_caps(group_sizes: list[int], slots: int, max_stack: int) -> list[int]:
-    """Models per stack of each shape group (`stacks.plan_stacks`): the slots shared out by group size, at least one
-    a group, and a group cut into as many stacks as it has slots, none above `max_stack`."""
-    total = sum(group_sizes)
-    return [min(max_stack, math.ceil(n / max(1, round(slots * n / total)))) for n in group_sizes]
-
-
 def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gpus: int = 4,
              workers_per_gpu: int = 2) -> "pd.DataFrame":
     """GPU minutes per part, in the given order, each cell counted in the first part that needs it: pre-training
@@ -317,6 +310,8 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
     NER stand-in's too where declared),
     with the wall minutes on `gpus` GPUs. Estimates, to be replaced by the timings the first GPU call records."""
     import pandas as pd
+
+    from xlrepro.engine.planner import share_slots
     prof = plan.profiles[profile]
     p = prof.pretrain
     rows_ = p.embedding_rows or p.vocab_size
@@ -337,7 +332,7 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
             pre += len(plan.seeds) * p.steps * ms / 1000
             shapes[size.name] = shapes.get(size.name, 0) + len(plan.seeds)
         sizes = list(shapes.values())
-        stacks = sum(math.ceil(m / cap) for m, cap in zip(sizes, stack_caps(sizes, gpus * workers_per_gpu, 16)))
+        stacks = sum(math.ceil(m / cap) for m, cap in zip(sizes, share_slots(sizes, gpus * workers_per_gpu, 16)))
         pre_min = (pre + nsp + stacks * STACK_OVERHEAD_SECONDS) / 60
         ner_min = sum("ner" in plan.experiments[n].tasks for n in names) * len(plan.seeds) * NER_FINETUNE_SECONDS / 60
         ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60 + ner_min

@@ -8,7 +8,7 @@ that many rows, the vocabulary's ids first and unused rows after them (as BERT's
 and the random replacement of whole-word masking draws only the vocabulary's ids). The padding is part of every
 cell's configuration, so a cell trains the same alone or stacked. NSP cells have a second head and train apart.
 
-What stays each model's own (`xlrepro/training/noise.py`): initialisation (its seed), data order (`PairTable.draw`:
+What stays each model's own (`xlrepro/engine/noise.py`): initialisation (its seed), data order (`PairTable.draw`:
 a hash of (seed, step) over its own corpus), whole-word masking (its own pair table's word starts and maskable
 positions, prepared on the CPU; the draws keyed by (seed, step, row, position)) and dropout. The only thing shared
 by a stack is the length quantile of a step (`shared_bin`, a function of the step alone), so that the models of a
@@ -40,7 +40,7 @@ import pandas as pd
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, choose, plural
-from xlrepro.training.stacked import compile_mode
+from xlrepro.engine.stacked import compile_mode
 
 from .bbert import NER_TASK, RESULT_COLUMNS, TASK, Cell
 from .config import (EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS, PADDED_WIDTH,
@@ -361,7 +361,7 @@ def release(job: Path) -> None:
 def card_speeds(folder: Path, device) -> tuple[str, dict[str, float]]:
     """The card `device` is (one of GPUS; "H200" for anything else, the FLOP model's reference) and the measured
     ms per model-step to plan with: that card's where a shape was timed on it, else every card's."""
-    from xlrepro.models import device_name
+    from xlrepro.engine.models import device_name
     gpu = next((g for g in GPUS if g in device_name(device)), "H200")
     return gpu, {**measured_step_ms(folder), **measured_step_ms(folder, gpu)}
 

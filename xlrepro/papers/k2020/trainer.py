@@ -16,11 +16,11 @@ import torch
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError
-from xlrepro.training.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
-from xlrepro.training.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
+from xlrepro.engine.planner import share_slots
+from xlrepro.engine.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
+from xlrepro.engine.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
 from .constants import CHECKPOINT_SECONDS
-from .config import stack_caps
 from .masking import whole_word_mask
 
 MAX_STACK = 16  # models per stack: ~1.2 GB of activations each for the 192 x 12 base at 128 pairs (GPUs of 80 GB)
@@ -136,7 +136,7 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[lis
         if shape is not None:
             groups.setdefault(shape, []).append((cell, seed))
     stacks = []
-    for group, cap in zip(groups.values(), stack_caps([len(g) for g in groups.values()], slots, max_stack)):
+    for group, cap in zip(groups.values(), share_slots([len(g) for g in groups.values()], slots, max_stack)):
         stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
     return stacks
 
@@ -204,78 +204,72 @@ class StackTrainer:
         return inputs, attention, pos.expand_as(x), tt, *sel
 
     def _new_stack(self) -> ModelStack:
-        from xlrepro.models import init_model
+        from xlrepro.engine.models import init_model
         p = self.p
         models = [init_model(self.size, c.vocab_rows, s, positions=p.max_length) for c, s in self.members]
         optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
                             warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
-        stack = ModelStack(models, optim, self.device, compile=self.compile, seeds=[s for _, s in self.members],
-                           graphs=self.graphs)
-        stack.noise.rows = torch.arange(p.batch_size, device=self.device)
-        return stack
+        from xlrepro.engine.pretrain import new_stack
+        return new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
+                         rows=torch.arange(p.batch_size), compile=self.compile, graphs=self.graphs)
 
     def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
-        """Train to the end (True) or until `time_limit` seconds (False, checkpointed); save every model."""
+        """Train to the end (True) or until `time_limit` seconds (False, checkpointed); save every model.
+        The loop is the engine's (`pretrain_loop`); this recipe gives it the batches (each member's own length-binned
+        draw, `PairTable.draw`) and keeps each model's mean MLM loss over every LOSS_EVERY steps."""
         from safetensors.torch import save_model
-        from tqdm.auto import tqdm
 
-        from xlrepro.models import device_name
+        from xlrepro.engine.models import device_name
+        from xlrepro.engine.pretrain import pretrain_loop
         if all((c.dir / f"model_{s}.safetensors").exists() for c, s in self.members):
             return True
         t0 = time.time()
         p = self.p
         d = self._device_data()
         stack = self._new_stack()
-        ckpt, elapsed = self.folder / "checkpoint.pt", 0.0
-        curve: dict[int, list[float]] = {}  # step -> each model's mean MLM loss over the LOSS_EVERY steps before it
-        if ckpt.exists():
-            state = torch.load(ckpt, map_location=self.device, weights_only=False)
-            stack.load_state_dict(state["stack"])
-            elapsed = state["elapsed"]
-            curve = state.get("loss_curve", {})
-            stack.fallbacks = state.get("fallbacks", [])  # earlier calls' (each call compiles afresh)
+        ckpt = self.folder / "checkpoint.pt"
         label = ",".join(sorted({c.name for c, _ in self.members}))
-        bar = tqdm(total=p.steps, initial=stack.step_count, disable=not progress,
-                   desc=f"{len(self.members)}x {self.size.name} ({label[:60]})")
-        t_start = last_save = time.time()
-        tokens = padded = 0
+        counts = {"tokens": 0, "padded": 0}  # pieces and padded slots of this call's batches
         loss_sum = torch.zeros(len(self.members), device=self.device)  # [M], read back once per LOSS_EVERY steps
-        window = 0  # steps in loss_sum (fewer than LOSS_EVERY in the first window after a resume)
-        while stack.step_count < p.steps:
-            step = stack.step_count
+        window = [0]  # steps in loss_sum (fewer than LOSS_EVERY in the first window after a resume)
+
+        def batch(step: int):
             picked = np.stack([d["offset"][i] + d["tables"][d["table_of"][i]].draw(s, step, p.batch_size,
                                                                                    p.length_bins)
                                for i, (_, s) in enumerate(self.members)])  # [M, B]
             lengths = d["host_lengths"][picked]
             width = min(int(math.ceil(lengths.max() / 8) * 8), d["width"])
-            tokens, padded = tokens + int(lengths.sum()), padded + picked.size * width
+            counts["tokens"] += int(lengths.sum())
+            counts["padded"] += picked.size * width
             rows = torch.as_tensor(picked)
             if self.device.type == "cuda":
                 rows = rows.pin_memory()
             d["rows"].copy_(rows, non_blocking=True)
-            loss_sum += stack.step(lambda w=width: self._batch(d, stack, w), graph_key=width if self.graphs else None)
-            window += 1
-            if stack.step_count % LOSS_EVERY == 0 or stack.step_count == p.steps:
-                curve[stack.step_count] = [round(v, 4) for v in (loss_sum / window).tolist()]
-                loss_sum.zero_()
-                window = 0
-            bar.update(1)
-            over = time_limit is not None and time.time() - t0 > time_limit
-            if over or time.time() - last_save > CHECKPOINT_SECONDS:
-                with atomic.atomic_path(ckpt) as tmp:
-                    torch.save({"stack": stack.state_dict(), "elapsed": elapsed + time.time() - t_start,
-                                "loss_curve": curve, "fallbacks": stack.fallbacks}, tmp)
-                atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps,
-                                                                  "shape": self.size.name,
-                                                                  "compile_fallbacks": stack.fallbacks})
-                last_save = time.time()
-            if over and stack.step_count < p.steps:
-                bar.close()
-                return False
-        bar.close()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        seconds = elapsed + time.time() - t_start
+            return (lambda: self._batch(d, stack, width)), (width if self.graphs else None)
+
+        def record_loss(curve: dict, step: int, losses: torch.Tensor):
+            # curve: step -> each model's mean MLM loss over the LOSS_EVERY steps before it
+            loss_sum.add_(losses)
+            window[0] += 1
+            if (step + 1) % LOSS_EVERY and step + 1 != p.steps:
+                return None
+            curve[step + 1] = [round(v, 4) for v in (loss_sum / window[0]).tolist()]
+            loss_sum.zero_()
+            window[0] = 0
+            return None
+
+        def on_save(stack, curve):  # a check can read the progress mid-run
+            atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps,
+                                                              "shape": self.size.name,
+                                                              "compile_fallbacks": stack.fallbacks})
+
+        done = pretrain_loop(stack, batch, steps=p.steps, checkpoint=ckpt, time_limit=time_limit, t0=t0,
+                             progress=progress, desc=f"{len(self.members)}x {self.size.name} ({label[:60]})",
+                             curve={}, record_loss=record_loss, on_save=on_save, checkpoint_seconds=CHECKPOINT_SECONDS)
+        if done is None:
+            return False
+        stack, curve, seconds = done
+        tokens, padded = counts["tokens"], counts["padded"]
         for i, (cell, seed) in enumerate(self.members):
             with atomic.atomic_path(cell.dir / f"model_{seed}.safetensors") as tmp:
                 save_model(stack.export(i).bert.to(torch.bfloat16).cpu(), str(tmp))

@@ -81,7 +81,7 @@ class BertRunConfig:
     mlm_probability: float = 0.15
     weight_decay: float = 0.01
     max_chapters: int | None = None  # smoke runs
-    # True: the fused loss (xlrepro/training/fused_bert.py) compiled region by region, SDPA attention (the GPU
+    # True: the fused loss (xlrepro/engine/fused_bert.py) compiled region by region, SDPA attention (the GPU
     # runs); False: HF's BertForMaskedLM. Different random draws (dropout), so part of the run's config.
     compile: bool = False
 
@@ -135,9 +135,9 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
     from safetensors.torch import save_model
 
     from xlrepro.data.mbert_vocab import mbert_tokenizer
-    from xlrepro.models import device_name, init_model
-    from xlrepro.training.mini_mbert import sampling_weights, train_sampled_mlm
-    from xlrepro.training.stacked import OptimConfig
+    from xlrepro.engine.models import device_name, init_model
+    from xlrepro.engine.pretrain import sampling_weights, train_sampled_mlm
+    from xlrepro.engine.stacked import OptimConfig
 
     from .corpora import LANGUAGES
 
@@ -188,7 +188,7 @@ def load_bert(folder: str | Path):
     from transformers import BertForMaskedLM
 
     from xlrepro.data.mbert_vocab import VOCAB_SIZE
-    from xlrepro.models import bert_config
+    from xlrepro.engine.models import bert_config
 
     folder = Path(folder)
     if not (folder / "training.json").exists():

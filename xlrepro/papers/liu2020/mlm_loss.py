@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from xlrepro.training.masking import mask_tokens
+from xlrepro.engine.masking import mask_tokens
 
 PROBE_ROWS = 16  # training rows per language for the per-language MLM loss (smoke runs: 2)
 PROBE_SEED = 2020

@@ -131,8 +131,8 @@ def steps_done(folder: Path, steps: int) -> int:
     if (folder / "training.json").exists():
         return steps
     if (folder / "checkpoint.pt").exists():
-        return int(torch.load(folder / "checkpoint.pt", map_location="cpu", weights_only=False, mmap=True)
-                   ["stack"]["step"])
+        from xlrepro.engine.checkpoint import progress
+        return progress(folder / "checkpoint.pt").step
     return 0
 
 
@@ -206,7 +206,7 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     key of `SHAPES` (the published run's is "base"; another one is named in the experiment). With `smoke`, the
     shape is the smoke model's whatever `shape` says."""
     from xlrepro.data.mbert_vocab import mbert_tokenizer
-    from xlrepro.models import device_name
+    from xlrepro.engine.models import device_name
     from xlrepro.paths import runs_dir
 
     from .baselines import chance_mrr
@@ -309,8 +309,9 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
             model, _ = load_bert(folder)
             evaluate(model.to(dev), steps, seconds, losses)
     elif (folder / "checkpoint.pt").exists():
-        state = torch.load(folder / "checkpoint.pt", map_location="cpu", weights_only=False, mmap=True)
-        losses, seconds, done = state["losses"], state["elapsed"], state["stack"]["step"]
+        from xlrepro.engine.checkpoint import progress
+        state = progress(folder / "checkpoint.pt")
+        losses, seconds, done = state.losses, state.elapsed, state.step
     else:  # stopped before its first step
         losses, seconds, done = [], 0.0, 0
     call.update(end_step=done, wall_seconds=round(time.time() - t0, 1))

@@ -25,7 +25,7 @@ import numpy as np
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, choose
-from xlrepro.models import device_name
+from xlrepro.engine.models import device_name
 
 MODELS = ("word2vec", "glove")
 

@@ -24,7 +24,7 @@ import torch
 from xlrepro import atomic
 from xlrepro.config import ConfigError, check_seeds, choose, plural
 from xlrepro.data.multilingual import check_language
-from xlrepro.models import device_name
+from xlrepro.engine.models import device_name
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key
 from xlrepro.tasks.pairs import DEFAULT_PAIR_TASK, check_pair_task, pair_task, run_config_task
