@@ -419,7 +419,9 @@ def pretraining_loss(root=None) -> pd.DataFrame | None:
 def loss_table(loss: pd.DataFrame) -> pd.DataFrame:
     """Language x (each BERT's MLM loss, the unigram entropy, the base model's distance below it), nats."""
     wide = loss[loss["metric"] == "mlm_loss"].pivot_table(index="language", columns="experiment", values="value")
-    entropy = loss[loss["metric"] == "unigram_entropy"].groupby("language")["value"].first()
+    ent = loss[loss["metric"] == "unigram_entropy"]
+    base = ent[ent["experiment"] == "bert-big-w512"]  # the big corpus's (the small one's differs a little)
+    entropy = (base if len(base) else ent).groupby("language")["value"].first()
     wide = wide[[f"bert-{m}" for m in ("small-w512", "big-w512", "small-w20", "big-w20") if f"bert-{m}" in wide]]
     out = wide.rename(columns=lambda e: e.removeprefix("bert-")).assign(**{"unigram entropy": entropy})
     if "big-w512" in out:
