@@ -1,0 +1,40 @@
+"""K et al.'s gates (`xlrepro.papers.k2020.gates`) on hand-made results with known answers, and the published
+gates.csv equal to its recomputation from the published results."""
+import pandas as pd
+
+from xlrepro.papers.k2020 import gates
+from xlrepro.results import results_dir
+
+SPEC = {"gates": [
+    {"id": "base_transfers", "criterion": "`points` points", "points": 5.0, "artifact": "linguistic",
+     "sources": ["en"], "targets": ["es", "hi"]},
+    {"id": "ablations_learn_source", "criterion": "`points`", "points": 10.0, "artifacts": ["linguistic"]}]}
+
+
+def acc(exp, lang, values):
+    return [{"experiment": exp, "seed": s, "language": lang, "task": "sections", "metric": "accuracy", "value": v}
+            for s, v in enumerate(values)]
+
+
+def test_gates_count_cells_and_models():
+    rows = (acc("en-es", "es", [0.40, 0.42]) + acc("majority/en-es", "es", [0.25, 0.25])  # 0.41 - 0.02 >= 0.30
+            + acc("en-hi", "hi", [0.26, 0.40]) + acc("majority/en-hi", "hi", [0.25, 0.25])  # 0.33 - 0.14 < 0.30
+            + acc("en-es", "en", [0.80, 0.80]) + acc("majority/en-es", "en", [0.25, 0.25])  # learned
+            + acc("en-hi", "en", [0.30, 0.30]) + acc("majority/en-hi", "en", [0.25, 0.25]))  # 0.30 < 0.35
+    g = gates.gate_frame({"linguistic": pd.DataFrame(rows)}, SPEC).set_index("gate")
+    assert g.loc["base_transfers", ["value", "threshold", "passed"]].tolist() == [1, 2, False]
+    assert g.loc["base_transfers", "detail"].startswith("failing: en-hi (0.330")
+    assert g.loc["ablations_learn_source", ["value", "threshold", "passed"]].tolist() == [1, 2, False]
+    assert "en-hi (0.300 vs majority 0.250)" in g.loc["ablations_learn_source", "detail"]
+
+
+def test_missing_results_leave_the_gates_pending():
+    g = gates.gate_frame({}, SPEC)
+    assert g["passed"].isna().all()
+
+
+def test_published_gates_match_the_published_results():
+    folder = results_dir("k2020")
+    published = pd.read_csv(folder / "gates.csv")
+    again = gates.read_gates(folder)
+    pd.testing.assert_frame_equal(published, again, check_dtype=False)

@@ -1,0 +1,107 @@
+"""The gates of the K et al. 2020 chapters (gates.yaml): did the B-BERTs learn what the claims are about?
+
+- ``base_transfers``: each base pair model (``en-X`` and ``enfake-X``, X in es, hi, ru; the linguistic chapter's
+  results) transfers to X: the mean zero-shot accuracy on X over seeds minus 2 SE (sample std / sqrt(seeds)) is at
+  least `points` above the accuracy of the majority class on the same test pairs (``majority/<experiment>``).
+- ``ablations_learn_source``: every model of the chapters' results (each experiment but the ``majority/`` rows)
+  learned its source task: the mean accuracy on its own source language (``en`` or ``enfake``, the experiment's first
+  part) is at least `points` above its majority class.
+
+`gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
+book/results/k2020/gates.csv from the published results:
+
+    python -m xlrepro.papers.k2020.gates
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+GATES_FILE = Path(__file__).with_name("gates.yaml")
+COLUMNS = ["gate", "criterion", "value", "threshold", "passed", "detail"]
+
+
+def load_gates(path: str | Path = GATES_FILE) -> dict:
+    return yaml.safe_load(Path(path).read_text())
+
+
+def _accuracy(df: pd.DataFrame, exp: str, lang: str) -> pd.Series:
+    rows = df[(df["experiment"] == exp) & (df["metric"] == "accuracy") & (df["language"] == lang)
+              & (df["task"] == "sections")]
+    return rows.drop_duplicates(["seed"])["value"]
+
+
+def _criterion(g: dict) -> str:
+    return g["criterion"].replace("`points`", f"{g['points']:g}")
+
+
+def base_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
+    df = results.get(g["artifact"])
+    cells = [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
+    if df is None:
+        return {"value": None, "threshold": len(cells), "passed": None, "detail": "no results"}
+    failed = []
+    for exp in cells:
+        target = exp.split("-")[1]
+        acc, major = _accuracy(df, exp, target), _accuracy(df, f"majority/{exp}", target)
+        if acc.empty or major.empty:
+            failed.append(f"{exp} (no results)")
+            continue
+        se = acc.std(ddof=1) / len(acc) ** 0.5 if len(acc) > 1 else float("nan")
+        low = acc.mean() - 2 * se
+        if not low >= major.mean() + g["points"] / 100:  # NaN (one seed) fails too
+            failed.append(f"{exp} ({acc.mean():.3f} - 2 SE {2 * se:.3f} vs majority {major.mean():.3f})")
+    return {"value": len(cells) - len(failed), "threshold": len(cells), "passed": not failed,
+            "detail": "failing: " + "; ".join(failed) if failed else "every cell passes"}
+
+
+def ablations_learn_source(g: dict, results: dict[str, pd.DataFrame]) -> dict:
+    models, failed = set(), []
+    for name in g["artifacts"]:
+        df = results.get(name)
+        if df is None:
+            continue
+        for exp in sorted(set(df["experiment"])):
+            if exp.startswith("majority/") or exp in models:
+                continue
+            source = exp.split("-")[0]
+            acc, major = _accuracy(df, exp, source), _accuracy(df, f"majority/{exp}", source)
+            if acc.empty or major.empty:
+                continue
+            models.add(exp)
+            if acc.mean() < major.mean() + g["points"] / 100:
+                failed.append(f"{exp} ({acc.mean():.3f} vs majority {major.mean():.3f})")
+    if not models:
+        return {"value": None, "threshold": None, "passed": None, "detail": "no results"}
+    return {"value": len(models) - len(failed), "threshold": len(models), "passed": not failed,
+            "detail": "failing: " + "; ".join(failed) if failed else "every model passes"}
+
+
+def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd.DataFrame:
+    """gates.csv's rows from the chapters' result frames (name -> long frame; a missing name: its gate pending)."""
+    spec = spec or load_gates()
+    check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source}
+    rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_gates(folder: str | Path, spec: dict | None = None) -> pd.DataFrame:
+    folder = Path(folder)
+    spec = spec or load_gates()
+    names = {g.get("artifact") for g in spec["gates"]} | {a for g in spec["gates"] for a in g.get("artifacts", [])}
+    results = {n: pd.read_csv(folder / f"{n}.csv") for n in names - {None} if (folder / f"{n}.csv").exists()}
+    return gate_frame(results, spec)
+
+
+def main() -> None:
+    from xlrepro.results import results_dir
+    folder = results_dir("k2020")
+    frame = read_gates(folder)
+    frame.to_csv(folder / "gates.csv", index=False)
+    print(frame[["gate", "value", "threshold", "passed"]].to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
