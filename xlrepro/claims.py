@@ -19,7 +19,8 @@ A claim in the YAML::
       requires: [base_transfers]    # optional: preconditions (names of the file's `preconditions`, or inline
                                     # {name, says, test}); one that fails makes the verdict "inconclusive"
       nulls:                        # optional: null models the test must not pass (else "inconclusive")
-        - {says: "bag of tokens: the input embeddings", set: {layer: 0}, into: [value]}
+        - {says: "bag of tokens: the input embeddings", set: {layer: 0}, into: [value]}   # name: optional, for
+                                    # the reason code null:<name> (default: what it sets, e.g. layer=0)
       min_seeds: 5                  # optional: the seeds the test needs (power); a run with fewer is "inconclusive"
 
 A paper's file may also hold ``preconditions:`` (name -> {says, test, artifact?}: what must hold for a claim's test to
