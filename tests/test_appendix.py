@@ -171,3 +171,52 @@ def test_rerun_reading_names_each_seed_and_the_training_times(tmp_path):
     assert E.rerun_reading(rerun, tmp_path) == (
         "- seed 42, eager: µ 0.800 in the grid, 0.790 alone (difference -0.010); train perplexity 20.0 and 21.0\n"
         "\nTraining took 10 and 30 s eager, 8 and 10 s compiled, compiling included.")
+
+
+def _write(path, obj):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
+
+
+def test_gpu_cost_table_from_hand_made_records(tmp_path):
+    # the grid: stack 1 (small models a, b: 600 s) and stack 2 (b: 300 s) serve chapter one; stack 3 (a base model
+    # c: 1,200 s) only chapter two's tables list
+    _write(tmp_path / "dufter2020" / "runtime.csv", "experiment,seed,stack,metric,value\n"
+           "\"a,b\",-1,1,models,4\n\"a,b\",-1,1,train_seconds,600\nb,-1,2,models,2\nb,-1,2,train_seconds,300\n"
+           "c,-1,3,models,1\nc,-1,3,train_seconds,1200\n")
+    _write(tmp_path / "dufter2020" / "run_record_one.json", {"chapter": "one", "training devices": "NVIDIA H200"})
+    _write(tmp_path / "multilingual" / "mini_mbert_training.json", {"seconds": 300, "device": "NVIDIA H200",
+                                                                    "vocab_size": 32000})
+    _write(tmp_path / "liu2020" / "pilot" / "pilot.json", {"experiment": "p", "train_seconds": "540",
+                                                           "eval_seconds": "60", "device": "NVIDIA H200",
+                                                           "config": str({"model": {"hidden": 768, "layers": 12}})})
+    _write(tmp_path / "k2020" / "run_record_arch.json", {
+        "chapter": "arch", "training devices": "NVIDIA H100 80GB HBM3, NVIDIA H200",
+        "pre-training": "90 worker-minutes for its 9 published models", "date": "2026-01-02 10:00 UTC"})
+    work = E.published_gpu_work(tmp_path, grid_chapters={"one": {"a", "b"}, "two": {"a", "c"}},
+                                grid_shapes={"a": (64, 12, None), "b": (64, 12, None), "c": (768, 12, None)},
+                                lab_shape=(256, 4, None))
+    # the bench: hf-best timed for base (ours 1.5x) and mbert (ours 2x); small only against HF compile (ours 4x)
+    hb = pd.DataFrame([bench_row("base", "hf-best", "HF best"), bench_row("base", "ours", "ours", speedup_vs_best_hf=1.5),
+                       bench_row("mbert", "hf-best", "HF best"), bench_row("mbert", "ours", "ours", speedup_vs_best_hf=2.0)])
+    bench = pd.DataFrame([bench_row("small", "hf-compile", "HF compiled", best_hf_engine="HF compiled"),
+                          bench_row("small", "ours", "ours", speedup_vs_best_hf=4.0, best_hf_engine="HF compiled")])
+    ratios = E.hf_best_ratios(hb, bench)
+    assert ratios == {"base": 1.5, "mbert": 2.0}
+    table = E.gpu_cost_table(work, ratios, bench).reset_index()
+    assert table["chapter"].tolist() == ["one", "two", "multilingual lab", "pilot", "arch"]
+    assert table["measured"].tolist() == ["15 GPU-minutes", "20 GPU-minutes", "5.0 GPU-minutes", "10 GPU-minutes",
+                                          "90 worker-minutes"]
+    assert table["card"].tolist() == ["H200", "H200", "H200", "H200", "H100, H200"]
+    assert table.loc[0, "work"] == "2 stacks, 6 models of hidden 64 (runtime.csv)"
+    assert table["at hf-best's speed"].tolist() == ["–", "30 GPU-minutes", "–", "15 GPU-minutes", "–"]
+    assert table["ratio used"].tolist() == [
+        "none: the small case was timed against HF compiled only, not hf-best (ours, one model: 4.00x that)",
+        "base: ours 1.50x hf-best",
+        "none: no bench case of this shape (hidden 256, 4 layers, 32,000 pieces)",
+        "base: ours 1.50x hf-best",
+        "none: the record does not give the models' shape"]
+    assert E.bench_case((768, 12, 119_547)) == "mbert" and E.bench_case((768, 12, 4096)) == "base"
+    with pytest.raises(ValueError, match="serves none of the chapters one"):
+        E.grid_work(pd.read_csv(tmp_path / "dufter2020" / "runtime.csv", dtype={"experiment": str}), {"one": {"a"}},
+                    {"a": (64, 12, None), "b": (64, 12, None), "c": (768, 12, None)}, "H200")

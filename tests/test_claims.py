@@ -288,7 +288,7 @@ def test_claims_table_writes_only_its_chapter(tmp_path):
                "why": "because"}]
     t1 = C.claims_table("p", "c1", tmp_path, claims=claims)
     assert t1.columns.tolist() == ["claim", "section", "criterion", "evidence", "verdict", "id", "quote",
-                                   "precondition", "precondition_met"]
+                                   "precondition", "precondition_met", "reason"]
     assert t1["verdict"].tolist() == ["reproduced"] and "Why: because" in t1.loc[0, "criterion"]
     C.claims_table("p", "c2", tmp_path, claims=claims)
     C.claims_table("p", "c1", tmp_path, claims=claims)
@@ -477,13 +477,15 @@ def test_a_failed_precondition_makes_the_verdict_inconclusive_and_keeps_the_evid
     table = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), requires=[learned])])
     row = table.iloc[0]
     assert row["verdict"] == "inconclusive" and row["precondition_met"] == "no"
+    assert row["reason"] == "precondition:base_learned"
     assert "precondition failed: the base model learned" in row["evidence"] and "The test itself: reproduced" in \
         row["evidence"]
     met = {**learned, "test": {**learned["test"], "bound": 0.1}}
     row = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), requires=[met])]).iloc[0]
-    assert (row["verdict"], row["precondition_met"]) == ("reproduced", "yes")
+    assert (row["verdict"], row["precondition_met"], row["reason"]) == ("reproduced", "yes", "")
     none = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater())]).iloc[0]
-    assert (none["verdict"], none["precondition"], none["precondition_met"]) == ("reproduced", "", "")
+    assert (none["verdict"], none["precondition"], none["precondition_met"], none["reason"]) == \
+        ("reproduced", "", "", "")
 
 
 def test_a_claim_a_null_model_passes_too_is_inconclusive():
@@ -494,6 +496,10 @@ def test_a_claim_a_null_model_passes_too_is_inconclusive():
     null = {"says": "bag of tokens (layer 0)", "set": {"layer": 0}, "into": ["value"]}
     row = C.claims_table("p", "ch", {"t": pd.DataFrame(rows)}, claims=[_claim(test, nulls=[null])]).iloc[0]
     assert row["verdict"] == "inconclusive" and "a null model passes the same test (bag of tokens" in row["evidence"]
+    assert row["reason"] == "null:layer=0"  # named by what it sets
+    named = C.claims_table("p", "ch", {"t": pd.DataFrame(rows)},
+                           claims=[_claim(test, nulls=[{**null, "name": "bag_of_tokens"}])]).iloc[0]
+    assert named["reason"] == "null:bag_of_tokens"
     rows[0]["value"] = 0.5  # the null fails: the claim is decided
     row = C.claims_table("p", "ch", {"t": pd.DataFrame(rows)}, claims=[_claim(test, nulls=[null])]).iloc[0]
     assert row["verdict"] == "reproduced"
@@ -506,6 +512,7 @@ def test_fewer_seeds_than_the_test_needs_is_inconclusive():
         "reproduced"
     row = C.claims_table("p", "ch", {"t": df}, claims=[_claim(greater(), min_seeds=5)]).iloc[0]
     assert row["verdict"] == "inconclusive" and "needs 5 seeds to decide; the run has 3" in row["evidence"]
+    assert row["reason"] == "min_seeds"
 
 
 def test_an_inconclusive_part_leaves_the_whole_undecided():
@@ -514,6 +521,45 @@ def test_an_inconclusive_part_leaves_the_whole_undecided():
                     "noise": "2se"}
     fine = {"kind": "above", "value": {"experiment": "b", "metric": "m"}, "bound": 0.5, "noise": "2se"}
     assert verdict({"kind": "all", "parts": [fine, underpowered]}, df) == "inconclusive"
+    data = C.Data({"t": df}, artifact="t")
+    # a: mean 0.733, 2 SE = 0.11 ≥ tolerance 0.1 and gap 0.033 not beyond it: underpowered
+    assert C.outcome(underpowered, data).reason == "underpowered"
+    assert C.outcome({"kind": "all", "parts": [fine, underpowered]}, data)[::2] == ("inconclusive", "underpowered")
+    assert C.outcome(fine, data)[::2] == ("reproduced", "")
+    each = {"kind": "each", "over": "experiment", "values": ["a", "b"], "test": {**underpowered, "value": {
+        "metric": "m"}}}
+    assert C.outcome(each, data)[::2] == ("inconclusive", "underpowered")  # b (0.6 ± 0.01) is decided: not
+
+
+def test_every_cause_is_in_the_reason_in_order_the_test_s_own_last():
+    # the base fails its precondition, the claim asks 5 seeds of 3, and its within test is underpowered
+    df = frame({"a": [0.78, 0.62, 0.80], "base": [0.20, 0.21, 0.19]})
+    learned = {"name": "base_learned", "says": "the base model learned (above 0.25)",
+               "test": {"kind": "above", "value": {"experiment": "base", "metric": "m"}, "bound": 0.25,
+                        "noise": "2se"}}
+    within = {"kind": "within", "value": {"experiment": "a", "metric": "m"}, "target": 0.7, "tolerance": 0.1,
+              "noise": "2se"}
+    j = C.judge(_claim(within, requires=[learned], min_seeds=5), C.Data({"t": df}, artifact="t"))
+    assert (j.verdict, j.reason) == ("inconclusive", "precondition:base_learned;min_seeds;underpowered")
+    alone = C.judge(_claim(within), C.Data({"t": df}, artifact="t"))
+    assert (alone.verdict, alone.reason) == ("inconclusive", "underpowered")
+
+
+def test_reason_codes_are_checked_and_put_in_words():
+    assert C.reason_code("precondition:a", "", "underpowered;precondition:a") == "precondition:a;underpowered"
+    with pytest.raises(ValueError, match="unknown reason 'seeds'; valid reasons: precondition, null, min_seeds"):
+        C.reason_code("seeds")
+    claim = {"requires": [{"name": "base", "says": "the base transfers"}], "min_seeds": 5,
+             "nulls": [{"says": "the input embeddings", "set": {"layer": 0}}]}
+    assert C.reason_words("precondition:base", claim) == "precondition not met: the base transfers"
+    assert C.reason_words("null:layer=0", claim) == "a null model passes the test too (the input embeddings)"
+    assert C.reason_words("min_seeds", claim) == "the run has fewer seeds than the 5 the test needs"
+    assert C.reason_words("precondition:gone") == "precondition not met: gone"  # not in the claims file any more
+    assert C.reason_words("all_runs_failed") == "every run of a model it compares failed (health.csv)"
+    with pytest.raises(ValueError, match="valid reasons"):
+        C.reason_words("tired")
+    with pytest.raises(ValueError, match="a null's name is one word"):
+        C._check_null({"says": "x", "set": {"layer": 0}, "name": "two words"}, "claim 'c'")
 
 
 def test_failed_runs_are_left_out_of_every_selection_and_named():

@@ -26,12 +26,12 @@ def test_a_model_whose_every_run_failed_makes_its_test_inconclusive_and_is_named
             "metric": "acc"}, "tolerance": 0.03, "noise": "2se"}
     row = C.claims_table("p", "ch", {"t": df}, claims=[_claim({"kind": "all", "parts": [fine, on_c]})],
                          health=health).iloc[0]
-    assert row["verdict"] == C.INCONCLUSIVE
+    assert row["verdict"] == C.INCONCLUSIVE and row["reason"] == "all_runs_failed"
     assert "[reproduced] a acc" in row["evidence"]  # the part that reads learnt models keeps its evidence
     assert "[inconclusive] every run of model c failed (health.csv: never_learnt" in row["evidence"]
     assert "Left out as failed runs (health.csv): model c seed 0" in row["evidence"]
     alone = C.claims_table("p", "ch", {"t": df}, claims=[_claim(fine)], health=health).iloc[0]
-    assert alone["verdict"] == C.REPRODUCED and "Left out" not in alone["evidence"]
+    assert alone["verdict"] == C.REPRODUCED and "Left out" not in alone["evidence"] and alone["reason"] == ""
     # a model that was never run is still pending, and a typo still names the valid choices
     missing = {**on_c, "value": {"experiment": "d", "metric": "acc"}}
     assert C.claims_table("p", "ch", {"t": df}, claims=[_claim(missing)], health=health).iloc[0]["verdict"] == \

@@ -198,6 +198,18 @@ def test_only_the_published_run_writes_the_book_results():
     assert smoke.results.is_relative_to(smoke.root) and smoke.root != full.root
 
 
+def test_the_chapters_setup_call_binds_the_run_its_chapter_and_the_labels(capsys):
+    from xlrepro.papers.dufter2020.report import chapter_setup
+
+    run, ch, labels = chapter_setup(seeds=[0, 42], large_seeds=[0], epochs=1, publish=False)
+    assert (run.seeds, run.large_seeds, run.epochs) == ([0, 42], [0], 1) and ch is run.chapter
+    assert labels["0"] == "original" and labels["15"] == "overparam"
+    line = capsys.readouterr().out
+    assert line.startswith("run folder: ") and line.rstrip().endswith("| seeds: [0, 42] | BERT-base seeds: [0]")
+    with pytest.raises(ConfigError, match="unknown profile 'wiki'"):
+        chapter_setup(profile="wiki")
+
+
 def test_a_changed_setting_gets_a_new_run_key_and_the_same_setting_the_same_key():
     from dataclasses import replace
 

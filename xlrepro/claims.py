@@ -19,7 +19,8 @@ A claim in the YAML::
       requires: [base_transfers]    # optional: preconditions (names of the file's `preconditions`, or inline
                                     # {name, says, test}); one that fails makes the verdict "inconclusive"
       nulls:                        # optional: null models the test must not pass (else "inconclusive")
-        - {says: "bag of tokens: the input embeddings", set: {layer: 0}, into: [value]}
+        - {says: "bag of tokens: the input embeddings", set: {layer: 0}, into: [value]}   # name: optional, for
+                                    # the reason code null:<name> (default: what it sets, e.g. layer=0)
       min_seeds: 5                  # optional: the seeds the test needs (power); a run with fewer is "inconclusive"
 
 A paper's file may also hold ``preconditions:`` (name -> {says, test, artifact?}: what must hold for a claim's test to
@@ -58,7 +59,9 @@ Inconclusive (:data:`INCONCLUSIVE`): the test cannot decide. A precondition fail
 same test; the run has fewer seeds than ``min_seeds``; or a ``within``/``flat`` test whose k SE alone reaches its
 tolerance (it could not pass whatever the means) and whose gap is not beyond the tolerance by k SE either; or a
 test that reads a model whose every run failed (health.csv: no run is left to test). Where parts of an
-``all``/``each`` test are inconclusive, the whole is.
+``all``/``each`` test are inconclusive, the whole is. Each of these causes has a short code (:data:`REASONS`), kept
+in claims.csv's ``reason`` column (:func:`reason_code`; empty for a decided claim) and put in words by
+:func:`reason_words`: the findings page groups the undecided claims by it.
 
 Partly on numbers without seed noise (``deterministic``) needs a stated minimum effect: in ``greater``, the
 difference must reach ``partly_margin`` (default half the margin), not merely have the right sign.
@@ -78,7 +81,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -97,13 +100,30 @@ COMBINE = ("score", "weakest")  # how `all` combines its parts
 SELECTOR_KEYS = ("artifact", "reference", "experiment", "metric", "layer", "step", "language", "exclude_language",
                  "at", "event", "fraction", "minus")
 PRECONDITION_KEYS = ("name", "says", "test", "artifact")
-NULL_KEYS = ("says", "set", "into")
+NULL_KEYS = ("says", "set", "into", "name")
 EVENTS = ("half_final", "drop_90_log", "argmin")
 CLAIM_KEYS = ("id", "chapter", "section", "quote", "claim", "artifact", "test", "why", "after_run", "requires",
               "nulls", "min_seeds")
 OPTIONAL_KEYS = ("artifact", "after_run", "requires", "nulls", "min_seeds")
 # claims.csv's columns after xlrepro.results.CLAIM_COLUMNS (the chapter column comes last)
-EXTRA_COLUMNS = ("id", "quote", "precondition", "precondition_met")
+EXTRA_COLUMNS = ("id", "quote", "precondition", "precondition_met", "reason")
+# Why a verdict is inconclusive, as claims.csv's `reason` column writes it: one code per cause, joined by ";" in the
+# order the causes are checked (preconditions, nulls, seeds, then the test's own); empty for a decided claim.
+#   precondition:<name>  a precondition (its name in the claims file) is not met
+#   null:<name>          a declared null model passes the same test (the null's `name`, else its `set`: layer=0)
+#   min_seeds            the run has fewer seeds than the claim's min_seeds
+#   underpowered         a within/flat test whose noise alone reaches its tolerance (it could not pass)
+#   all_runs_failed      the test reads a model whose every run failed (health.csv)
+REASONS = ("precondition", "null", "min_seeds", "underpowered", "all_runs_failed")
+REASON_SEP = ";"
+
+
+class Outcome(NamedTuple):
+    """What a test gives: its verdict, the evidence in words and, for an inconclusive verdict, the reason code
+    (:data:`REASONS`; "" otherwise)."""
+    verdict: str
+    evidence: str
+    reason: str = ""
 
 
 def load_claims(paper: str, path: str | os.PathLike | None = None) -> list[dict]:
@@ -163,9 +183,51 @@ def _resolve_precondition(ref, named: Mapping, claim_id: str) -> dict:
 def _check_null(n: Mapping, where: str) -> None:
     unknown = [k for k in n if k not in NULL_KEYS] if isinstance(n, Mapping) else ["(not a mapping)"]
     if unknown or not n.get("says") or not isinstance(n.get("set"), Mapping):
-        raise ValueError(f"{where}: a null is {{says, set, into?}} (set: selector keys to override, e.g. "
+        raise ValueError(f"{where}: a null is {{says, set, into?, name?}} (set: selector keys to override, e.g. "
                          f"{{layer: 0}}); got {n!r}")
     _check_selector(n["set"], where)
+    if "name" in n and not re.fullmatch(r"[\w.=,-]+", str(n["name"])):
+        raise ValueError(f"{where}: a null's name is one word (letters, digits, _ . = , -); got {n['name']!r}")
+
+
+def null_name(n: Mapping) -> str:
+    """A null model's short name for the reason code: its ``name``, else its ``set`` as key=value pairs
+    (``{layer: 0}`` -> ``layer=0``)."""
+    if n.get("name"):
+        return str(n["name"])
+    return ",".join(f"{k}={'/'.join(map(str, _as_list(v)))}" for k, v in n["set"].items())
+
+
+def reason_code(*parts: str) -> str:
+    """The reason column's value from causes in order (empty ones dropped, repeats kept once): e.g.
+    ``reason_code("precondition:base", "underpowered")`` -> ``"precondition:base;underpowered"``."""
+    codes = [c for p in parts for c in str(p).split(REASON_SEP) if c]
+    for c in codes:
+        if c.split(":")[0] not in REASONS:
+            raise ValueError(f"unknown reason {c!r}; valid reasons: {', '.join(REASONS)}")
+    return REASON_SEP.join(dict.fromkeys(codes))
+
+
+def reason_words(code: str, claim: Mapping | None = None) -> str:
+    """One reason code in a few words for readers; with the `claim` (from :func:`load_claims`), a precondition
+    or null is named by its ``says``. E.g. ``precondition:base`` -> "precondition not met: <what base says>"."""
+    kind, _, name = code.partition(":")
+    if kind not in REASONS:
+        raise ValueError(f"unknown reason {code!r}; valid reasons: {', '.join(REASONS)}")
+    claim = claim or {}
+    if kind == "precondition":
+        says = next((p["says"] for p in claim.get("requires") or [] if p.get("name") == name), name)
+        return f"precondition not met: {says}"
+    if kind == "null":
+        says = next((n["says"] for n in claim.get("nulls") or [] if null_name(n) == name), name)
+        return f"a null model passes the test too ({says})"
+    if kind == "min_seeds":
+        need = claim.get("min_seeds")
+        return f"the run has fewer seeds than the {need} the test needs" if need else \
+            "the run has fewer seeds than the test needs"
+    if kind == "underpowered":
+        return "the test could not pass at this seed count (its noise alone reaches the tolerance)"
+    return "every run of a model it compares failed (health.csv)"
 
 
 def check_test(test: Mapping, where: str = "test") -> None:
@@ -359,20 +421,28 @@ def _grade(strong: bool, weak: bool) -> str:
 # ------------------------------------------------------------------------------------------------- verdicts
 def evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]:
     """(verdict, evidence) of one test; see the module docstring for each kind. A test (or a part of an ``all`` or
-    ``each``) that reads a model whose every run failed (health.csv) is inconclusive."""
+    ``each``) that reads a model whose every run failed (health.csv) is inconclusive. :func:`outcome` also gives
+    the reason code of an inconclusive verdict."""
+    return tuple(outcome(test, data, profile)[:2])
+
+
+def outcome(test: Mapping, data: Data, profile: str = "lab") -> Outcome:
+    """(verdict, evidence, reason) of one test: `evaluate` with the reason code (:data:`REASONS`) of an
+    inconclusive verdict: ``underpowered`` or ``all_runs_failed`` (those of its parts, for ``all`` and ``each``)."""
     try:
         return _evaluate(test, data, profile)
     except AllRunsFailed as gone:
-        return INCONCLUSIVE, str(gone.args[0])
+        return Outcome(INCONCLUSIVE, str(gone.args[0]), "all_runs_failed")
 
 
-def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str]:
+def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> Outcome:
     check_test(test)
     kind = test["kind"]
     if kind == "not_testable_offline":
-        return (OFFLINE, test["reason"]) if profile != "paper" else (NOT, "the paper profile has no test for it yet")
+        return Outcome(OFFLINE, test["reason"]) if profile != "paper" else \
+            Outcome(NOT, "the paper profile has no test for it yet")
     if kind == "all":
-        return _combine([evaluate(p, data, profile) for p in test["parts"]], test.get("combine", "score"))
+        return _combine([outcome(p, data, profile) for p in test["parts"]], test.get("combine", "score"))
     if kind == "each":
         return _each(test, data, profile)
     noise = test.get("noise")
@@ -385,17 +455,17 @@ def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str
               f" ({_n(b)}) = {_fmt(diff)}; margin {_fmt(margin)}; {how}")
         if noise == "deterministic":  # no noise to be beyond: partly needs a stated minimum effect, not the sign
             least = _r(_amount(test.get("partly_margin", margin / 2), a.mean(), b.mean()))
-            return (REPRODUCED if diff >= margin and diff > 0 else PARTLY if diff >= least and diff > 0 else NOT,
-                    ev + f"; partly from {_fmt(least)}")
-        return _grade(diff > 0 and diff >= margin, diff > 0 and sig), ev
+            return Outcome(REPRODUCED if diff >= margin and diff > 0 else PARTLY if diff >= least and diff > 0 else NOT,
+                           ev + f"; partly from {_fmt(least)}")
+        return Outcome(_grade(diff > 0 and diff >= margin, diff > 0 and sig), ev)
     if kind in ("above", "below"):
         v, bound = sample(test["value"], data), float(test["bound"])
         a, b = (v, bound) if kind == "above" else (pd.Series([bound], index=[DETERMINISTIC_SEED]), v)
         b_mean = b if not isinstance(b, pd.Series) else b.mean()
         sig, how = beyond_noise(a, b, noise, test)
         ok = a.mean() > b_mean
-        return (REPRODUCED if ok and sig else PARTLY if ok else NOT,
-                f"{_sel_name(test['value'])} {_fmt(v.mean())} ({_n(v)}), {kind} {_fmt(bound)}; {how}")
+        return Outcome(REPRODUCED if ok and sig else PARTLY if ok else NOT,
+                       f"{_sel_name(test['value'])} {_fmt(v.mean())} ({_n(v)}), {kind} {_fmt(bound)}; {how}")
     if kind == "within":
         v = sample(test["value"], data)
         t = sample(test["target"], data) if isinstance(test["target"], Mapping) else \
@@ -411,12 +481,13 @@ def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str
         data.power.append((k * se, tol, min(len(v), len(t)) if not _deterministic(t) else len(v)))
         if _underpowered(k, se, tol, gap):
             verdict = INCONCLUSIVE
-        return (verdict,
+        return Outcome(verdict,
                 f"{_sel_name(test['value'])} {_fmt(v.mean())} ({_n(v)}) vs "
                 + (f"{_sel_name(test['target'])} {_fmt(t.mean())}" if isinstance(test["target"], Mapping) else _fmt(t.mean()))
                 + ": "
                 f"gap {_fmt(gap)}, tolerance {_fmt(tol)}; " + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}")
-                + (UNDERPOWERED if verdict == INCONCLUSIVE else ""))
+                + (UNDERPOWERED if verdict == INCONCLUSIVE else ""),
+                "underpowered" if verdict == INCONCLUSIVE else "")
     if kind == "correlation":
         return _correlation(test, data)
     over = test["over"]
@@ -430,7 +501,7 @@ def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str
         sig, how = beyond_noise(last, first, noise, test)
         worst = max([means[i] - means[i + 1] for i in range(len(means) - 1)] + [0.0])
         strong = rise > 0 and rise >= float(test["margin"]) and sig
-        return (REPRODUCED if strong and worst <= float(test["tolerance"]) else PARTLY if strong else NOT,
+        return Outcome(REPRODUCED if strong and worst <= float(test["tolerance"]) else PARTLY if strong else NOT,
                 f"{_sel_name(test['value'])} over {len(keys)} {_plural(over)}: "
                 f"{test.get('direction', 'increasing')} by "
                 f"{_fmt(rise)} (margin {_fmt(float(test['margin']))}; {how}); largest step back {_fmt(worst)} "
@@ -446,11 +517,12 @@ def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str
         data.power.append((k * se, float(test["max_spread"]), min(len(groups[hi]), len(groups[lo]))))
         if _underpowered(k, se, float(test["max_spread"]), spread):
             verdict = INCONCLUSIVE
-        return (verdict,
+        return Outcome(verdict,
                 f"{_sel_name(test['value'])} over {len(means)} {_plural(over)}: {_fmt(means[lo])} ({over} {lo}) to "
                 f"{_fmt(means[hi])} ({over} {hi}), spread {_fmt(spread)} (max {_fmt(float(test['max_spread']))}); "
                 + ("noise unknown (one seed)" if math.isnan(se) else f"{k:g} SE = {_fmt(k * se)}")
-                + (UNDERPOWERED if verdict == INCONCLUSIVE else ""))
+                + (UNDERPOWERED if verdict == INCONCLUSIVE else ""),
+                "underpowered" if verdict == INCONCLUSIVE else "")
     # argmax
     cands = [str(c) for c in test["candidates"]]
     missing = [c for c in cands if c not in groups]
@@ -464,7 +536,7 @@ def _evaluate(test: Mapping, data: Data, profile: str = "lab") -> tuple[str, str
     sig, how = beyond_noise(groups[top], groups[runner], noise, test) if is_top else (False, "")
     ev = (f"highest {_sel_name(test['value'])}: {top} {_fmt(means[top])}, then {runner} {_fmt(means[runner])}; "
           f"expected {expect}" + (f"; {how}" if how else ""))
-    return (REPRODUCED if is_top and sig else PARTLY if is_top else NOT), ev
+    return Outcome(REPRODUCED if is_top and sig else PARTLY if is_top else NOT, ev)
 
 
 UNDERPOWERED = ("; underpowered: k SE alone reaches the tolerance, so the test could not pass at this seed count, and "
@@ -476,13 +548,13 @@ def _underpowered(k: float, se: float, tol: float, gap: float) -> bool:
     return not math.isnan(se) and se > 0 and k * se >= tol and not gap - k * se > tol
 
 
-def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
+def _correlation(test: Mapping, data: Data) -> Outcome:
     over = test["over"]
     left = {k: s.mean() for k, s in by(test["left"], over, data).items()}
     right = {k: s.mean() for k, s in by(test["right"], over, data).items()}
     keys = [k for k in left if k in right]
     if len(keys) < 3:
-        return NOT, f"only {len(keys)} shared {_plural(over)}; a correlation needs 3"
+        return Outcome(NOT, f"only {len(keys)} shared {_plural(over)}; a correlation needs 3")
     x, y = [left[k] for k in keys], [right[k] for k in keys]
     method = test.get("method", "pearson")
     res = (sps.pearsonr if method == "pearson" else sps.spearmanr)(x, y)
@@ -491,20 +563,21 @@ def _correlation(test: Mapping, data: Data) -> tuple[str, str]:
     right_sign = sign * r > 0
     strong, sig = sign * r >= float(test["min_r"]), p < float(test["max_p"])
     verdict = REPRODUCED if right_sign and strong and sig else PARTLY if right_sign and (strong or sig) else NOT
-    return verdict, (f"{method} r = {r:.2f}, p = {p:.2g} over {len(keys)} {_plural(over)} "
-                     f"({_sel_name(test['left'])} vs {_sel_name(test['right'])})")
+    return Outcome(verdict, f"{method} r = {r:.2f}, p = {p:.2g} over {len(keys)} {_plural(over)} "
+                            f"({_sel_name(test['left'])} vs {_sel_name(test['right'])})")
 
 
-def _combine(results: list[tuple[str, str]], how: str = "score") -> tuple[str, str]:
+def _combine(results: list[Outcome], how: str = "score") -> Outcome:
     score = {REPRODUCED: 1.0, PARTLY: 0.5, NOT: 0.0, OFFLINE: 0.0}
-    verdicts = [v for v, _ in results]
+    verdicts = [r.verdict for r in results]
+    evidence = "; ".join(f"[{r.verdict}] {r.evidence}" for r in results)
     if INCONCLUSIVE in verdicts:  # a part the experiment cannot decide leaves the whole undecided
-        return INCONCLUSIVE, "; ".join(f"[{v}] {e}" for v, e in results)
+        return Outcome(INCONCLUSIVE, evidence, reason_code(*(r.reason for r in results if r.verdict == INCONCLUSIVE)))
     mean = sum(score[v] for v in verdicts) / len(verdicts)
     verdict = REPRODUCED if all(v == REPRODUCED for v in verdicts) else PARTLY if mean >= 0.5 else NOT
     if how == "weakest":  # the verdict of the weakest part
         verdict = min(verdicts, key=lambda v: score[v])
-    return verdict, "; ".join(f"[{v}] {e}" for v, e in results)
+    return Outcome(verdict, evidence)
 
 
 def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "value", "target")) -> dict:
@@ -521,7 +594,7 @@ def _substitute(test: Mapping, over: str, value: str, into=("left", "right", "va
     return out
 
 
-def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
+def _each(test: Mapping, data: Data, profile: str) -> Outcome:
     over, inner = test["over"], test["test"]
     if "values" in test:
         values = [str(v) for v in test["values"]]
@@ -536,8 +609,8 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
         raise MissingResults(f"no {over} left to test (the results hold none but the excluded "
                              f"{', '.join(_as_list(test.get('exclude', []))) or 'ones'})")
     into = test.get("into", ("left", "right", "value", "target"))
-    results = {v: evaluate(_substitute(inner, over, v, into), data, profile) for v in values}
-    verdict, _ = _combine(list(results.values()))
+    results = {v: outcome(_substitute(inner, over, v, into), data, profile) for v in values}
+    verdict, _, reason = _combine(list(results.values()))
     counts = {k: sum(r[0] == k for r in results.values()) for k in (REPRODUCED, PARTLY, NOT, INCONCLUSIVE)}
     def names(verdict: str) -> str:
         vs = [v for v, r in results.items() if r[0] == verdict]
@@ -548,7 +621,7 @@ def _each(test: Mapping, data: Data, profile: str) -> tuple[str, str]:
           + (f", {counts[NOT]} not ({names(NOT)})" if counts[NOT] else "")
           + (f", {counts[INCONCLUSIVE]} inconclusive ({names(INCONCLUSIVE)})" if counts[INCONCLUSIVE] else "")
           + f". Each: {_criterion(inner)}")
-    return verdict, ev
+    return Outcome(verdict, ev, reason)
 
 
 # ------------------------------------------------------------------------------------------------- criterion
@@ -622,22 +695,26 @@ class Judgement:
     evidence: str
     precondition: str = ""       # the preconditions in words ("" where the claim declares none)
     precondition_met: str = ""   # "yes", "no", "pending" or "" (none declared)
+    reason: str = ""             # why it is inconclusive, as codes (REASONS; e.g. "precondition:base"); "" if decided
 
 
 def judge(claim: Mapping, data: Data, profile: str = "lab") -> Judgement:
     """The verdict of one claim: its test, and around it its preconditions, nulls and seed count.
 
     A failed precondition, a null that passes the same test, or fewer seeds than ``min_seeds`` make the verdict
-    inconclusive; the test's own evidence is still shown. Raises Pending / MissingResults like `evaluate`."""
+    inconclusive; the test's own evidence is still shown. The judgement's ``reason`` holds the codes of every cause
+    (:data:`REASONS`), the test's own (underpowered, all runs failed) last. Raises Pending / MissingResults like
+    `evaluate`."""
     pre = list(claim.get("requires") or [])
     said = "; ".join(p["says"] for p in pre)
-    failed = []
+    failed, codes = [], []
     for p in pre:
         pdata = replace(data, artifact=p.get("artifact", data.artifact), seeds_seen=[])
         v, e = evaluate(p["test"], pdata, profile)
         if v != REPRODUCED:
             failed.append(f"{p['says']} — not met: {e}")
-    verdict, evidence = evaluate(claim["test"], data, profile)
+            codes.append(f"precondition:{p['name']}")
+    verdict, evidence, own = outcome(claim["test"], data, profile)
     met = "" if not pre else "no" if failed else "yes"
     reasons = []
     if failed:
@@ -650,13 +727,15 @@ def judge(claim: Mapping, data: Data, profile: str = "lab") -> Judgement:
             raise ValueError(f"claim {claim.get('id', '?')!r}: its null {n['says']!r} cannot be evaluated: {err}")
         if nv == REPRODUCED and verdict in (REPRODUCED, PARTLY):
             reasons.append(f"a null model passes the same test ({n['says']}: {ne})")
+            codes.append(f"null:{null_name(n)}")
     need = claim.get("min_seeds")
     if need and data.seeds_seen and min(data.seeds_seen) < need and verdict not in (OFFLINE,):
         reasons.append(f"the test needs {need} seeds to decide; the run has {min(data.seeds_seen)}")
+        codes.append("min_seeds")
     if reasons and verdict not in (OFFLINE, PENDING):
         return Judgement(INCONCLUSIVE, f"Inconclusive: {' | '.join(reasons)}. The test itself: {verdict}, "
-                                       f"{evidence}", said, met)
-    return Judgement(verdict, evidence, said, met)
+                                       f"{evidence}", said, met, reason_code(*codes, own))
+    return Judgement(verdict, evidence, said, met, own if verdict == INCONCLUSIVE else "")
 
 
 def _left_out_words(left_out: Mapping) -> str:
@@ -670,7 +749,7 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
                  out: str | os.PathLike | None = None, profile: str = "lab",
                  claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None) -> pd.DataFrame:
     """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict, id, quote,
-    precondition, precondition_met).
+    precondition, precondition_met, reason: the codes of :data:`REASONS` for an inconclusive verdict).
 
     `results`: a results folder (its CSVs by file name) or a mapping artifact -> long frame. The rows replace this
     chapter's rows in ``<out>/claims.csv`` (`out` defaults to `results` when that is a folder; the other chapters'
@@ -709,7 +788,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
             evidence = f"{evidence}. Note written after the run: {c['after_run']}"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                       "evidence": evidence, "verdict": j.verdict, "id": c["id"], "quote": c["quote"],
-                      "precondition": j.precondition, "precondition_met": j.precondition_met})
+                      "precondition": j.precondition, "precondition_met": j.precondition_met,
+                      "reason": j.reason})
     table = pd.DataFrame(rows_, columns=[*CLAIM_COLUMNS, *EXTRA_COLUMNS])
     if folder is not None:
         path = Path(folder) / "claims.csv"

@@ -2,6 +2,8 @@
 
 `render_findings` turns the claims files into one MyST page: per paper, the counts of verdicts, one table of its
 claims (section, claim, our evidence, verdict, the chapter that tests it) and the claims it does not reproduce.
+The undecided claims are grouped by the first code of claims.csv's ``reason`` column (:data:`xlrepro.claims.REASONS`),
+put in words from the paper's claims file (a precondition's or null's ``says``).
 Papers of the registry (`xlrepro.papers`) and those announced in ``xlrepro/papers/planned.yaml`` without a
 package yet are listed in book order; a paper without a claims file is shown as pending. Nothing is written by
 hand, so the page cannot drift from the CSVs: `write_findings` (``python -m xlrepro.findings``, run by ``make
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pandas as pd
 import yaml
 
 from .atomic import atomic_open
-from .claims import INCONCLUSIVE, NOT, OFFLINE, PARTLY, PENDING, REPRODUCED, VERDICTS
+from .claims import INCONCLUSIVE, NOT, OFFLINE, PARTLY, PENDING, REASON_SEP, REPRODUCED, VERDICTS, reason_words
 from .paths import repo_root
 
 PAGE = Path("book") / "findings.md"
@@ -74,7 +77,16 @@ def _chapter_doc(paper: BookPaper, chapter: str) -> str | None:
     return None
 
 
-def _paper_section(paper: BookPaper, results: Path) -> list[str]:
+def _claims_by_id(paper: str, claims_dir: Path | None) -> dict[str, dict]:
+    """The paper's claims (:func:`xlrepro.claims.load_claims`) by id, from ``<claims_dir>/<paper>/claims.yaml``
+    (default the package's); empty where the paper has no claims file."""
+    from .claims import load_claims
+    from .selections import claims_path
+    path = claims_dir / paper / "claims.yaml" if claims_dir is not None else claims_path(paper)
+    return {c["id"]: c for c in load_claims(paper, path)} if path.is_file() else {}
+
+
+def _paper_section(paper: BookPaper, results: Path, claims_dir: Path | None = None) -> list[str]:
     out = [f"## {paper.title}", "", f"{{cite:t}}`{paper.name}`", ""]
     path = results / paper.name / "claims.csv"
     if not paper.chapters:
@@ -87,7 +99,9 @@ def _paper_section(paper: BookPaper, results: Path) -> list[str]:
     claims = pd.read_csv(path, dtype=str, keep_default_na=False)
     counts = verdict_counts(claims)
     out += [f"{len(claims)} claims: " + ", ".join(f"**{n}** {v}" for v, n in counts.items()) + ".", ""]
-    out += _at_a_glance(claims)
+    if (claims["verdict"] == INCONCLUSIVE).any() and "reason" not in claims.columns:
+        raise ValueError(f"{path} has no reason column (it predates it): run `xlrepro verdicts {paper.name}`")
+    out += _at_a_glance(claims, _claims_by_id(paper.name, claims_dir))
     out += ["Every claim with our evidence:", ""]
     out += ["```{list-table}", ":header-rows: 1", ":widths: 12 36 36 16", ":class: xl-findings", "",
             "* - Section", "  - Claim", "  - Our evidence", "  - Verdict"]
@@ -100,32 +114,22 @@ def _paper_section(paper: BookPaper, results: Path) -> list[str]:
     return out
 
 
-_FAILED_PRE = re.compile(r"(?:precondition failed: |; )([^;|]+?) — not met:")
-
-
-def _why_undecided(evidence: str) -> list[str]:
-    """The reasons an inconclusive verdict gives, each in a few words: the preconditions not met (their own words),
-    a null model that passes, too few seeds, a test that could not pass at its seed count, every run failed."""
-    head = evidence.split(". The test itself:")[0]
-    reasons = [f"precondition not met: {m.group(1).strip()}" for m in _FAILED_PRE.finditer(head)]
-    null = re.search(r"a null model passes the same test \(([^:]+):", head)
-    if null:
-        reasons.append(f"a null model passes the test too ({null.group(1).strip()})")
-    seeds = re.search(r"the test needs (\d+) seeds to decide; the run has (\d+)", head)
-    if seeds:
-        reasons.append(f"needs {seeds.group(1)} seeds, the run has {seeds.group(2)}")
-    if "underpowered" in evidence and not reasons:
-        reasons.append("the test could not pass at this seed count (its noise alone reaches the tolerance)")
-    if "every run of model" in evidence and not reasons:
-        reasons.append("every run of a model it compares failed (health.csv)")
-    return reasons or [head.removeprefix("Inconclusive: ")[:200]]
+def _why_undecided(row: Mapping, claims: Mapping[str, Mapping]) -> str:
+    """The first reason an inconclusive claims.csv row gives (its ``reason`` column), in a few words: a precondition
+    not met or a null model that passes (named by what the claims file says of it), too few seeds, a test that could
+    not pass at its seed count, every run of a model failed."""
+    code = str(row.get("reason") or "").split(REASON_SEP)[0]
+    if not code:
+        raise ValueError(f"inconclusive claim {row.get('id') or row.get('claim')!r} has no reason in claims.csv: "
+                         f"rerun `xlrepro verdicts`")
+    return reason_words(code, claims.get(str(row.get("id", ""))))
 
 
 def _bullets(rows) -> list[str]:
     return [f"- {md_text(r.claim)} ({md_text(r.section)})" for r in rows.itertuples(index=False)]
 
 
-def _at_a_glance(claims: pd.DataFrame) -> list[str]:
+def _at_a_glance(claims: pd.DataFrame, by_id: Mapping[str, Mapping] | None = None) -> list[str]:
     """What held, what did not, and what the experiments could not decide, grouped by why, from the verdicts alone."""
     out = []
     for verdict, lead in ((REPRODUCED, "**What held**"), (PARTLY, "**Partly**"),
@@ -136,9 +140,8 @@ def _at_a_glance(claims: pd.DataFrame) -> list[str]:
     undecided = claims[claims["verdict"] == INCONCLUSIVE]
     if len(undecided):
         groups: dict[str, list] = {}
-        for r in undecided.itertuples(index=False):
-            for reason in _why_undecided(r.evidence)[:1]:  # the first reason decides the group
-                groups.setdefault(reason, []).append(r)
+        for r in undecided.itertuples(index=False):  # the first reason decides the group
+            groups.setdefault(_why_undecided(r._asdict(), by_id or {}), []).append(r)
         out += [f"**Undecided** ({len(undecided)}): the experiment cannot decide these claims, for these reasons "
                 f"(the first each claim gives; its evidence below gives them all):", ""]
         for reason, rows in sorted(groups.items(), key=lambda kv: -len(kv[1])):
@@ -150,8 +153,10 @@ def _at_a_glance(claims: pd.DataFrame) -> list[str]:
     return out
 
 
-def render_findings(results: str | os.PathLike | None = None, planned: str | os.PathLike | None = None) -> str:
-    """The findings page (MyST Markdown) from ``<results>/<paper>/claims.csv`` (default ``book/results``)."""
+def render_findings(results: str | os.PathLike | None = None, planned: str | os.PathLike | None = None,
+                    claims_dir: str | os.PathLike | None = None) -> str:
+    """The findings page (MyST Markdown) from ``<results>/<paper>/claims.csv`` (default ``book/results``), the
+    reasons of undecided claims put in words from ``<claims_dir>/<paper>/claims.yaml`` (default the package's)."""
     results = Path(results) if results is not None else repo_root() / "book" / "results"
     lines = ["<!-- Generated by `python -m xlrepro.findings` from book/results/*/claims.csv: do not edit. -->", "",
              "# Findings", "",
@@ -165,7 +170,7 @@ def render_findings(results: str | os.PathLike | None = None, planned: str | os.
              "every mean and named in the evidence (each paper's `health.csv`). Each verdict links to the chapter "
              "that tests it.", ""]
     for paper in book_papers(planned):
-        lines += _paper_section(paper, results)
+        lines += _paper_section(paper, results, Path(claims_dir) if claims_dir is not None else None)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -9,6 +9,7 @@ on GPUs (`xlrepro bench`, ``scripts/*_probe.py``, ``scripts/device_*.sh``) and w
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -733,3 +734,192 @@ def rerun_reading(rerun: pd.DataFrame, folder: Path) -> str:
     lines.append(f"\nTraining took {took['rerun'][0]:.0f} and {took['rerun'][1]:.0f} s eager, "
                  f"{took['rerun_compiled'][0]:.0f} and {took['rerun_compiled'][1]:.0f} s compiled, compiling included.")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ what the published runs cost
+# The bench cases (xlrepro.bench.CASES) by (hidden, layers): a published model of that shape takes that case's ratio;
+# a vocabulary of at least MBERT_VOCAB pieces (mBERT's is 119,547) makes a BERT-base the mbert case.
+BENCH_SHAPES = {(64, 12): "small", (768, 12): "base"}
+MBERT_VOCAB = 100_000
+_MINUTES = re.compile(r"(\d+(?:\.\d+)?) (GPU|worker)-minutes")
+
+
+@dataclass(frozen=True)
+class GpuWork:
+    """One piece of GPU work of a published run, as its record gives it."""
+    paper: str
+    chapter: str
+    what: str                 # what ran, and the record it is read from
+    minutes: float
+    unit: str                 # "GPU-minutes", or "worker-minutes" (several workers shared a GPU: not a GPU's minutes)
+    card: str                 # the record's device(s)
+    shape: tuple | None       # (hidden, layers, vocabulary or None) of the models; None where the record has none
+
+
+def bench_case(shape: tuple | None) -> str | None:
+    """The bench case of a model shape (hidden, layers, vocabulary): "small", "base", "mbert", or None (no case
+    of that shape, or no shape recorded)."""
+    if shape is None:
+        return None
+    hidden, layers, vocab = shape
+    case = BENCH_SHAPES.get((hidden, layers))
+    return "mbert" if case == "base" and vocab is not None and vocab >= MBERT_VOCAB else case
+
+
+def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, float]:
+    """case -> our engine's ``speedup_vs_best_hf`` (engine_key ``ours``) in the bench files whose best Hugging Face
+    row is ``hf-best`` for that case: how many times faster than hf-best our engine stepped on that shape."""
+    out = {}
+    for bench in benches:
+        if "engine_key" not in bench.columns:
+            continue
+        for case, rows in bench.groupby("case", sort=False):
+            ours = rows[(rows["engine_key"] == "ours") & (rows["status"] == "ok")]
+            if (rows["engine_key"] == "hf-best").any() and len(ours) and case not in out:
+                out[case] = float(ours["speedup_vs_best_hf"].iloc[0])
+    return out
+
+
+def _no_ratio(case: str | None, shape: tuple | None, bench: pd.DataFrame) -> str:
+    """Why a row gets no hf-best ratio, in words."""
+    if shape is None:
+        return "none: the record does not give the models' shape"
+    if case is None:
+        vocab = f", {shape[2]:,} pieces" if shape[2] else ""
+        return f"none: no bench case of this shape (hidden {shape[0]}, {shape[1]} layers{vocab})"
+    timed = bench[bench["case"] == case] if "case" in bench.columns else bench.iloc[:0]
+    if len(timed):
+        ours = timed[timed["engine_key"] == "ours"]["speedup_vs_best_hf"]
+        return (f"none: the {case} case was timed against {timed['best_hf_engine'].iloc[0]} only, not hf-best"
+                + (f" (ours, one model: {ours.iloc[0]:.2f}x that)" if len(ours) else ""))
+    return f"none: the {case} case was not timed against hf-best"
+
+
+def gpu_cost_table(work: list[GpuWork], ratios: dict[str, float], bench: pd.DataFrame) -> pd.DataFrame:
+    """Per piece of work: what it measured, on which card, the bench case of its shape, the ratio used and the same
+    work at hf-best's speed (minutes × ours' speed-up over hf-best on that case; "–" where no ratio applies, the
+    ratio column saying why). `ratios`: `hf_best_ratios`; `bench`: bench.csv, to say which cases lack hf-best."""
+    rows = []
+    for w in work:
+        case = bench_case(w.shape)
+        ratio = ratios.get(case)
+        rows.append({"paper": w.paper, "chapter": w.chapter, "work": w.what,
+                     "measured": f"{w.minutes:,.0f} {w.unit}" if w.minutes >= 10 else f"{w.minutes:.1f} {w.unit}",
+                     "card": w.card,
+                     "ratio used": (f"{case}: ours {ratio:.2f}x hf-best" if ratio is not None
+                                    else _no_ratio(case, w.shape, bench)),
+                     "at hf-best's speed": f"{w.minutes * ratio:,.0f} {w.unit}" if ratio is not None else "–"})
+    return pd.DataFrame(rows).set_index(["paper", "chapter"])
+
+
+def grid_work(runtime: pd.DataFrame, chapters: dict[str, set[str]], shapes: dict[str, tuple], card: str,
+              paper: str = "dufter2020") -> list[GpuWork]:
+    """The grid's stacks (``runtime.csv``: per stack its experiments, comma-joined, and ``train_seconds``), each
+    counted under the first of `chapters` (chapter -> the model IDs of its tables, in book order) that lists one of
+    its models, grouped by shape, in the order of `chapters` (`shapes`: model ID -> (hidden, layers, vocabulary)). A stack of mixed shapes or of
+    a model no chapter lists raises ValueError."""
+    stacks = runtime.pivot_table(index=["stack", "experiment"], columns="metric", values="value").reset_index()
+    groups: dict[tuple, list] = {}
+    for s in stacks.itertuples(index=False):
+        ids = str(s.experiment).split(",")
+        home = next((ch for ch, listed in chapters.items() if set(ids) & set(listed)), None)
+        if home is None:
+            raise ValueError(f"stack {s.stack} ({s.experiment}) serves none of the chapters {', '.join(chapters)}")
+        kinds = {shapes[i] for i in ids}
+        if len(kinds) != 1:
+            raise ValueError(f"stack {s.stack} ({s.experiment}) mixes shapes {sorted(kinds)}")
+        groups.setdefault((home, kinds.pop()), []).append(s)
+    return [GpuWork(paper, chapter, f"{len(g)} stacks, {int(sum(s.models for s in g))} models of hidden {shape[0]} "
+                                    f"(runtime.csv)",
+                    sum(s.train_seconds for s in g) / 60, "GPU-minutes", card, shape)
+            for (chapter, shape), g in sorted(groups.items(), key=lambda kv: (list(chapters).index(kv[0][0]),
+                                                                               kv[0][1]))]
+
+
+def _card(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3, NVIDIA H200' -> 'H100, H200'."""
+    return re.sub(r"NVIDIA\s+(\w+)(\s+\d+GB\s+\w+)?", r"\1", name).strip()
+
+
+def record_work(folder: Path, paper: str) -> list[GpuWork]:
+    """The training lines of a paper's run records (``run_record_<chapter>.json``: "N GPU-minutes ..." or "N
+    worker-minutes ..."), one piece of work per line; the card is the record's ``training devices``."""
+    out = []
+    for path in sorted(folder.glob("run_record_*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        for key, value in record.items():
+            m = _MINUTES.match(str(value))
+            if m:
+                out.append(GpuWork(paper, record.get("chapter", path.stem.removeprefix("run_record_")),
+                                   f"{key} (run record)", float(m.group(1)), f"{m.group(2)}-minutes",
+                                   _card(record.get("training devices", "")), None))
+    return out
+
+
+def training_work(path: Path, paper: str, chapter: str, what: str, shape: tuple | None = None) -> GpuWork:
+    """One training record: ``*training.json`` (``seconds``, ``device``) or a pilot's ``pilot.json``
+    (``train_seconds`` + ``eval_seconds``, ``device``, ``config.model``: its shape, the vocabulary not recorded)."""
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    if "seconds" in rec:
+        seconds = float(rec["seconds"])
+    elif "train_seconds" in rec:
+        seconds = float(rec["train_seconds"]) + float(rec.get("eval_seconds") or 0)
+    else:
+        raise ValueError(f"{path}: no 'seconds' nor 'train_seconds': not a training record")
+    config = rec.get("config")
+    if isinstance(config, str):
+        import ast
+        config = ast.literal_eval(config)
+    if shape is None and isinstance(config, dict) and isinstance(config.get("model"), dict):
+        shape = (int(config["model"]["hidden"]), int(config["model"]["layers"]), None)
+    name = f"{what} {rec['experiment']}" if rec.get("experiment") else what
+    return GpuWork(paper, chapter, f"{name} ({path.parent.name}/{path.name})", seconds / 60, "GPU-minutes",
+                   _card(str(rec.get("device", ""))), shape)
+
+
+def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None = None,
+                       grid_shapes: dict[str, tuple] | None = None, lab_shape: tuple | None = None) -> list[GpuWork]:
+    """Every piece of GPU work the published results record, paper by paper: Dufter & Schütze's grid stacks
+    (``dufter2020/runtime.csv``, by chapter and shape), the multilingual lab's mini-mBERT (``multilingual/
+    mini_mbert_training.json``, which Wu & Dredze's chapters fine-tune), Liu et al.'s pilots (``liu2020/*/pilot.json``)
+    and any training record under ``liu2020/``, and K et al.'s run records' lines. By default the grid's chapters and
+    shapes come from Dufter & Schütze's experiments file and the lab's shape from the mini-mBERT defaults."""
+    if grid_chapters is None or grid_shapes is None:
+        from xlrepro.papers.dufter2020 import TRAINS
+        from xlrepro.papers.dufter2020.config import load_chapter
+        ch = load_chapter()
+        # the tables each chapter shows, in book order; Table 10 is the knn_replace chapter's
+        shows = {name: [table] + (["table10"] if name == "knn_replace" else []) for name, table in TRAINS.items()}
+        if grid_chapters is None:
+            grid_chapters = {name: {i for t in tables for i in ch.tables[t]} for name, tables in shows.items()}
+        if grid_shapes is None:
+            grid_shapes = {i: (ch.size(e).hidden, ch.size(e).layers, None) for i, e in ch.experiments.items()}
+    if lab_shape is None:
+        from xlrepro.training.mini_mbert import DEFAULT_SIZE
+        lab_shape = (DEFAULT_SIZE.hidden, DEFAULT_SIZE.layers, None)
+    work: list[GpuWork] = []
+    runtime = results / "dufter2020" / "runtime.csv"
+    if runtime.exists():
+        cards = {json.loads(p.read_text(encoding="utf-8")).get("training devices", "")
+                 for p in (results / "dufter2020").glob("run_record_*.json")} - {"", "none recorded"}
+        work += grid_work(pd.read_csv(runtime, dtype={"experiment": str}), grid_chapters, grid_shapes,
+                          _card(", ".join(sorted(cards))) or "unrecorded")
+    lab = results / "multilingual" / "mini_mbert_training.json"
+    if lab.exists():
+        vocab = json.loads(lab.read_text(encoding="utf-8")).get("vocab_size")
+        work.append(training_work(lab, "wu2019", "multilingual lab", "mini-mBERT pre-training",
+                                  (*lab_shape[:2], vocab)))
+    liu = results / "liu2020"
+    for path in sorted(liu.glob("**/pilot.json")) + sorted(liu.glob("**/*training.json")):
+        what = "pilot" if path.name == "pilot.json" else "training"
+        work.append(training_work(path, "liu2020", "pilot" if what == "pilot" else "GPU run", what))
+    work += record_work(results / "k2020", "k2020")
+    return work
+
+
+def gpu_cost(results: Path, bench: Path) -> pd.DataFrame:
+    """The cost table of the published runs (`gpu_cost_table`) from ``<results>`` (book/results) and the bench
+    records in ``<bench>`` (bench.csv, hf_best/bench.csv: the ratios)."""
+    timed = pd.read_csv(bench / "bench.csv") if (bench / "bench.csv").exists() else pd.DataFrame()
+    best = pd.read_csv(bench / "hf_best" / "bench.csv") if (bench / "hf_best" / "bench.csv").exists() else pd.DataFrame()
+    return gpu_cost_table(published_gpu_work(results), hf_best_ratios(best, timed), timed)

@@ -136,6 +136,27 @@ def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds
     return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder)
 
 
+class ChapterSetup(NamedTuple):
+    """What a chapter's setup cell binds: ``run, ch, labels = chapter_setup(...)``."""
+    run: ChapterRun
+    chapter: Chapter
+    labels: dict[str, str]  # model ID -> its description, the label of tables and figures
+
+
+def chapter_setup(profile: str = "lab", seeds=None, large_seeds=None, epochs=None, max_sentences=None,
+                  results: str | Path | None = None, batch_size=None, publish: bool = False) -> ChapterSetup:
+    """The setup cell of every chapter that selects a run, from its parameters cell: `chapter_run` (the parameters
+    checked, the run and results folders located), the chapter's configuration and each model ID's label; prints
+    where the run and its results are and the seeds."""
+    from xlrepro.runrecord import shown
+    run = chapter_run("dufter2020", profile, seeds, large_seeds, epochs, max_sentences, results, batch_size,
+                      publish=publish)
+    ch = run.chapter
+    print("run folder:", shown(run.root), "| results:", shown(run.results), "| seeds:", run.seeds,
+          "| BERT-base seeds:", run.large_seeds)
+    return ChapterSetup(run, ch, {e: ch.experiment(e).description for e in ch.experiments})
+
+
 def load_results(root: Path, members) -> pd.DataFrame:
     """Final metrics of the given models (`grid_members`) of a run folder, long format (the results contract)."""
     rows = []
