@@ -107,7 +107,7 @@ def choose_engine(engine: str | None, *, seeds=None, levers=None, compiled=None)
 # 3==3, stride 401408==573440" = 128 rows x 56 x widths 56 and 80, 56 most likely the hidden sizes 51-53 padded). It
 # hit the single-head stacks (L16H1, L24H1, L36H1) in two runs, the second with comprehensive padding already off:
 # shape padding goes off too (with both off, all seven Table 7 shapes then trained compiled without a failure:
-# `scripts/device_compile_check.sh`, the engineering appendix). Aligned sizes are never padded, so this costs them
+# the compile check of the engineering appendix). Aligned sizes are never padded, so this costs them
 # nothing. Should a compiled step still fail, the stack goes on eagerly (`_guarded_body`) and records it
 # (`fallbacks`). These are options of each compiled stack's own `torch.compile`, never Inductor's global settings.
 NO_PADDING = {"comprehensive_padding": False, "shape_padding": False}

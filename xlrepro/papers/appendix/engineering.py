@@ -4,7 +4,7 @@ Each section of the notebook (``notebooks/dufter2020/engineering.ipynb``) reads 
 lines and reading built here; the notebook holds the prose, the calls and the display. A function takes the
 record's folder or frame (so that a test can hand it a made-up one) and returns a table, a list of lines to print,
 or a reading in Markdown whose numbers come from the record. Nothing here trains or times anything: the probes ran
-on GPUs (`xlrepro bench`, ``scripts/*_probe.py``, ``scripts/device_*.sh``) and wrote the records.
+on GPUs (`xlrepro bench`, the probes in ``xlrepro/probes/``, ``xlrepro train``) and wrote the records.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _cells(values, pattern: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ step time (xlrepro bench)
-BENCH_PENDING = ("Pending the GPU run: `bash scripts/device_bench.sh` on one GPU writes bench.csv with the rows above "
+BENCH_PENDING = ("Pending the GPU run: `xlrepro bench` on one GPU writes bench.csv with the rows above "
                  "(Hugging Face fp32, bf16, bf16 + torch.compile and ours, each case in one process). The earlier "
                  "benchmark compared against float32 only and is not shown.")
 
@@ -154,7 +154,7 @@ def kernel_table(prof: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_profile(folder: Path) -> StepProfile:
-    """Reads ``<folder>/profile.csv`` (`xlrepro bench --profile`), ``base_probe.json`` (`scripts/base_probe.py`) and
+    """Reads ``<folder>/profile.csv`` (`xlrepro bench --profile`), ``base_probe.json`` (`python -m xlrepro.probes.base`) and
     the autotuning runs ``../autotune/bench-*.csv``."""
     from xlrepro.bench import CASES, ENGINES, PEAK_BF16, model_flops
 
@@ -388,7 +388,7 @@ def grid_arithmetic(floor: pd.DataFrame, folder: Path, matmul_share: float) -> G
         f"five BERT-base models, as the grid trains them, steps at {compiled:.1f} ms per model-step "
         f"({tflops:.0f} TFLOP/s, {tflops * 1e12 / PEAK_BF16['H200']:.1%} MFU), so the base models alone take "
         f"{hours:.1f} hours on one GPU. The same stack at 256 rows of 24 pieces with PyTorch's dropout "
-        f"(`scripts/base_probe.py --length 24`) steps at {shape_rows['stack5']['ms_per_model_step']:.1f} ms per "
+        f"(`python -m xlrepro.probes.base --length 24`) steps at {shape_rows['stack5']['ms_per_model_step']:.1f} ms per "
         f"model-step: the grid's changing widths cost little. Once compiled, the models' own random draws cost "
         f"nothing measurable either: {ms[('base x5', 'bf16+compile+nonoise')]:.1f} ms with PyTorch's generator, "
         f"{ms[('base x5', 'bf16+compile+hash64')]:.1f} ms with the int64 hash; Inductor fuses the hash into the "

@@ -25,7 +25,7 @@ Fine-tuning follows the paper's recipe (3 epochs, batch 32, lr 2e-5; or a rate c
 (the same verse keys in every language). Weights stay on the training machine; only metrics come back.
 
 CLI: ``python -m xlrepro.papers.dufter2020.real_languages [--prepare] [--shard I/N] [--device D] [--time-limit S]
-[--smoke]``; ``scripts/device_dufter_rest.sh`` runs one shard per GPU.
+[--smoke]``; ``xlrepro train dufter2020 --part table3`` runs it.
 """
 from __future__ import annotations
 
