@@ -21,7 +21,7 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "paper"
 
 def test_xnli_keeps_quotes_that_open_a_field_and_maps_the_labels():
     test = read_xnli(FIX / "xnli" / "xnli.test.tsv")
-    assert len(test) == 18 and test["language"].value_counts().to_dict() == {"de": 6, "en": 6, "fr": 6}
+    assert len(test) == 24 and test["language"].value_counts().to_dict() == {"de": 6, "en": 6, "es": 6, "fr": 6}
     en = test[test["language"] == "en"].reset_index(drop=True)
     assert en.loc[1, "first"] == '"No," he said to the offer.'  # a csv reader with quoting would eat the quotes
     assert en.loc[1, "gold_label"] == "contradiction" and en.loc[1, "label"] == 2
@@ -258,7 +258,7 @@ def test_a_url_resource_is_downloaded_and_unpacked(monkeypatch, tmp_path):
     monkeypatch.setitem(RESOURCES, "xnli", local)
     lines = P.prepare_resources([local])
     folder = tmp_path / "cache" / "paper" / "xnli" / "XNLI-1.0"
-    assert lines == [f"xnli: downloaded into {folder}"] and len(read_xnli(folder / "xnli.test.tsv")) == 18
+    assert lines == [f"xnli: downloaded into {folder}"] and len(read_xnli(folder / "xnli.test.tsv")) == 24
     assert P.prepare_resources([local]) == [f"xnli: present at {folder}"]  # a second run downloads nothing
 
 

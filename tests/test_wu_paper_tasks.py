@@ -99,3 +99,68 @@ def test_pos_resources_missing_name_the_files(monkeypatch, tmp_path):
         resolve_pos_paths(FIX / "tiny_bert", FIX / "ud", languages=["bg"])
     with pytest.raises(ConfigError, match="valid choices: en, bg"):
         resolve_pos_paths(FIX / "tiny_bert", FIX / "ud", languages=["zh"])
+
+
+# --- §6: language identification per layer on Wikipedia ------------------------------------------------------------
+
+def test_language_id_writes_one_accuracy_per_layer_and_seed(paper_env):
+    from xlrepro.papers.wu2019.language_id import language_id, resolve_wiki_paths
+
+    paths = resolve_wiki_paths()
+    assert paths.languages == ("de", "en", "fr")  # the language folders of the Wikipedia folder
+    folder = language_id(paths, train_per_language=2, test_per_language=2, seeds=[0, 1])
+    assert sorted(p.name for p in folder.iterdir()) == ["language_id.csv", "profile.json"]
+    probe = pd.read_csv(folder / "language_id.csv")
+    assert probe[["layer", "seed"]].values.tolist() == [[0, 0], [1, 0], [2, 0], [0, 1], [1, 1], [2, 1]]
+    assert set(probe["experiment"]) == {"language-id"} and set(probe["metric"]) == {"accuracy"}
+    # 6 test paragraphs (2 a language): every accuracy is a multiple of 1/6
+    assert np.allclose(probe["value"] * 6, np.round(probe["value"] * 6))
+    assert json.loads((folder / "profile.json").read_text())["language_id"] == "tests/fixtures/paper/wiki"
+
+
+def test_language_id_samples_disjoint_paragraphs(paper_env):
+    from xlrepro.papers.wu2019.language_id import LanguageIdLab, paragraphs, resolve_wiki_paths
+
+    every = ["Anarchism is a political philosophy and movement.", "It is sceptical of authority.",
+             "Humans lived in societies without formal hierarchies.", "Autism is a neurodevelopmental disorder."]
+    assert paragraphs(FIX / "wiki" / "en", 10) == every  # body lines in file order, titles dropped
+    assert paragraphs(FIX / "wiki" / "en", 2) == every[:2]
+    lab = LanguageIdLab(resolve_wiki_paths(languages=["en", "de"]))
+    train, test = lab.sample("en", "train", 3), lab.sample("en", "test", 1)
+    assert sorted(train + test) == sorted(every)  # a shuffle of the 4, no paragraph in both
+    assert lab.sample("en", "train", 3) == train  # the same sample again
+    with pytest.raises(ConfigError, match="gives 4 paragraphs .* 3 train \\+ 2 test"):
+        lab.sample("en", "test", 2)
+    with pytest.raises(ConfigError, match="valid choices: en, de"):
+        lab.sample("fr", "train", 1)
+
+
+def test_wiki_paths_errors(monkeypatch, tmp_path):
+    from xlrepro.papers.wu2019.language_id import resolve_wiki_paths
+
+    monkeypatch.delenv("XLREPRO_WIKI_DIR", raising=False)
+    monkeypatch.setenv("XLREPRO_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="XLREPRO_WIKI_DIR unset"):
+        resolve_wiki_paths()
+    with pytest.raises(ConfigError, match="at least two languages"):
+        resolve_wiki_paths(FIX / "tiny_bert", FIX / "wiki", languages=["en"])
+
+
+# --- the chapters under -p profile paper (a kernel each: about half a minute) --------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter, artifact, extra", [
+    ("q2_layers", "frozen.csv", ["-p", "max_train_pairs", "4", "-p", "epochs", "1", "-p", "languages", "['de']"]),
+    ("q3_language_id", "language_id.csv", ["-p", "train_per_language", "2", "-p", "test_per_language", "2"]),
+    ("q4_subword_overlap", "overlap.csv", ["-p", "max_train_pairs", "4", "-p", "epochs", "1", "-p", "languages",
+                                           "['de', 'es', 'fr']"]),  # a correlation needs 3 target languages
+])
+def test_chapter_runs_in_the_paper_profile(paper_env, capsys, chapter, artifact, extra):
+    from xlrepro.cli import main
+    from xlrepro.papers.wu2019.constants import results_profile
+
+    assert main(["run", f"wu2019/{chapter}", "-p", "profile", "paper", "-p", "seeds", "[0]", *extra]) == 0
+    executed = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "Paper profile." in executed.read_text()
+    results = executed.parent / "results"  # `xlrepro run`'s exploratory folder, never book/
+    assert (results / artifact).is_file() and results_profile(results) == "paper"

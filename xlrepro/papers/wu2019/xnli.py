@@ -132,10 +132,13 @@ class XnliLab:
         self.pending_runs: list = []  # XNLI has no per-language training data: no in-language runs await
 
     # --- what the chapter shows about the run -------------------------------------------------------------------
+    left_out = ""  # what a chapter's paper path leaves out of the paper's figure (`constants.PAPER_LEFT_OUT`)
+
     def notice(self) -> str:
         return (f"**Paper profile.** Encoder `{_shown(self.paths.encoder)}`, fine-tuned on English MultiNLI "
                 f"(`{self.paths.multinli.name}`), tested zero-shot on XNLI 1.0 (`{_shown(self.paths.xnli)}`): the "
-                f"paper's Table 3 on its own data. The verse-pair section task and mini-mBERT are not used.")
+                f"paper's XNLI experiments on its own data. The verse-pair section task and mini-mBERT are not used."
+                + (f" {self.left_out}" if self.left_out else ""))
 
     def run_notes(self) -> dict:
         return {"source": "paper profile: trained in this execution, or read from its fine-tuning cache",
