@@ -119,7 +119,7 @@ def test_muse_targets_of_one_source_form_one_gold_set():
 
 def test_wikiextractor_documents_without_their_title_line():
     docs = list(read_wikiextractor(FIX / "wiki" / "en"))  # a folder: every file under it
-    assert [(d.id, d.title) for d in docs] == [("12", "Anarchism"), ("25", "Autism")]
+    assert [(d.id, d.title) for d in docs] == [("12", "Anarchism"), ("25", "Autism"), ("40", "House cat")]
     assert docs[0].url == "https://en.wikipedia.org/wiki?curid=12"
     assert docs[0].text == ("Anarchism is a political philosophy and movement.\nIt is sceptical of authority.\n"
                             "Humans lived in societies without formal hierarchies.")

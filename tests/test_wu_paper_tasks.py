@@ -122,15 +122,17 @@ def test_language_id_samples_disjoint_paragraphs(paper_env):
     from xlrepro.papers.wu2019.language_id import LanguageIdLab, paragraphs, resolve_wiki_paths
 
     every = ["Anarchism is a political philosophy and movement.", "It is sceptical of authority.",
-             "Humans lived in societies without formal hierarchies.", "Autism is a neurodevelopmental disorder."]
-    assert paragraphs(FIX / "wiki" / "en", 10) == every  # body lines in file order, titles dropped
+             "Humans lived in societies without formal hierarchies.", "Autism is a neurodevelopmental disorder.",
+             "The cat is a domestic animal.", "The cat sleeps in the house.",
+             "The house is old and the cat drinks water."]
+    assert paragraphs(FIX / "wiki" / "en", 10) == every  # body lines in file order (wiki_00, wiki_01), no titles
     assert paragraphs(FIX / "wiki" / "en", 2) == every[:2]
     lab = LanguageIdLab(resolve_wiki_paths(languages=["en", "de"]))
-    train, test = lab.sample("en", "train", 3), lab.sample("en", "test", 1)
-    assert sorted(train + test) == sorted(every)  # a shuffle of the 4, no paragraph in both
-    assert lab.sample("en", "train", 3) == train  # the same sample again
-    with pytest.raises(ConfigError, match="gives 4 paragraphs .* 3 train \\+ 2 test"):
-        lab.sample("en", "test", 2)
+    train, test = lab.sample("en", "train", 5), lab.sample("en", "test", 2)
+    assert sorted(train + test) == sorted(every)  # a shuffle of the 7, no paragraph in both
+    assert lab.sample("en", "train", 5) == train  # the same sample again
+    with pytest.raises(ConfigError, match="gives 7 paragraphs .* 5 train \\+ 3 test"):
+        lab.sample("en", "test", 3)
     with pytest.raises(ConfigError, match="valid choices: en, de"):
         lab.sample("fr", "train", 1)
 
