@@ -15,7 +15,7 @@ that Wu & Dredze's Table 3 writes in the paper profile (`xlrepro.papers.wu2019.x
 ``zero_shot_accuracy`` rows, as in the lab's ``table4.csv``.
 
 Resources: the encoder ($XLREPRO_MBERT, else the hub id) and XNLI 1.0's ``xnli.dev.tsv`` ($XLREPRO_XNLI_DIR), about
-18 MB with the test set (`xlrepro prepare --profile paper --only dufter2020/knn_replace`).
+18 MB with the test set (`xlrepro prepare --profile paper --only dufter2020/paper_table4.mbert_table4`).
 
     folder = mbert_table4(resolve_table4_paths(), accuracies="runs/wu2019/paper/<encoder>/results/zero_shot.csv")
 """
@@ -54,8 +54,8 @@ def resolve_table4_paths(encoder: str | os.PathLike | None = None, xnli: str | o
     if folder is None or not (folder / "xnli.dev.tsv").is_file():
         where = "$XLREPRO_XNLI_DIR unset, not prepared" if folder is None else f"not in {folder}"
         raise ConfigError(f"Table 4 on mBERT needs XNLI 1.0's xnli.dev.tsv ({where}): set XLREPRO_XNLI_DIR to its "
-                          f"folder, or run `xlrepro prepare --profile paper --only dufter2020/knn_replace` on a "
-                          f"machine with a network")
+                          f"folder, or run `xlrepro prepare --profile paper --only dufter2020/paper_table4.mbert_table4` "
+                          f"on a machine with a network")
     if encoder is None:
         found = locate("mbert")
         encoder = str(found) if found is not None else MBERT
