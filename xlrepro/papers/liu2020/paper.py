@@ -233,7 +233,7 @@ def mean_difference_shift(paths: LiuPaths, *, source: str = "en", layers=None, a
     of `paths` (or from each into English when `source` is a target), for every layer of `layers` (default: all,
     1-based: the output of that encoder layer) and alpha of `alphas`. The means R come from the first
     `mean_paragraphs` paragraphs of each language, the shifted inputs are the `shifted_paragraphs` source paragraphs
-    after them. Writes ``mds.csv`` (long rows: experiment "mBERT/mds", seed -1, direction "src-tgt", layer, alpha,
+    after them (fewer where the text runs out; none raises a ConfigError). Writes ``mds.csv`` (long rows: experiment "mBERT/mds", seed -1, direction "src-tgt", layer, alpha,
     metric "convert_rate", value) and returns
     the results folder."""
     _positive("mean_paragraphs", mean_paragraphs)
