@@ -21,7 +21,7 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "paper"
 
 def test_xnli_keeps_quotes_that_open_a_field_and_maps_the_labels():
     test = read_xnli(FIX / "xnli" / "xnli.test.tsv")
-    assert len(test) == 18 and test["language"].value_counts().to_dict() == {"de": 6, "en": 6, "fr": 6}
+    assert len(test) == 24 and test["language"].value_counts().to_dict() == {"de": 6, "en": 6, "es": 6, "fr": 6}
     en = test[test["language"] == "en"].reset_index(drop=True)
     assert en.loc[1, "first"] == '"No," he said to the offer.'  # a csv reader with quoting would eat the quotes
     assert en.loc[1, "gold_label"] == "contradiction" and en.loc[1, "label"] == 2
@@ -119,7 +119,7 @@ def test_muse_targets_of_one_source_form_one_gold_set():
 
 def test_wikiextractor_documents_without_their_title_line():
     docs = list(read_wikiextractor(FIX / "wiki" / "en"))  # a folder: every file under it
-    assert [(d.id, d.title) for d in docs] == [("12", "Anarchism"), ("25", "Autism")]
+    assert [(d.id, d.title) for d in docs] == [("12", "Anarchism"), ("25", "Autism"), ("40", "House cat")]
     assert docs[0].url == "https://en.wikipedia.org/wiki?curid=12"
     assert docs[0].text == ("Anarchism is a political philosophy and movement.\nIt is sceptical of authority.\n"
                             "Humans lived in societies without formal hierarchies.")
@@ -192,7 +192,26 @@ def test_chapters_declare_their_resources():
     from xlrepro.papers import papers
     for paper in papers().values():
         for chapter, names in paper.resources.items():
-            assert chapter in paper.chapters and set(names) <= every, chapter
+            assert (chapter in paper.chapters or chapter.startswith(f"{paper.name}/")) and set(names) <= every, chapter
+    # the paper paths run as package functions are keys '<paper>/<module>.<function>'
+    assert resources_for(["wu2019/pos.table5"]) == ["mbert", "ud"]
+    assert resources_for(["liu2020/paper.mean_difference_shift"]) == ["mbert", "wikipedia"]
+    assert resources_for(["liu2020/paper.word_retrieval_by_layer"]) == ["mbert", "muse", "wikipedia"]
+
+
+def test_a_resources_key_is_a_chapter_or_a_package_function():
+    from xlrepro.config import ConfigError
+    from xlrepro.papers import Paper
+
+    Paper("x2020", "X", ("x2020/one",), resources={"x2020/one": ("pbc",), "x2020/mod.run": ("ud",)})
+    for key in ("x2020/two", "y2020/mod.run"):
+        with pytest.raises(ConfigError, match=f"resources key '{key}' is neither a chapter nor a package function"):
+            Paper("x2020", "X", ("x2020/one",), resources={key: ("pbc",)})
+
+
+def test_prepare_only_accepts_a_package_function(capsys):
+    assert main(["prepare", "--profile", "paper", "--only", "wu2019/pos.table5", "--dry-run"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[:2]] == ["mbert", "ud"]
 
 
 def test_locate_reads_the_variable(monkeypatch):
@@ -242,7 +261,7 @@ def test_prepare_arguments_are_checked(capsys):
     assert main(["prepare", "--only", "wu2019/q1_zero_shot"]) == 2
     assert "apply to --profile paper" in capsys.readouterr().err
     assert main(["prepare", "--profile", "paper", "--only", "wu2019/q9", "--dry-run"]) == 2
-    assert "valid choices: dufter2020, wu2019" in capsys.readouterr().err
+    assert "valid choices: dufter2020, multilingual, wu2019, k2020, liu2020" in capsys.readouterr().err
 
 
 def test_a_url_resource_is_downloaded_and_unpacked(monkeypatch, tmp_path):
@@ -258,7 +277,7 @@ def test_a_url_resource_is_downloaded_and_unpacked(monkeypatch, tmp_path):
     monkeypatch.setitem(RESOURCES, "xnli", local)
     lines = P.prepare_resources([local])
     folder = tmp_path / "cache" / "paper" / "xnli" / "XNLI-1.0"
-    assert lines == [f"xnli: downloaded into {folder}"] and len(read_xnli(folder / "xnli.test.tsv")) == 18
+    assert lines == [f"xnli: downloaded into {folder}"] and len(read_xnli(folder / "xnli.test.tsv")) == 24
     assert P.prepare_resources([local]) == [f"xnli: present at {folder}"]  # a second run downloads nothing
 
 

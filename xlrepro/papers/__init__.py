@@ -55,7 +55,9 @@ class Paper:
     resources: dict[str, tuple[str, ...]] = field(
         default_factory=dict,
         metadata={"help": "chapter -> the names of `xlrepro.resources.RESOURCES` its paper profile needs (`xlrepro "
-                          "prepare --profile paper` gets them); a chapter left out needs none"})
+                          "prepare --profile paper` gets them); a chapter left out needs none. A paper path run as "
+                          "a package function, outside any chapter, is a key '<paper>/<module>.<function>', "
+                          "which `xlrepro prepare --only` accepts as it does a chapter"})
     order: int = field(default=100, metadata={"help": "position in the book"})
     claims_frames: Callable[[str, object], dict] | None = field(
         default=None, metadata={"help": "(chapter, results folder) -> the frames that chapter's claims read, by "
@@ -64,6 +66,10 @@ class Paper:
 
     def __post_init__(self):
         choose("kind", self.kind, KINDS)
+        for key in self.resources:
+            if key not in self.chapters and not (key.startswith(f"{self.name}/") and "." in key.split("/", 1)[1]):
+                raise ConfigError(f"entry {self.name}: resources key {key!r} is neither a chapter nor a package "
+                                  f"function '{self.name}/<module>.<function>'")
         if (self.add_train_arguments is None) != (self.prepare_train is None):
             raise ConfigError(f"entry {self.name}: add_train_arguments and prepare_train go together (both or "
                               f"neither)")

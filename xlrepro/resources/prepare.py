@@ -113,8 +113,9 @@ def prepare_resources(plan: list[Resource]) -> list[str]:
 
 
 def prepare_command(profile: str, only: str | None = None, dry_run: bool = False) -> list[str] | None:
-    """The paper-profile step of `xlrepro prepare`: the chapters chosen by `only` (a chapter '<paper>/<notebook>' or
-    a paper's name; default every chapter), their resources listed (`dry_run`: with sizes, and None returned) or
+    """The paper-profile step of `xlrepro prepare`: the chapters chosen by `only` (a chapter '<paper>/<notebook>', a
+    package function's key '<paper>/<module>.<function>' of `Paper.resources`, or a paper's name; default every
+    chapter and function), their resources listed (`dry_run`: with sizes, and None returned) or
     made present (`prepare_resources`). Returns the names of the papers whose own `prepare` should run next.
     `only` and `dry_run` apply to the paper profile only (ConfigError otherwise)."""
     from ..config import check_profile, choose
@@ -124,7 +125,8 @@ def prepare_command(profile: str, only: str | None = None, dry_run: bool = False
     if profile != "paper":
         raise ConfigError(f"--only and --dry-run apply to --profile paper (the lab profile downloads nothing); "
                           f"got --profile {profile}")
-    every = {c: p.name for p in papers().values() for c in p.chapters}
+    # the chapters, then the paper paths run as package functions ('<paper>/<module>.<function>' keys of resources)
+    every = {c: p.name for p in papers().values() for c in (*p.chapters, *p.resources)}
     if only is None:
         chapters = list(every)
     elif only in papers():

@@ -251,7 +251,8 @@ PAPER = Paper(
     check_chapter=check_chapter,
     prepare=prepare,
     # every chapter but engineering (benchmarks) trains on the two English PBC editions in the paper profile
-    resources={f"{NAME}/{n}": ("pbc",) for n in ("setup", "architecture", "comparability", "training_dynamics",
-                                                 "knn_replace")},
+    resources={**{f"{NAME}/{n}": ("pbc",) for n in ("setup", "architecture", "comparability", "training_dynamics",
+                                                    "knn_replace")},
+               f"{NAME}/paper_table4.mbert_table4": ("mbert", "xnli")},  # Table 4 with mBERT's similarities
     order=10,
 )

@@ -100,6 +100,7 @@ PAPER = Paper(
     # BERTs and static embeddings trained on Wikipedia, word retrieval against MUSE; L Table 4 fine-tunes mBERT on
     # MultiNLI and tests it on XNLI
     resources={**{f"{NAME}/{c}": ("wikipedia", "muse") for c in CHAPTERS},
+               **{f"{NAME}/paper.{f}": ("mbert", "wikipedia", *m) for f, m in (("word_retrieval_by_layer", ("muse",)), ("mean_difference_shift", ()))},  # noqa: E501
                f"{NAME}/language_information": ("mbert", "multinli", "xnli", "wikipedia", "muse")},
     order=40,
 )

@@ -74,9 +74,13 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     from xlrepro.paths import runs_dir
 
     if parameters.get("profile", "lab") == "paper":
-        if chapter.endswith("/q1_zero_shot") and parameters.get("max_train_pairs") is None:
-            return "fine-tuning mBERT on MultiNLI's 393k pairs (3 learning rates, then each seed) for Table 3"
-        return None  # a shrunk run, or a chapter that `check_chapter` stops
+        if parameters.get("max_train_pairs") is None:
+            if chapter.endswith(("/q1_zero_shot", "/q4_subword_overlap")):
+                return "fine-tuning mBERT on MultiNLI's 393k pairs (3 learning rates, then each seed) for Table 3"
+            if chapter.endswith("/q2_layers"):
+                return ("fine-tuning mBERT on MultiNLI's 393k pairs with frozen layers (the 3 learning rates, then "
+                        "5 frozen depths and the feature-based variant for each seed) for Figure 1")
+        return None  # a shrunk run, or Q3 (features of the frozen encoder, no training)
     if parameters.get("model", "lab") != "lab":
         return None
     from .transfer import load_plan, mini_mbert_for
@@ -103,7 +107,8 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
 
 def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
     """Before a kernel starts, under -p profile paper: a chapter without a paper path stops with the line that
-    says what is missing; Q1 stops where its resources (mBERT, MultiNLI, XNLI) cannot be found."""
+    says what is missing; Q1, Q2 and Q4 stop where MultiNLI or XNLI cannot be found, Q3 where the Wikipedia text
+    cannot (the encoder is checked when it loads: a hub id may be in the hub cache)."""
     if parameters.get("profile", "lab") != "paper":
         return
     from .constants import PAPER_MISSING
@@ -112,9 +117,14 @@ def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
     if name in PAPER_MISSING:
         from xlrepro.config import ConfigError
         raise ConfigError(PAPER_MISSING[name])
+    if name == "q3_language_id":
+        from .language_id import resolve_wiki_paths
+
+        resolve_wiki_paths(languages=parameters.get("languages"))
+        return
     from .xnli import resolve_paths
 
-    resolve_paths()  # the data files; the encoder is checked when it loads (a hub id may be in the hub cache)
+    resolve_paths()
 
 
 def claims_frames(chapter: str, folder) -> dict:
@@ -136,12 +146,14 @@ PAPER = Paper(
                ("train", NAME, "--part", "zero-shot", "--task", "paraphrase")),
     pending_training=pending_training,
     check_chapter=check_chapter,
-    # the paper profile: mBERT, MultiNLI and XNLI for Table 3 (q1_zero_shot, `xnli.py`); Q2 and Q4 span the paper's
-    # five tasks (Tables 2-6: MLDoc, XNLI, NER, POS, parsing); Q3 probes mBERT on Wikipedia text
-    resources={f"{NAME}/q1_zero_shot": ("mbert", "multinli", "xnli"),
-               **{f"{NAME}/{n}": ("mbert", "multinli", "xnli", "conll2002", "conll2003", "mldoc", "ud")
-                  for n in ("q2_layers", "q4_subword_overlap")},
-               f"{NAME}/q3_language_id": ("mbert", "wikipedia")},
+    # the paper profile: mBERT, MultiNLI and XNLI for Table 3 (q1_zero_shot, `xnli.py`), Figure 1's XNLI panel
+    # (q2_layers, `XnliLab.frozen`) and the overlap against XNLI transfer (q4); Q3 probes mBERT on Wikipedia text
+    # (`language_id.py`); Tables 4 and 5 run as package functions (`ner.table4`, `pos.table5`)
+    resources={**{f"{NAME}/{n}": ("mbert", "multinli", "xnli")
+                  for n in ("q1_zero_shot", "q2_layers", "q4_subword_overlap")},
+               f"{NAME}/q3_language_id": ("mbert", "wikipedia"),
+               f"{NAME}/ner.table4": ("mbert", "conll2002", "conll2003"),
+               f"{NAME}/pos.table5": ("mbert", "ud")},
     order=20,
     claims_frames=claims_frames,
 )

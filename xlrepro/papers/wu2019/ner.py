@@ -70,6 +70,30 @@ def resolve_ner_paths(encoder: str | os.PathLike | None = None, conll: str | os.
     return NerPaths(os.fspath(encoder), folder)
 
 
+def encode_tagged(tokenizer, sentences, tags, max_length: int, unseen: int = 0) -> tuple[EncodedTokens, list[int]]:
+    """Token-classification inputs of pre-split sentences: per sentence, the ids of ``[CLS] pieces [SEP]`` cut at
+    `max_length` (a fast Hugging Face tokenizer, `is_split_into_words`) and a label per piece: the id of the word's
+    tag in `tags` at each word's first piece, IGNORE at the other pieces and the specials (a tag not in `tags` gets
+    id `unseen`). Also the number of words each sequence kept (all but those cut off by `max_length`).
+
+    sentences: (words, tags) pairs, as `NerLab.sentences` gives them; the NER and POS paths share this."""
+    index = {t: i for i, t in enumerate(tags)}
+    ids, labels, kept = [], [], []
+    for tokens, word_tags in sentences:
+        enc = tokenizer(list(tokens), is_split_into_words=True, truncation=True, max_length=max_length)
+        words = enc.word_ids()
+        lab = np.full(len(words), IGNORE, np.int64)  # [L]
+        seen = set()
+        for pos, w in enumerate(words):
+            if w is not None and w not in seen:
+                seen.add(w)
+                lab[pos] = index.get(word_tags[w], unseen)
+        ids.append(np.asarray(enc["input_ids"], np.int64))
+        labels.append(lab)
+        kept.append(len(seen))
+    return EncodedTokens(ids, labels), kept
+
+
 class NerLab:
     """mBERT, CoNLL English for training and selection, the other CoNLL test sets for zero-shot testing.
 
@@ -119,22 +143,8 @@ class NerLab:
     def encode(self, file: str, max_length: int) -> tuple[EncodedTokens, list[int]]:
         """Word pieces of each sentence ([CLS] ... [SEP], cut at `max_length`) with the tag id at each word's first
         piece (IGNORE elsewhere; a tag unseen in training counts as "O" for the input, never for scoring), and the
-        number of words each sequence kept."""
-        index = {t: i for i, t in enumerate(self.tags)}
-        ids, labels, kept = [], [], []
-        for tokens, tags in self.sentences(file):
-            enc = self.tokenizer(list(tokens), is_split_into_words=True, truncation=True, max_length=max_length)
-            words = enc.word_ids()
-            lab = np.full(len(words), IGNORE, np.int64)
-            seen = set()
-            for pos, w in enumerate(words):
-                if w is not None and w not in seen:
-                    seen.add(w)
-                    lab[pos] = index.get(tags[w], 0)
-            ids.append(np.asarray(enc["input_ids"], np.int64))
-            labels.append(lab)
-            kept.append(len(seen))
-        return EncodedTokens(ids, labels), kept
+        number of words each sequence kept (`encode_tagged`)."""
+        return encode_tagged(self.tokenizer, self.sentences(file), self.tags, max_length)
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def config(self, lr: float, seed: int) -> FinetuneConfig:

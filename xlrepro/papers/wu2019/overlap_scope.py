@@ -25,7 +25,8 @@ def shared_script_languages(overlap: pd.DataFrame, min_type_overlap: float = MIN
 def overlap_correlations(overlap: pd.DataFrame, zero_shot: pd.DataFrame, min_type_overlap: float = MIN_TYPE_OVERLAP,
                          source: str = "en") -> pd.DataFrame:
     """Pearson r and p of p_type and p_token with the seed-mean zero-shot accuracy, over every target language
-    ("pooled") and over those above `min_type_overlap` ("within script"). Columns: overlap, scope, languages, r, p."""
+    ("pooled") and over those above `min_type_overlap` ("within script"). Columns: overlap, scope, languages, r, p;
+    r and p are NaN in a scope of fewer than 3 languages (a run restricted to a few)."""
     acc = zero_shot[(zero_shot["experiment"] == "zero-shot") & (zero_shot["metric"] == "accuracy")]
     acc = acc.groupby("language")["value"].mean().drop(source, errors="ignore")
     within = shared_script_languages(overlap, min_type_overlap, source)
@@ -34,8 +35,10 @@ def overlap_correlations(overlap: pd.DataFrame, zero_shot: pd.DataFrame, min_typ
         o = overlap[overlap["metric"] == metric].groupby("language")["value"].mean()
         for scope, langs in (("pooled", [l for l in acc.index if l in o.index]),
                              (f"within script (p_type > {min_type_overlap:g}%)", [l for l in within if l in acc.index])):
-            if len(langs) < 3:
-                raise ValueError(f"{scope}: only {len(langs)} languages; a correlation needs 3")
+            if len(langs) < 3:  # e.g. a run restricted to a few languages: no correlation, said by NaN
+                rows.append({"overlap": metric, "scope": scope, "languages": len(langs), "r": float("nan"),
+                             "p": float("nan")})
+                continue
             r, p = stats.pearsonr(o[langs], acc[langs])
             rows.append({"overlap": metric, "scope": scope, "languages": len(langs), "r": float(r), "p": float(p)})
     return pd.DataFrame(rows)

@@ -292,13 +292,16 @@ def run_part(part: str, lab: TransferLab, languages=None, shard: tuple[int, int]
 def paper_chapter_lab(chapter: str | None, *, model: str = "lab", languages=None, max_train_pairs=None,
                       max_test_pairs=None, epochs=None, results=None, device=None, publish: bool = False,
                       source: str = "auto", task: str = DEFAULT_PAIR_TASK):
-    """`chapter_lab` under profile="paper": the Q1 chapter's `xnli.XnliLab` (Table 3 on MultiNLI and XNLI with the
-    released mBERT) and its results folder: `results`, else book/results/wu2019/paper when publishing, else the run
-    folder's results/ (runs/wu2019/paper/...), never the lab's. The other chapters have no paper path yet: a
-    one-line ConfigError names what is missing (`constants.PAPER_MISSING`)."""
+    """`chapter_lab` under profile="paper", with the released mBERT: Q1 (Table 3), Q2 (Figure 1's XNLI panel) and
+    Q4 (sub-word overlap against XNLI transfer) get an `xnli.XnliLab` (MultiNLI and XNLI), Q3 a
+    `language_id.LanguageIdLab` (Wikipedia paragraphs; `languages` picks among its language folders). The results
+    folder: `results`, else book/results/wu2019/paper when publishing, else the run folder's results/
+    (runs/wu2019/paper/...), never the lab's. What a chapter's paper path leaves out of the paper's figure
+    (`constants.PAPER_LEFT_OUT`) is said in the lab's notice; a chapter without a paper path stops with a one-line
+    ConfigError naming what is missing (`constants.PAPER_MISSING`)."""
     from xlrepro.results import results_dir
 
-    from .constants import PAPER_MISSING
+    from .constants import PAPER_LEFT_OUT, PAPER_MISSING
     from .xnli import XnliLab, mark_results, resolve_paths
 
     if chapter in PAPER_MISSING:
@@ -311,12 +314,21 @@ def paper_chapter_lab(chapter: str | None, *, model: str = "lab", languages=None
                           "trains: use source='train' or 'auto'")
     if task != DEFAULT_PAIR_TASK:
         raise ConfigError(f"task={task!r} is a lab stand-in; the paper profile's task is XNLI")
-    lab = XnliLab(resolve_paths(), languages=languages, max_train_pairs=max_train_pairs,
-                  max_test_pairs=max_test_pairs, epochs=epochs, device=device)
-    print("source: train (the paper profile: mBERT, MultiNLI and XNLI)")
+    if chapter == "q3_language_id":
+        from .language_id import LanguageIdLab, resolve_wiki_paths
+
+        lab = LanguageIdLab(resolve_wiki_paths(languages=languages), device=device)
+        print("source: features (the paper profile: mBERT, frozen, on Wikipedia paragraphs)")
+        data = {"language_id": str(lab.paths.wiki)}
+    else:
+        lab = XnliLab(resolve_paths(), languages=languages, max_train_pairs=max_train_pairs,
+                      max_test_pairs=max_test_pairs, epochs=epochs, device=device)
+        print("source: train (the paper profile: mBERT, MultiNLI and XNLI)")
+        data = {"xnli_train": str(lab.paths.multinli), "xnli_test": str(lab.paths.xnli)}
+    lab.left_out = PAPER_LEFT_OUT.get(chapter, "")
     folder = Path(results) if results else results_dir("wu2019") / "paper" if publish else lab.root / "results"
     folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
+    mark_results(folder, lab.paths.encoder, **data)
     return lab, folder
 
 
@@ -332,8 +344,8 @@ def chapter_lab(profile: str = "lab", model: str = "lab", languages=None, max_tr
     `chapter`, `seeds` and `probe` (Q3's probe sizes) are needed to decide it; the choice is printed.
     task: the pair task (`xlrepro.tasks.pairs.PAIR_TASKS`); only the default has published results, so another task
     always trains (or reads its own fine-tuning cache).
-    profile: "lab" (the stand-ins above) or "paper" (`paper_chapter_lab`: Q1 on MultiNLI and XNLI with mBERT; the
-    other chapters stop with a ConfigError naming what their paper path lacks)."""
+    profile: "lab" (the stand-ins above) or "paper" (`paper_chapter_lab`: the released mBERT on MultiNLI and XNLI
+    for Q1, Q2 and Q4, on Wikipedia paragraphs for Q3)."""
     from xlrepro.config import check_profile
     from xlrepro.results import results_dir
 

@@ -15,8 +15,12 @@ unchanged under ``-p profile paper``. The fine-tuning mechanics are the lab's (`
 ``runs/wu2019/paper/<encoder>[-limits]/finetune/``, beside the lab's ``runs/wu2019/<model>/``, and keyed by a hash of
 everything that sets its numbers (recipe, encoder, data files, limits).
 
-    lab = XnliLab(resolve_paths(), languages=["de", "fr"], max_train_pairs=2000, seeds=[0])
-    table3 = lab.zero_shot()                    # long rows: experiment, seed, language, metric, value
+    lab = XnliLab(resolve_paths(), languages=["de", "fr"], max_train_pairs=2000)
+    table3 = lab.zero_shot([0])                 # long rows: experiment, seed, language, metric, value
+    figure1 = lab.frozen([0])                   # Figure 1's XNLI panel: "all", "freeze-n", "feature-based" rows
+
+`figure1` runs the frozen-layers experiment (the embeddings and the bottom n layers frozen, n in the paper's
+-1 [nothing frozen], 0, 3, 6, 9) end to end and writes ``frozen.csv``, the file of the Q2 chapter.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ from .plan import TransferPlan, load_plan
 
 TRAIN_FILE = "multinli_1.0_train.jsonl"
 RESULTS = "zero_shot.csv"  # the file name the Q1 chapter writes, in the paper profile's own folder
+FROZEN = "frozen.csv"  # the file name the Q2 chapter writes
 
 
 @dataclass(frozen=True)
@@ -127,10 +132,13 @@ class XnliLab:
         self.pending_runs: list = []  # XNLI has no per-language training data: no in-language runs await
 
     # --- what the chapter shows about the run -------------------------------------------------------------------
+    left_out = ""  # what a chapter's paper path leaves out of the paper's figure (`constants.PAPER_LEFT_OUT`)
+
     def notice(self) -> str:
         return (f"**Paper profile.** Encoder `{_shown(self.paths.encoder)}`, fine-tuned on English MultiNLI "
                 f"(`{self.paths.multinli.name}`), tested zero-shot on XNLI 1.0 (`{_shown(self.paths.xnli)}`): the "
-                f"paper's Table 3 on its own data. The verse-pair section task and mini-mBERT are not used.")
+                f"paper's XNLI experiments on its own data. The verse-pair section task and mini-mBERT are not used."
+                + (f" {self.left_out}" if self.left_out else ""))
 
     def run_notes(self) -> dict:
         return {"source": "paper profile: trained in this execution, or read from its fine-tuning cache",
@@ -181,11 +189,13 @@ class XnliLab:
                              for lang in self.languages])
 
     # --- runs -----------------------------------------------------------------------------------------------------
-    def config(self, lr: float, seed: int) -> FinetuneConfig:
+    def config(self, lr: float, seed: int, **kw) -> FinetuneConfig:
+        """The plan's recipe at this learning rate and seed; `kw` sets any other field of FinetuneConfig (e.g.
+        ``freeze=3`` or ``feature_based=True``)."""
         recipe = dict(self.plan.recipe)
         if self.epochs is not None:
             recipe["epochs"] = self.epochs
-        return FinetuneConfig(**{**recipe, "lr": float(lr), "seed": int(seed)})
+        return FinetuneConfig(**{**recipe, **kw, "lr": float(lr), "seed": int(seed)})
 
     def run_config(self, config: FinetuneConfig) -> dict:
         """Everything that sets a run's numbers; its hash names the run's file."""
@@ -242,6 +252,38 @@ class XnliLab:
                      for lang in self.languages for metric, value in result["test"][lang].items()]
         return pd.DataFrame(rows)
 
+    def freeze_levels(self) -> list[int]:
+        """The frozen depths of Figure 1: the paper's 0, 3, 6 and 9 of mBERT's 12 layers, the same fractions of
+        another encoder's depth (`experiments.yaml`, ``freeze_fractions``); 0 freezes the embeddings only."""
+        return self.plan.freeze_levels(self.depth)
+
+    def frozen(self, seeds=None, levels=None, feature_based: bool = True) -> pd.DataFrame:
+        """Figure 1's XNLI panel: fine-tune on English MultiNLI at the selected learning rate with the embeddings
+        and the bottom n layers frozen, test on XNLI in every language. Long rows as `zero_shot`'s, the experiment
+        named by the run's mode: "all" (the paper's n = -1, nothing frozen: Table 3's runs), "freeze-n", and
+        "feature-based" (the whole encoder frozen, a learned mix of every hidden state and a classifier, trained at
+        the plan's ``feature_lr``; the paper's BiLSTM on top is left out, as in the lab).
+
+        levels: the n to run, -1 for fine-tune-all (default: -1 and `freeze_levels()`, the paper's -1, 0, 3, 6, 9
+        on mBERT); each in -1..depth."""
+        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
+        if levels is None:
+            levels = [-1, *self.freeze_levels()]
+        for n in levels:
+            if not isinstance(n, int) or isinstance(n, bool) or not -1 <= n <= self.depth:
+                raise ConfigError(f"a frozen depth is -1 (fine-tune all) or 0..{self.depth} (the encoder's layers); "
+                                  f"got {n!r}")
+        lr = self.selected_lr()
+        configs = [self.config(lr, s, freeze=None if n == -1 else n) for s in seeds for n in dict.fromkeys(levels)]
+        if feature_based:
+            configs += [self.config(self.plan.feature_lr, s, feature_based=True) for s in seeds]
+        rows = []
+        for config in configs:
+            result = self.run(config)
+            rows += [{"experiment": config.mode, "seed": config.seed, "language": lang, "metric": metric,
+                      "value": value} for lang in self.languages for metric, value in result["test"][lang].items()]
+        return pd.DataFrame(rows)
+
     def in_language(self, languages=None, train_missing=None) -> pd.DataFrame:
         """XNLI 1.0 has no training data in the other languages (their Table 3 shows zero-shot only): no rows."""
         return pd.DataFrame(columns=["experiment", "seed", "language", "metric", "value"])
@@ -280,4 +322,20 @@ def table3(paths: XnliPaths, *, languages=None, seeds=None, max_train_pairs=None
     with atomic.atomic_path(folder / "selection.csv") as tmp:  # lr, dev_accuracy (not a long results frame)
         lab.selection().to_csv(tmp, index=False)
     lab.save(pd.concat([lab.zero_shot(seeds), lab.majority_baseline()], ignore_index=True), folder / RESULTS)
+    return folder
+
+
+def figure1(paths: XnliPaths, *, levels=None, feature_based: bool = True, languages=None, seeds=None,
+            max_train_pairs=None, max_test_pairs=None, epochs=None, device=None, root=None, results=None) -> Path:
+    """Run Figure 1's XNLI panel end to end: ``selection.csv`` and ``frozen.csv`` (long rows of `XnliLab.frozen`)
+    into `results` (default: the run folder's ``results/``, shared with Table 3, whose fine-tune-all runs it reuses).
+    Returns the results folder."""
+    lab = XnliLab(paths, languages=languages, max_train_pairs=max_train_pairs, max_test_pairs=max_test_pairs,
+                  epochs=epochs, device=device, root=root)
+    folder = Path(results) if results is not None else lab.root / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
+    with atomic.atomic_path(folder / "selection.csv") as tmp:
+        lab.selection().to_csv(tmp, index=False)
+    lab.save(lab.frozen(seeds, levels, feature_based), folder / FROZEN)
     return folder

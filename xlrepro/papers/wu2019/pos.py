@@ -1,0 +1,212 @@
+"""Wu & Dredze's Table 5 (POS tagging) on the paper's own data (the paper profile): the released mBERT fine-tuned
+to tag English Universal Dependencies with universal parts of speech (UPOS), selected on the English dev set, and
+tested zero-shot on the test sets of the paper's 15 languages; accuracy over words.
+
+Resources: the encoder ($XLREPRO_MBERT, else the hub id) and an unpacked Universal Dependencies release
+($XLREPRO_UD_DIR; `xlrepro prepare --profile paper --dry-run` says where to get v2.2). One treebank a language
+(`TREEBANKS`, the largest of each language in v2.2, the release the registry names); its files keep their
+distributed names, ``<folder>/<stem>-ud-<split>.conllu``. Multi-word tokens and empty nodes are left out
+(`xlrepro.resources.read_conllu`): the words tagged are UD's syntactic words, as in the paper's tagger.
+
+The labels are the 17 UPOS tags of UD v2 (`UPOS`), fixed in advance, so that a tag absent from the English
+training set still has an id. The mechanics are the NER path's (`ner.encode_tagged`: a tag at each word's first
+piece; `xlrepro.training.token_finetune`); a word cut off by the encoder's length limit counts as wrong. Runs are
+cached as JSON under ``runs/wu2019/paper/<encoder>[-limits]/pos/``, beside Tables 3 and 4.
+
+    folder = table5(resolve_pos_paths(languages=["de", "es"]), seeds=[0])   # pos.csv, pos_selection.csv
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from xlrepro import atomic
+from xlrepro.config import ConfigError, check_seeds, choose
+from xlrepro.models import device_name
+from xlrepro.paths import runs_dir
+from xlrepro.resources import MBERT, load_encoder, locate, read_conllu
+from xlrepro.runkeys import run_key
+from xlrepro.training.finetune import FinetuneConfig
+from xlrepro.training.token_finetune import finetune_tokens, predict_tokens
+
+from .ner import encode_tagged
+from .plan import TransferPlan, load_plan
+
+#: language -> the treebank of UD v2.2 (folder/file stem): English first, then the paper's Table 5 languages
+TREEBANKS = {
+    "en": "UD_English-EWT/en_ewt", "bg": "UD_Bulgarian-BTB/bg_btb", "da": "UD_Danish-DDT/da_ddt",
+    "de": "UD_German-GSD/de_gsd", "es": "UD_Spanish-GSD/es_gsd", "fa": "UD_Persian-Seraji/fa_seraji",
+    "hu": "UD_Hungarian-Szeged/hu_szeged", "it": "UD_Italian-ISDT/it_isdt", "nl": "UD_Dutch-Alpino/nl_alpino",
+    "pl": "UD_Polish-LFG/pl_lfg", "pt": "UD_Portuguese-Bosque/pt_bosque", "ro": "UD_Romanian-RRT/ro_rrt",
+    "sk": "UD_Slovak-SNK/sk_snk", "sl": "UD_Slovenian-SSJ/sl_ssj", "sv": "UD_Swedish-Talbanken/sv_talbanken",
+}
+#: the universal part-of-speech tags of UD v2, the classifier's labels in this order
+UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
+        "SCONJ", "SYM", "VERB", "X")
+SPLITS = ("train", "dev", "test")
+RESULTS = "pos.csv"
+
+
+@dataclass(frozen=True)
+class PosPaths:
+    encoder: str  # a hub id or a folder written by save_pretrained
+    ud: Path  # the folder of the unpacked UD release (its UD_<Language>-<Treebank>/ folders)
+
+
+def treebank_file(ud: Path, lang: str, split: str) -> Path:
+    """``<ud>/UD_<Language>-<Treebank>/<stem>-ud-<split>.conllu`` of a language of `TREEBANKS`."""
+    choose("UD split", split, SPLITS)
+    return Path(ud) / f"{TREEBANKS[choose('POS language', lang, TREEBANKS)]}-ud-{split}.conllu"
+
+
+def resolve_pos_paths(encoder: str | os.PathLike | None = None, ud: str | os.PathLike | None = None,
+                      languages=None) -> PosPaths:
+    """The resources of Table 5: the arguments where given, else $XLREPRO_MBERT (or the hub id) and the UD folder
+    ($XLREPRO_UD_DIR, then the prepared cache). English train and dev and the test file of each of `languages`
+    (default: every language of `TREEBANKS`) must be there, else a one-line ConfigError names them."""
+    languages = [choose("POS language", lang, TREEBANKS) for lang in (languages or TREEBANKS)]
+    folder = Path(ud) if ud is not None else locate("ud")
+    needed = [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in dict.fromkeys(["en", *languages])]
+    missing = [f"{TREEBANKS[lang]}-ud-{split}.conllu" for lang, split in needed
+               if folder is None or not treebank_file(folder, lang, split).is_file()]
+    if missing:
+        where = "XLREPRO_UD_DIR unset or not prepared" if folder is None else f"not in {folder}"
+        raise ConfigError(f"the paper profile's Table 5 (POS) needs the UD files {', '.join(missing)} ({where}): "
+                          f"unpack UD v2.2 as `xlrepro prepare --profile paper --dry-run` describes (ud) and set "
+                          f"XLREPRO_UD_DIR to its folder")
+    if encoder is None:
+        found = locate("mbert")
+        encoder = str(found) if found is not None else MBERT
+    return PosPaths(os.fspath(encoder), folder)
+
+
+class PosLab:
+    """mBERT, English UD for training (train) and selection (dev), each language's UD test set for zero-shot
+    testing. languages: among `TREEBANKS` (default all; English always in). max_train_sentences /
+    max_test_sentences: the first sentences (a smoke run; in the run folder's name). epochs: the recipe's unless
+    given."""
+
+    tags = UPOS
+
+    def __init__(self, paths: PosPaths, plan: TransferPlan | None = None, *, languages=None,
+                 max_train_sentences: int | None = None, max_test_sentences: int | None = None,
+                 epochs: int | None = None, device=None, root: Path | None = None, progress: bool = False):
+        self.plan = plan or load_plan()
+        for name, value in (("max_train_sentences", max_train_sentences),
+                            ("max_test_sentences", max_test_sentences), ("epochs", epochs)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be None or a positive integer; got {value!r}")
+        self.languages = [choose("POS language", lang, TREEBANKS) for lang in (languages or TREEBANKS)]
+        if "en" not in self.languages:
+            self.languages.insert(0, "en")
+        self.paths = paths
+        self.max_train, self.max_test, self.epochs = max_train_sentences, max_test_sentences, epochs
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.encoder, self.tokenizer = load_encoder(paths.encoder)
+        self.pad_id = self.tokenizer.pad_token_id or 0
+        shrunk = (max_train_sentences, max_test_sentences, epochs) != (None, None, None)
+        name = Path(paths.encoder).name + (f"-tr{max_train_sentences}-te{max_test_sentences}-e{epochs}"
+                                           if shrunk else "")
+        self.root = Path(root or runs_dir() / "wu2019" / "paper" / name)
+        self.progress = progress
+        self._sentences: dict = {}
+
+    def sentences(self, lang: str, split: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """(words, UPOS tags) of a language's treebank split, limited for a smoke run (train: max_train_sentences;
+        dev and test: max_test_sentences)."""
+        if (lang, split) not in self._sentences:
+            sents = read_conllu(treebank_file(self.paths.ud, lang, split))
+            limit = self.max_train if split == "train" else self.max_test
+            self._sentences[(lang, split)] = [(s.forms, s.upos) for s in sents[:limit]]
+        return self._sentences[(lang, split)]
+
+    def config(self, lr: float, seed: int) -> FinetuneConfig:
+        recipe = dict(self.plan.recipe)
+        if self.epochs is not None:
+            recipe["epochs"] = self.epochs
+        return FinetuneConfig(**{**recipe, "lr": float(lr), "seed": int(seed)})
+
+    def run_config(self, config: FinetuneConfig) -> dict:
+        """Everything that sets a run's numbers; its hash names the run's file."""
+        files = {}
+        for lang, split in [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in self.languages]:
+            path = treebank_file(self.paths.ud, lang, split)
+            files[path.name] = path.stat().st_size
+        return {"finetune": config.to_json(), "task": "pos", "encoder": self.paths.encoder,
+                "encoder_config": self.encoder.config.to_dict(), "files": files, "tags": list(self.tags),
+                "max_train_sentences": self.max_train, "max_test_sentences": self.max_test}
+
+    def accuracy(self, model, lang: str, split: str) -> float:
+        """Share of the words of a treebank split whose predicted tag is the gold one; a word cut off by the
+        encoder's length limit counts as wrong."""
+        data, kept = encode_tagged(self.tokenizer, self.sentences(lang, split), self.tags,
+                                   self.encoder.config.max_position_embeddings)
+        pred = predict_tokens(model, data, self.device, self.pad_id)
+        index = {t: i for i, t in enumerate(self.tags)}
+        right = total = 0
+        for p, (_, gold), k in zip(pred, self.sentences(lang, split), kept):
+            right += int((np.asarray(p[:k]) == np.asarray([index.get(t, -1) for t in gold[:k]])).sum())
+            total += len(gold)
+        if total == 0:
+            raise ConfigError(f"{treebank_file(self.paths.ud, lang, split)} has no words")
+        return right / total
+
+    def run(self, config: FinetuneConfig) -> dict:
+        """Fine-tune on English train; accuracy on English dev and on each language's test set; cached."""
+        key = run_key(self.run_config(config))
+        path = self.root / "pos" / "en" / f"lr{config.lr:g}-seed{config.seed}-{key}.json"
+        with atomic.locked(path):
+            if path.exists():
+                result = json.loads(path.read_text())
+                if set(self.languages) <= set(result["test"]):
+                    return result
+            train, _ = encode_tagged(self.tokenizer, self.sentences("en", "train"), self.tags, config.max_length)
+            model, history = finetune_tokens(config, self.encoder, train, len(self.tags), pad_id=self.pad_id,
+                                             device=self.device, progress=self.progress)
+            result = {"config": config.to_json(), "dev_accuracy": self.accuracy(model, "en", "dev"),
+                      "test": {lang: {"accuracy": self.accuracy(model, lang, "test")} for lang in self.languages},
+                      "history": history, "device": device_name(self.device), "run_config": self.run_config(config)}
+            atomic.write_json(path, result)
+            return result
+
+    def selection(self) -> pd.DataFrame:
+        """English dev accuracy of each learning rate of the paper's grid, seed 0."""
+        return pd.DataFrame([{"lr": lr, "dev_accuracy": self.run(self.config(lr, 0))["dev_accuracy"]}
+                             for lr in self.plan.paper["lr_grid"]])
+
+    def zero_shot(self, seeds=None) -> pd.DataFrame:
+        """Table 5: long rows (experiment "zero-shot", seed, language, metric "accuracy", value)."""
+        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
+        sel = self.selection()
+        lr = float(sel.loc[sel["dev_accuracy"].idxmax(), "lr"])
+        rows = []
+        for seed in seeds:
+            result = self.run(self.config(lr, seed))
+            rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": "accuracy",
+                      "value": result["test"][lang]["accuracy"]} for lang in self.languages]
+        return pd.DataFrame(rows)
+
+
+def table5(paths: PosPaths, *, languages=None, seeds=None, max_train_sentences=None, max_test_sentences=None,
+           epochs=None, device=None, root=None, results=None) -> Path:
+    """Run Table 5 end to end: ``pos_selection.csv`` (lr, dev_accuracy) and ``pos.csv`` (long rows) into `results`
+    (default: the run folder's ``results/``). Returns the results folder."""
+    from xlrepro.results import write_csv
+
+    from .xnli import mark_results
+
+    lab = PosLab(paths, languages=languages, max_train_sentences=max_train_sentences,
+                 max_test_sentences=max_test_sentences, epochs=epochs, device=device, root=root)
+    folder = Path(results) if results is not None else lab.root / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_results(folder, lab.paths.encoder, pos=str(lab.paths.ud))
+    with atomic.atomic_path(folder / "pos_selection.csv") as tmp:
+        lab.selection().to_csv(tmp, index=False)
+    write_csv(lab.zero_shot(seeds), folder / RESULTS)
+    return folder
