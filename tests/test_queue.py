@@ -111,3 +111,24 @@ def test_two_cpu_ranks_under_torchrun_run_every_job_once_and_a_second_launch_ski
     _torchrun(tmp_path, 8)  # a second launch: all done already
     assert (tmp_path / "runs.log").read_text().split()[::2] == names
     assert json.loads((tmp_path / "states_1.json").read_text()) == {str(i): SKIPPED for i in range(8)}
+
+
+@pytest.mark.slow  # ~50 s on 2 cores: two ranks import torch and train, then the same plan in this process
+def test_a_tiny_grid_on_two_cpu_ranks_gives_the_numbers_of_one_process(tmp_path, lab):
+    """Dufter & Schütze's models 0 and 3 dealt as for two GPUs (two stacks of one): each rank takes one stack from
+    the queue; every model's metrics equal those of the same plan run in one process."""
+    from tests.queue_grid_ranks import TINY
+    from xlrepro.papers.dufter2020.config import load_chapter
+    from xlrepro.papers.dufter2020.grid import grid_members, member_dir, run_grid
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "tests.queue_grid_ranks", str(tmp_path / "ranks")]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.stdout.count("] done: 1 model (") == 2, out.stdout  # one stack a rank
+    assert run_grid("dufter2020", ["0", "3"], [0], root=tmp_path / "one", device="cpu", gpus=2, progress=False,
+                    **TINY)
+    for m in grid_members(load_chapter("dufter2020"), ["0", "3"], [0], **TINY):
+        ranks, one = (json.loads((member_dir(tmp_path / f, m) / "metrics.json").read_text()) for f in ("ranks", "one"))
+        assert ranks["metrics"] == one["metrics"] and ranks["steps"] == one["steps"] == 12, m.key

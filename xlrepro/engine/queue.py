@@ -88,9 +88,8 @@ def local_slot() -> tuple[int, int]:
 def rank_device() -> str:
     """This rank's device: GPU (local rank modulo the machine's GPUs, so several ranks may share one), else "cpu"."""
     import torch
-    if not torch.cuda.is_available():
-        return "cpu"
-    return f"cuda:{local_slot()[0] % torch.cuda.device_count()}"
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return f"cuda:{local_slot()[0] % n}" if n else "cpu"
 
 
 def default_store() -> dist.Store:
