@@ -132,3 +132,9 @@ def test_a_tiny_grid_on_two_cpu_ranks_gives_the_numbers_of_one_process(tmp_path,
     for m in grid_members(load_chapter("dufter2020"), ["0", "3"], [0], **TINY):
         ranks, one = (json.loads((member_dir(tmp_path / f, m) / "metrics.json").read_text()) for f in ("ranks", "one"))
         assert ranks["metrics"] == one["metrics"] and ranks["steps"] == one["steps"] == 12, m.key
+
+
+def test_a_rank_past_its_time_limit_starts_nothing():
+    ran = []
+    states = run_queue([Job({"n": 0})], lambda spec, left: ran.append(spec) or True, time_limit=1e-9)
+    assert ran == [] and states == {0: NOT_STARTED}

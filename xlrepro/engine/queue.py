@@ -104,8 +104,8 @@ def default_store() -> dist.Store:
 def run_queue(jobs: Sequence[Job] | None, run: Callable[[dict, float | None], bool | None], *,
               done: Callable[[dict], bool] = lambda spec: False, name: str = "jobs", time_limit: float | None = None,
               lanes: Sequence[str] | None = None, store: dist.Store | None = None, rank: int | None = None,
-              world: int | None = None, poll: float = 1.0, describe: Callable[[dict], str] | None = None
-              ) -> dict[int, str]:
+              world: int | None = None, poll: float = 1.0, describe: Callable[[dict], str] | None = None,
+              local: bool = False) -> dict[int, str]:
     """Run the queue's jobs on this rank until none is left, or the time limit; returns every job's state (DONE,
     SKIPPED, PAUSED, LEFT, NOT_STARTED) by index, the same on every rank: the call returns once every rank is done.
 
@@ -114,11 +114,15 @@ def run_queue(jobs: Sequence[Job] | None, run: Callable[[dict, float | None], bo
     name: the queue's name in the store (one call per name and launch). time_limit: seconds from this call's start;
     no job starts after it, and the running one gets what is left. lanes: the lanes this rank takes from.
     store, rank, world: torchrun's by default (`default_store`, `queue_world`); a test may pass its own.
+    local: run every job in this process, whatever torchrun says (under data parallelism every rank runs the whole
+    list in step, each on its share of every batch).
     """
     if time_limit is not None and time_limit <= 0:
         raise ValueError(f"time_limit must be a positive number of seconds or None; got {time_limit}")
     t0 = time.time()
-    env_rank, env_world = queue_world()
+    env_rank, env_world = (0, 1) if local else queue_world()
+    if local:
+        store = dist.HashStore()
     rank, world = env_rank if rank is None else rank, env_world if world is None else world
     if not 0 <= rank < world:
         raise ValueError(f"rank {rank} outside a world of {world}")
@@ -129,7 +133,8 @@ def run_queue(jobs: Sequence[Job] | None, run: Callable[[dict, float | None], bo
         for i, job in enumerate(jobs):
             bad = [a for a in job.after if not 0 <= a < len(jobs) or a == i]
             if bad:
-                raise ValueError(f"job {i} reads job(s) {bad}, which are not other jobs of the list (0..{len(jobs) - 1})")
+                raise ValueError(f"job {i} reads job(s) {bad}, which are not other jobs of the list "
+                                 f"(0..{len(jobs) - 1})")
         store.set("jobs", json.dumps([j.to_json() for j in jobs]))
     else:
         store.wait(["jobs"], WAIT)

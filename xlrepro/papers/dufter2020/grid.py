@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.distributed import HashStore
 from torch.func import stack_module_state
 
 from xlrepro import atomic
@@ -565,8 +564,8 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
                         linear=linear).run(left, progress and (ranks == 1 or data_parallel))
 
     jobs = [Job({"members": [[m.exp.id, m.seed] for m in s]}) for s in stacks]
-    if data_parallel:  # one job list, run by every rank in step (each its own in-process queue)
-        states = run_queue(jobs, train_stack, name="grid", time_limit=time_limit, store=HashStore(), rank=0, world=1)
+    if data_parallel:  # one job list, run by every rank in step
+        states = run_queue(jobs, train_stack, name="grid", time_limit=time_limit, local=True)
     else:
         states = run_queue(jobs if rank == 0 else None, train_stack, name="grid", time_limit=time_limit,
                            done=lambda spec: all(is_done(root, by_key[f"{e}/{s}"]) for e, s in spec["members"]),
