@@ -228,4 +228,13 @@ def launch(argv: Sequence[str], nproc: int, module: str = "xlrepro.cli", threads
     threads = threads or max(1, (os.cpu_count() or 1) // nproc)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
            "-m", module, *argv]
-    return subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": str(threads)}).returncode
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    try:
+        return proc.wait()
+    except BaseException:  # Ctrl-C, SIGTERM (a deadline): torchrun passes SIGTERM on to its ranks, which clean up
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
