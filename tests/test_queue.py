@@ -43,8 +43,8 @@ def test_a_job_left_for_a_later_call_lets_the_rank_go_on():
 
 def test_a_job_that_reads_another_waits_for_it_and_is_given_up_when_it_did_not_finish():
     ran = []
-    jobs = [Job({"n": "eval a"}, "eval", after=(2,)), Job({"n": "eval b"}, "eval", after=(3,)),
-            Job({"n": "train a"}, "train"), Job({"n": "train b"}, "train")]
+    jobs = [Job({"n": "train a"}, "train"), Job({"n": "train b"}, "train"),
+            Job({"n": "eval a"}, "eval", after=(0,)), Job({"n": "eval b"}, "eval", after=(1,))]
 
     def run(spec, left):
         ran.append(spec["n"])
@@ -59,6 +59,8 @@ def test_a_job_that_reads_another_waits_for_it_and_is_given_up_when_it_did_not_f
 def test_bad_plans_and_lanes_are_named():
     with pytest.raises(ValueError, match=r"job 0 reads job\(s\) \[5\]"):
         run_queue([Job({}, after=(5,))], lambda spec, left: True)
+    with pytest.raises(ValueError, match=r"job 0 reads job\(s\) \[1\]: a job reads only jobs before it"):
+        run_queue([Job({}, after=(1,)), Job({})], lambda spec, left: True)
     with pytest.raises(ValueError, match="unknown lane"):
         run_queue([Job({}, "train")], lambda spec, left: True, lanes=["eval"], name="other")
     with pytest.raises(ValueError, match="time_limit must be a positive number"):

@@ -57,8 +57,8 @@ WAIT = timedelta(days=7)  # how long a rank waits for rank 0's plan (rank 0 may 
 @dataclass(frozen=True)
 class Job:
     """One job of the queue. spec: the recipe's description (JSON-serialisable), handed to its function.
-    lane: ranks take jobs only from their lanes. after: indices (in the job list) of jobs whose results this one
-    reads; it runs once they are done or skipped."""
+    lane: ranks take jobs only from their lanes. after: indices of jobs before this one in the list whose results
+    it reads; it runs once they are done or skipped."""
     spec: dict
     lane: str = "work"
     after: tuple[int, ...] = ()
@@ -131,10 +131,10 @@ def run_queue(jobs: Sequence[Job] | None, run: Callable[[dict, float | None], bo
         if jobs is None:
             raise ValueError("rank 0 needs the job list (the plan)")
         for i, job in enumerate(jobs):
-            bad = [a for a in job.after if not 0 <= a < len(jobs) or a == i]
+            bad = [a for a in job.after if not 0 <= a < i]
             if bad:
-                raise ValueError(f"job {i} reads job(s) {bad}, which are not other jobs of the list "
-                                 f"(0..{len(jobs) - 1})")
+                raise ValueError(f"job {i} reads job(s) {bad}: a job reads only jobs before it in the list "
+                                 f"(0..{i - 1}; so no two wait for each other)")
         store.set("jobs", json.dumps([j.to_json() for j in jobs]))
     else:
         store.wait(["jobs"], WAIT)
