@@ -123,7 +123,8 @@ def _prepare_part(a: argparse.Namespace):
     from xlrepro.devices import check_long_run, default_device
 
     grid_only = [o for o, v in (("--ids", a.ids), ("--seeds", a.seeds), ("--large-seeds", a.large_seeds),
-                                ("--epochs", a.epochs), ("--max-stack", a.max_stack or None)) if v is not None]
+                                ("--epochs", a.epochs), ("--max-stack", a.max_stack or None),
+                                ("--data-parallel", getattr(a, "data_parallel", False) or None)) if v is not None]
     if grid_only:
         raise ConfigError(f"{', '.join(grid_only)} applies to --part grid only; got --part {a.part}")
     if a.time_limit is not None and a.time_limit <= 0:
