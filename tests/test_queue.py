@@ -140,3 +140,13 @@ def test_a_rank_past_its_time_limit_starts_nothing():
     ran = []
     states = run_queue([Job({"n": 0})], lambda spec, left: ran.append(spec) or True, time_limit=1e-9)
     assert ran == [] and states == {0: NOT_STARTED}
+
+
+def test_the_time_limit_counts_from_the_launching_command(monkeypatch):
+    """torchrun's ranks start seconds after the command that launched them: their time limit counts from its start."""
+    seen = []
+    monkeypatch.setenv("XLREPRO_LAUNCHED_AT", repr(time.time() - 50))
+    run_queue([Job({})], lambda spec, left: seen.append(left) or True, time_limit=60)
+    assert 9 < seen[0] <= 10
+    monkeypatch.setenv("XLREPRO_LAUNCHED_AT", repr(time.time() - 70))  # past the limit already: nothing starts
+    assert run_queue([Job({})], lambda spec, left: pytest.fail("it ran"), time_limit=60) == {0: NOT_STARTED}

@@ -52,6 +52,7 @@ NOT_STARTED = "not started"  # no rank took it before the time limit (or its ran
 FINISHED = (DONE, SKIPPED)
 
 WAIT = timedelta(days=7)  # how long a rank waits for rank 0's plan (rank 0 may prepare data first)
+LAUNCHED_AT = "XLREPRO_LAUNCHED_AT"  # set by `launch`: when the command that started torchrun began (time.time())
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,12 @@ def rank_device() -> str:
     return f"cuda:{local_slot()[0] % n}" if n else "cpu"
 
 
+def launched_at() -> float:
+    """When this call's time limit starts: the launching command's start where `launch` started torchrun (so the
+    ranks' start-up counts against it, as the command's caller expects), else now."""
+    return min(time.time(), float(os.environ.get(LAUNCHED_AT, "inf")))
+
+
 def default_store() -> dist.Store:
     """The store that torchrun's rendezvous opened for this job (the launcher's, or rank 0's); an in-memory one for
     a single process."""
@@ -105,21 +112,22 @@ def run_queue(jobs: Sequence[Job] | None, run: Callable[[dict, float | None], bo
               done: Callable[[dict], bool] = lambda spec: False, name: str = "jobs", time_limit: float | None = None,
               lanes: Sequence[str] | None = None, store: dist.Store | None = None, rank: int | None = None,
               world: int | None = None, poll: float = 1.0, describe: Callable[[dict], str] | None = None,
-              local: bool = False) -> dict[int, str]:
+              local: bool = False, started: float | None = None) -> dict[int, str]:
     """Run the queue's jobs on this rank until none is left, or the time limit; returns every job's state (DONE,
     SKIPPED, PAUSED, LEFT, NOT_STARTED) by index, the same on every rank: the call returns once every rank is done.
 
     jobs: the plan (read on rank 0 only; the other ranks may pass None). run(spec, seconds_left): the recipe's
     function (see the module's docstring). done(spec): whether a job's results exist (it is then skipped).
-    name: the queue's name in the store (one call per name and launch). time_limit: seconds from this call's start;
-    no job starts after it, and the running one gets what is left. lanes: the lanes this rank takes from.
+    name: the queue's name in the store (one call per name and launch). time_limit: seconds from `started` (a
+    time.time() value; default `launched_at()`); no job starts after it, and the running one gets what is left.
+    lanes: the lanes this rank takes from.
     store, rank, world: torchrun's by default (`default_store`, `queue_world`); a test may pass its own.
     local: run every job in this process, whatever torchrun says (under data parallelism every rank runs the whole
     list in step, each on its share of every batch).
     """
     if time_limit is not None and time_limit <= 0:
         raise ValueError(f"time_limit must be a positive number of seconds or None; got {time_limit}")
-    t0 = time.time()
+    t0 = launched_at() if started is None else started
     env_rank, env_world = (0, 1) if local else queue_world()
     if local:
         store = dist.HashStore()
@@ -220,15 +228,18 @@ def all_finished(states: dict[int, str]) -> bool:
     return all(s in FINISHED for s in states.values())
 
 
-def launch(argv: Sequence[str], nproc: int, module: str = "xlrepro.cli", threads: int | None = None) -> int:
+def launch(argv: Sequence[str], nproc: int, module: str = "xlrepro.cli", threads: int | None = None,
+           started: float | None = None) -> int:
     """Run `python -m <module> <argv>` under torchrun on this machine, `nproc` ranks (`--standalone`: a free port),
-    and wait for it; returns its exit status. Each rank gets `threads` CPU threads (default: the cores shared out)."""
+    and wait for it; returns its exit status. Each rank gets `threads` CPU threads (default: the cores shared out);
+    a time limit of the ranks' queues counts from `started` (default: now; `launched_at`)."""
     if nproc < 1:
         raise ValueError(f"nproc must be >= 1; got {nproc}")
     threads = threads or max(1, (os.cpu_count() or 1) // nproc)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
            "-m", module, *argv]
-    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), LAUNCHED_AT: repr(started or launched_at())}
+    proc = subprocess.Popen(cmd, env=env)
     try:
         return proc.wait()
     except BaseException:  # Ctrl-C, SIGTERM (a deadline): torchrun passes SIGTERM on to its ranks, which clean up

@@ -31,14 +31,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from xlrepro.config import ConfigError, choose, plural
-from xlrepro.engine.queue import Job, local_slot, queue_world, run_queue
+from xlrepro.engine.queue import Job, launched_at, local_slot, queue_world, run_queue
 from xlrepro.engine.stacked import compile_mode
 
 from .bbert import NER_TASK, RESULT_COLUMNS, TASK, Cell
@@ -231,6 +230,20 @@ def queue_jobs(jobs: list[dict]) -> list[Job]:
             if j["kind"] == "eval" else Job(j, "train") for j in jobs]
 
 
+def job_done(spec: dict, cells: dict[str, Cell]) -> bool:
+    """Whether a job's results exist: an evaluation's results, or a model (or results) for every model a training
+    job trains; the queue then skips it."""
+    members = [(cells[n], s) for n, s in spec["members"]]
+    if spec["kind"] == "eval":
+        return members[0][0].evaluated(members[0][1])
+    return all((c.dir / f"model_{s}.safetensors").exists() or c.evaluated(s) for c, s in members)
+
+
+def describe_job(spec: dict) -> str:
+    """A job in a line of the queue's log: "stack [['enfake-es', 0], ['enfake-hi', 0]]"."""
+    return f"{spec['kind']} {spec['members'][:3]}{' ...' if len(spec['members']) > 3 else ''}"
+
+
 def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=None, graphs: bool = True,
                last_call: bool = False, tag: str = ""):
     """The function the queue calls for each job (`run_queue(run=...)`): (spec, seconds left) -> True done, False
@@ -279,7 +292,7 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     if last_call and time_limit is None:
         raise ConfigError("last_call decides what can still finish before the time limit: give a time_limit too")
     compile_mode(compile)
-    t0 = time.time()
+    t0 = launched_at()  # preparation counts against the time limit (and torchrun's start-up, where it launched)
     rank, world = queue_world()
     per_gpu = workers_per_gpu + eval_workers_per_gpu
     local, local_world = local_slot()
@@ -289,11 +302,11 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     if rank == 0:  # the plan: the other ranks wait for it in the queue's store
         prepare(cells, part, profile, seeds, cache_dir, root, progress)
         jobs = queue_jobs(jobs_of(cells, max(1, world * workers_per_gpu // per_gpu), max_stack))
-    left = None if time_limit is None else max(time_limit - (time.time() - t0), 1e-6)  # preparation counts
     tag = f"rank {rank}{' (evaluations)' if lanes else ''}"
-    run_queue(jobs, job_runner({c.name: c for c in cells}, device, progress and world == 1, compile, graphs,
-                               last_call, tag), name=f"k2020-{part}", time_limit=left, lanes=lanes,
-              describe=lambda spec: f"{spec['kind']} {spec['members'][:3]}{' ...' if len(spec['members']) > 3 else ''}")
+    by_name = {c.name: c for c in cells}
+    run_queue(jobs, job_runner(by_name, device, progress and world == 1, compile, graphs, last_call, tag),
+              done=lambda spec: job_done(spec, by_name), name=f"k2020-{part}", time_limit=time_limit, started=t0,
+              lanes=lanes, describe=describe_job)
     return collect(cells)
 
 
