@@ -122,12 +122,8 @@ def test_a_tiny_grid_on_two_cpu_ranks_gives_the_numbers_of_one_process(tmp_path,
     from xlrepro.papers.dufter2020.config import load_chapter
     from xlrepro.papers.dufter2020.grid import grid_members, member_dir, run_grid
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "tests.queue_grid_ranks", str(tmp_path / "ranks")]
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert out.stdout.count("] done: 1 model (") == 2, out.stdout  # one stack a rank
+    out = _grid_ranks(tmp_path / "ranks")
+    assert out.count("] done: 1 model (") == 2, out  # one stack a rank
     assert run_grid("dufter2020", ["0", "3"], [0], root=tmp_path / "one", device="cpu", gpus=2, progress=False,
                     **TINY)
     for m in grid_members(load_chapter("dufter2020"), ["0", "3"], [0], **TINY):
@@ -149,3 +145,24 @@ def test_the_time_limit_counts_from_the_launching_command(monkeypatch):
     assert 9 < seen[0] <= 10
     monkeypatch.setenv("XLREPRO_LAUNCHED_AT", repr(time.time() - 70))  # past the limit already: nothing starts
     assert run_queue([Job({})], lambda spec, left: pytest.fail("it ran"), time_limit=60) == {0: NOT_STARTED}
+
+
+def _grid_ranks(root: Path, *extra: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "tests.queue_grid_ranks", str(root), *extra]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout
+
+
+@pytest.mark.slow  # ~20 s on 2 cores
+def test_data_parallel_goes_through_the_same_launcher(tmp_path, lab):
+    """`data_parallel`: both CPU ranks (gloo) train every stack together, each on half of every batch; every model
+    is done, and no rank took a stack of its own from the queue."""
+    from tests.queue_grid_ranks import TINY
+    from xlrepro.papers.dufter2020.config import load_chapter
+    from xlrepro.papers.dufter2020.grid import grid_members, is_done
+    out = _grid_ranks(tmp_path, "data-parallel")
+    assert "] done:" not in out
+    assert all(is_done(tmp_path, m) for m in grid_members(load_chapter("dufter2020"), ["0", "3"], [0], **TINY))
