@@ -540,9 +540,11 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
         raise ConfigError(f"gpus must be an integer >= 1 or None; got {gpus!r}")
     root = Path(root or run_root(chapter_name, profile, epochs, max_sentences, batch_size))
     members = grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences, batch_size)
-    if all(is_done(root, m) for m in members):
-        return True
     rank, ranks = queue_world()
+    # under torchrun every rank joins the queue, even where all looks done: a rank that starts late may find the
+    # results of a rank that started early, which waits for it at the queue's end
+    if ranks == 1 and all(is_done(root, m) for m in members):
+        return True
     if data_parallel:  # every rank trains every stack together, one device each
         device = init_from_env() or device
         gpus = 1
