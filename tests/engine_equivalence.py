@@ -107,7 +107,7 @@ def record_dufter2020_grid(tmp: Path) -> dict:
     from xlrepro.papers.dufter2020.grid import grid_members, member_dir, run_grid
 
     tiny = dict(epochs=2, max_sentences=24, batch_size=8)
-    assert run_grid("dufter2020", ["0", "3"], [0], root=tmp, devices=["cpu"], progress=False, **tiny)
+    assert run_grid("dufter2020", ["0", "3"], [0], root=tmp, device="cpu", progress=False, **tiny)
     ch = load_chapter("dufter2020")
     out = {}
     for m in grid_members(ch, ["0", "3"], [0], **tiny):

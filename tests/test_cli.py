@@ -22,6 +22,7 @@ def no_training(monkeypatch):
     """Any training or pretraining fails the test."""
     monkeypatch.setattr(grid, "run_grid", _never)
     monkeypatch.setattr("xlrepro.papers.dufter2020.report.run_grid", _never)
+    monkeypatch.setattr("xlrepro.engine.queue.launch", _never)
     monkeypatch.setattr(transfer, "TransferLab", _never)
     monkeypatch.setattr(transfer, "run_part", _never)
     monkeypatch.setattr(mini_mbert, "pretrain", _never)
@@ -140,7 +141,23 @@ def test_chapter_at_full_size_on_a_cpu_trains_nothing_and_lists_what_awaits_a_gp
 
 
 @pytest.mark.parametrize("workers, compile_flag", [(1, []), (2, ["--compile"])])
-def test_train_passes_devices_and_the_compile_switch(monkeypatch, gpu, workers, compile_flag):
+def test_train_on_several_gpus_starts_torchrun_with_the_same_command(monkeypatch, gpu, workers, compile_flag):
+    """Two GPUs: one rank a slot (GPUs x workers), each running the same command line under torchrun."""
+    launched = []
+    monkeypatch.setattr("xlrepro.engine.queue.launch", lambda argv, nproc: launched.append((argv, nproc)) or 0)
+    monkeypatch.setattr(grid, "run_grid", _never)  # the ranks train, not this process
+    args = ["train", "dufter2020", "--ids", "0", "21", "--seeds", "0", "42", "--workers-per-gpu", str(workers)]
+    assert main(args + compile_flag) == 0
+    assert launched == [(args + compile_flag, 2 * workers)]
+    launched.clear()
+    assert main(["train", "dufter2020", "--ids", "0", "--data-parallel"]) == 0  # one rank a GPU
+    assert launched == [(["train", "dufter2020", "--ids", "0", "--data-parallel"], 2)]
+    assert main(["train", "dufter2020", "--data-parallel", "--workers-per-gpu", "2"]) == 2
+    assert main(["train", "dufter2020", "--part", "table3", "--data-parallel"]) == 2  # the grid's option
+
+
+@pytest.mark.parametrize("compile_flag", [[], ["--compile"]])
+def test_train_on_one_gpu_or_one_rank_passes_the_plan_and_the_compile_switch(monkeypatch, gpu, compile_flag):
     seen = {}
 
     def fake_run_grid(chapter, ids, seeds, **kwargs):
@@ -148,15 +165,22 @@ def test_train_passes_devices_and_the_compile_switch(monkeypatch, gpu, workers, 
         return True
 
     monkeypatch.setattr(grid, "run_grid", fake_run_grid)
-    args = ["train", "dufter2020", "--ids", "0", "21", "--seeds", "0", "42", "--workers-per-gpu", str(workers)]
+    monkeypatch.setattr("xlrepro.engine.queue.launch", _never)
+    monkeypatch.setattr(grid, "available_devices", lambda: ["cuda:0"])
+    args = ["train", "dufter2020", "--ids", "0", "21", "--seeds", "0", "42"]
     assert main(args + compile_flag) == 0
-    assert seen["devices"] == ["cuda:0", "cuda:1"] * workers
+    assert seen["gpus"] == 1 and not seen["data_parallel"]
     assert (seen["chapter"], seen["ids"], seen["seeds"]) == ("dufter2020", ["0", "21"], [0, 42])
     assert seen["compile"] == (True if compile_flag else None)  # an argument, never an environment variable
     assert seen["epochs"] is None  # each experiment's own number of epochs
     assert main(args + ["--epochs", "3"]) == 0
     assert seen["epochs"] == 3
-
+    # rank 1 of torchrun's 4 (2 GPUs x 2 workers): the plan deals the stacks over the 2 GPUs
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setattr(grid, "available_devices", lambda: ["cuda:0", "cuda:1"])
+    assert main(args + ["--workers-per-gpu", "2"]) == 0
+    assert seen["gpus"] == 2
 
 
 def test_unknown_chapter_names_the_valid_ones(capsys):

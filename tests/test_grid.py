@@ -41,7 +41,7 @@ def test_compiled_stacks_are_larger_on_a_gpu(monkeypatch):
 
 
 def test_interrupted_training_resumes(tmp_path):
-    args = dict(root=tmp_path, devices=["cpu"], progress=False, **TINY)
+    args = dict(root=tmp_path, device="cpu", progress=False, **TINY)
     assert run_grid("dufter2020", ["0", "3"], [0], time_limit=0.01, **args) is False
     assert list(tmp_path.glob("stacks/*/checkpoint.pt"))  # stopped at a checkpoint, nothing marked done
     ch = load_chapter("dufter2020")
@@ -228,18 +228,17 @@ def test_a_changed_setting_gets_a_new_run_key_and_the_same_setting_the_same_key(
 
 def test_a_resumed_grid_plans_the_same_stacks_when_some_are_done(tmp_path, monkeypatch):
     """Stacks are planned from every requested model: finishing one stack must not re-cut the others (their
-    checkpoints are found by the stack's key). Two GPUs: 6 models are cut into stacks of 3."""
+    checkpoints are found by the stack's key). Two GPUs: 6 models are cut into stacks of 3, handed out by the
+    engine's queue (here in this process)."""
     from xlrepro.papers.dufter2020 import grid
 
     planned = []
-    monkeypatch.setattr(grid, "_run_parallel", lambda ch, stacks, *a: planned.extend([m.key for m in s] for s in stacks)
-                        or True)
-    monkeypatch.setattr(grid, "load_lab", lambda profile: None)  # one stack left: trained in this process
+    monkeypatch.setattr(grid, "load_lab", lambda profile: None)
     monkeypatch.setattr(grid, "StackRun", lambda ch, stack, *a, **k: planned.append([m.key for m in stack])
                         or type("Run", (), {"run": lambda self, *a: True})())
-    run = lambda: grid.run_grid("dufter2020", ["0", "1", "2"], [0, 42], root=tmp_path, devices=["cuda:0", "cuda:1"],
+    run = lambda: grid.run_grid("dufter2020", ["0", "1", "2"], [0, 42], root=tmp_path, device="cpu", gpus=2,
                                 max_stack={"small": 4}, progress=False, **TINY)
-    run()
+    assert run()  # every job ran (the fake StackRun writes no results, so the queue reports them done)
     assert sorted(planned) == [["0/0", "1/0", "2/0"], ["0/42", "1/42", "2/42"]]  # dealt in turn
     for m in grid.grid_members(load_chapter("dufter2020"), ["0", "1", "2"], [0], **TINY):  # one stack finished
         grid.member_dir(tmp_path, m).mkdir(parents=True)
@@ -247,12 +246,14 @@ def test_a_resumed_grid_plans_the_same_stacks_when_some_are_done(tmp_path, monke
     planned.clear()
     run()
     assert planned == [["0/42", "1/42", "2/42"]]  # the same stack as before (not re-cut into 2 + 1)
+    with pytest.raises(ConfigError, match="gpus must be an integer >= 1"):
+        grid.run_grid("dufter2020", ["0"], [0], root=tmp_path, gpus=0, **TINY)
 
 
 def test_the_linear_option_is_a_speed_switch(tmp_path):
     """`linear="mm"` (the bias outside the batched product) trains the same models to rounding, says so in each
     metrics.json, and a bad value fails before any work, naming the valid choices."""
-    tiny = dict(epochs=1, max_sentences=8, batch_size=4, devices=["cpu"], progress=False)
+    tiny = dict(epochs=1, max_sentences=8, batch_size=4, device="cpu", progress=False)
     with pytest.raises(ConfigError, match="--linear takes one of baddbmm, mm; got 'bmm'"):
         run_grid("dufter2020", ["0"], [0], root=tmp_path / "bad", linear="bmm", **tiny)
     assert not (tmp_path / "bad").exists()

@@ -238,18 +238,27 @@ def test_the_nsp_control_trains_one_model_at_a_time_on_mlm_alone(multilingual_ca
         assert moved("encoder.layer.0.attention.self.query.weight"), cell.name
 
 
-@pytest.mark.slow  # ~35 s on 2 cores: worker processes import torch and prepare three cells each
-def test_run_part_in_worker_processes_trains_and_evaluates_every_cell(multilingual_cache, tmp_path):
-    """Two CPU 'devices', one worker each: the queue hands out the stack and the evaluations; a second call finds
-    everything done."""
-    from xlrepro.papers.k2020.stacks import run_part
-    out = run_part("t11", "smoke", [0], devices=["cpu", "cpu"], root=tmp_path, progress=False)
-    assert set(out["experiment"]) == {"enfake-es", "enfake-hi", "enfake-ru", "majority/enfake-es",
-                                      "majority/enfake-hi", "majority/enfake-ru"}
-    assert len(list((tmp_path / "stacks").glob("*/timing.json"))) == 2  # 3 members over 2 slots: stacks of 2 and 1
-    assert not list((tmp_path / "queue").glob("*.json"))
-    again = run_part("t11", "smoke", [0], root=tmp_path, progress=False)
-    pd.testing.assert_frame_equal(again, out)
+@pytest.mark.slow  # ~60 s on 2 cores: two ranks import torch and prepare three cells
+def test_two_cpu_ranks_under_torchrun_train_and_evaluate_every_cell(multilingual_cache, tmp_path, monkeypatch, capfd):
+    """`xlrepro train k2020 --workers-per-gpu 2` on a CPU: torchrun starts two ranks, which share out the stacks and
+    the evaluations through the engine's queue; a second call (one process) finds everything done."""
+    from xlrepro.cli import main
+    from xlrepro.papers.k2020.stacks import part_cells, run_part
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))
+    argv = ["train", "k2020", "--part", "t11", "--profile", "smoke", "--seeds", "0"]
+    assert main(argv + ["--workers-per-gpu", "2"]) == 0
+    out = capfd.readouterr().out  # the ranks' lines and this process's
+    assert out.count("] done: stack") == 2 and out.count("] done: eval") == 3, out
+    assert "[rank 0/2]" in out and "[rank 1/2]" in out
+    cells = part_cells("t11", "smoke", [0])
+    root = cells[0].dir.parent
+    assert len(list((root / "stacks").glob("*/timing.json"))) == 2  # 3 members over 2 slots: stacks of 2 and 1
+    written = {f: f.stat().st_mtime_ns for f in root.glob("*/*") if f.suffix in (".csv", ".safetensors")}
+    assert len([f for f in written if f.name.startswith("model_")]) == 3
+    again = run_part("t11", "smoke", [0], progress=False)
+    assert {f: f.stat().st_mtime_ns for f in written} == written  # nothing trained or evaluated again
+    assert set(again["experiment"]) == {"enfake-es", "enfake-hi", "enfake-ru", "majority/enfake-es",
+                                        "majority/enfake-hi", "majority/enfake-ru"}
 
 
 def test_step_flops_by_hand_and_the_speed_model_meets_its_measured_points():
@@ -264,29 +273,15 @@ def test_step_flops_by_hand_and_the_speed_model_meets_its_measured_points():
     assert table["cumulative GPU-min"].iloc[-1] == pytest.approx(table["GPU-min"].sum(), abs=0.15)  # rounded to 0.1
 
 
-def test_claim_takes_jobs_in_order_and_filters_by_kind(tmp_path):
-    from xlrepro.papers.k2020.stacks import claim, release
-    for k, kind in enumerate(["stack", "eval", "eval"]):
-        (tmp_path / f"{k:04d}.json").write_text(json.dumps({"kind": kind, "members": [["c", k]]}))
-    first = claim(tmp_path, "cuda0_eval0", set(), kinds={"eval"})       # skips the stack job
-    assert first.name == "claimed-cuda0_eval0-0001.json"
-    assert claim(tmp_path, "cuda0_0", set()).name == "claimed-cuda0_0-0000.json"   # no filter: the stack job
-    assert claim(tmp_path, "cuda0_eval1", {"0002.json"}, kinds={"eval"}) is None  # the only eval left is skipped
-    release(first)                                                      # back under its own name
-    assert sorted(p.name for p in tmp_path.glob("[0-9]*.json")) == ["0001.json", "0002.json"]
-    with pytest.raises(ValueError, match="no '-'"):
-        claim(tmp_path, "cuda0-0", set())
-
-
-def test_a_worker_past_the_calls_deadline_claims_nothing(tmp_path):
-    """The deadline is a wall-clock time shared by the call's workers: one that starts late (imports, data) gets
-    less time, not a fresh limit. Past it, the queue is left as it was."""
-    import time
-
-    from xlrepro.papers.k2020.stacks import work
-    (tmp_path / "0000.json").write_text(json.dumps({"kind": "stack", "members": [["c", 0]]}))
-    work(tmp_path, {}, "cpu", "cpu_0", deadline=time.time() - 1)
-    assert [p.name for p in tmp_path.iterdir()] == ["0000.json"]
+def test_the_part_s_jobs_go_into_lanes_and_an_evaluation_after_the_job_that_trains_its_model():
+    from xlrepro.papers.k2020.stacks import queue_jobs
+    jobs = [{"kind": "stack", "members": [["a", 0], ["b", 0]]}, {"kind": "nsp", "members": [["c", 0]]},
+            {"kind": "eval", "members": [["b", 0]]}, {"kind": "eval", "members": [["c", 0]]},
+            {"kind": "eval", "members": [["d", 0]]}]  # d's model was trained by an earlier call
+    q = queue_jobs(jobs)
+    assert [(j.lane, j.after) for j in q] == [("train", ()), ("train", ()), ("eval", (0,)), ("eval", (1,)),
+                                              ("eval", ())]
+    assert [j.spec for j in q] == jobs
 
 
 def test_the_slowest_stack_by_measured_speed_is_handed_out_first(tmp_path):
@@ -368,61 +363,30 @@ def test_what_is_left_of_a_checkpointed_stack_is_estimated_from_its_progress(tmp
 
 def test_on_the_last_call_a_stack_that_cannot_be_evaluated_in_time_is_not_started(tmp_path, capsys):
     """A 245 s stack needs 245 + EVAL_MARGIN (240) = 485 s: with 484 s left it is too long, with 486 s not. With 400 s
-    left a last call leaves it queued and says so (its worker would evaluate instead; nothing else is queued here, so
-    the worker stops at once). An evaluation is never too long by this test (EVAL_MARGIN itself guards it)."""
+    left a last call leaves it for a later call and says so; the evaluation of its model is given up at once (it
+    reads a model nobody trains in this call), so the call does not idle until the deadline. An evaluation is never
+    too long by this test (EVAL_MARGIN itself guards it)."""
     import time
 
+    from xlrepro.engine.queue import LEFT, run_queue
     from xlrepro.papers.k2020.bbert import Cell
     from xlrepro.papers.k2020.config import EVAL_MARGIN
-    from xlrepro.papers.k2020.stacks import too_long, work
+    from xlrepro.papers.k2020.stacks import job_runner, queue_jobs, too_long
     cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
     cells, measured = {cell.name: cell}, {cell.size.name: 1000.0}
     spec = {"kind": "stack", "members": [[cell.name, 0], [cell.name, 1]]}
     assert EVAL_MARGIN == 240
     assert too_long(spec, cells, 484.0, measured, "H200") and not too_long(spec, cells, 486.0, measured, "H200")
     assert not too_long({"kind": "eval", "members": [[cell.name, 0]]}, cells, 1.0, measured, "H200")
-    queue = tmp_path / "queue"
-    queue.mkdir()
-    (queue / "0000.json").write_text(json.dumps(spec))
     (tmp_path / "stacks" / "x").mkdir(parents=True)
     (tmp_path / "stacks" / "x" / "timing.json").write_text(json.dumps({"shape": cell.size.name,
                                                                         "ms_per_model_step": 1000.0}))
     start = time.time()
-    work(queue, cells, "cpu", "cpu_0", deadline=time.time() + 400, last_call=True, poll=0.01)
+    jobs = queue_jobs([spec, {"kind": "eval", "members": [[cell.name, 0]]}])
+    states = run_queue(jobs, job_runner(cells, "cpu", last_call=True), time_limit=400, poll=0.01)
     assert time.time() - start < 30  # it did not wait for the deadline
-    assert [p.name for p in queue.iterdir()] == ["0000.json"] and not cell.pretrained()
+    assert states == {0: LEFT, 1: LEFT} and not cell.pretrained()
     assert "not started: stack" in capsys.readouterr().out
-
-
-def test_on_the_last_call_an_evaluation_waits_only_for_a_model_someone_trains(tmp_path):
-    """The evaluation of a model whose stack nobody will start in this call (too long, unclaimed) is given up at
-    once, so the worker does not idle until the deadline; one whose stack is claimed (being trained) is waited for."""
-    import time
-
-    from xlrepro.papers.k2020.bbert import Cell
-    from xlrepro.papers.k2020.stacks import training_job, work
-    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
-    (tmp_path / "stacks" / "x").mkdir(parents=True)
-    (tmp_path / "stacks" / "x" / "timing.json").write_text(json.dumps({"shape": cell.size.name,
-                                                                        "ms_per_model_step": 1000.0}))
-    queue = tmp_path / "queue"
-    queue.mkdir()
-    stack = {"kind": "stack", "members": [[cell.name, 0], [cell.name, 1]]}
-    (queue / "0000.json").write_text(json.dumps(stack))
-    (queue / "0001.json").write_text(json.dumps({"kind": "eval", "members": [[cell.name, 0]]}))
-    assert training_job(queue, [cell.name, 0]) == (queue / "0000.json", stack)
-    assert training_job(queue, [cell.name, 2]) is None
-    start = time.time()
-    work(queue, {cell.name: cell}, "cpu", "cpu_eval0", deadline=time.time() + 400, kinds={"eval"}, last_call=True,
-         poll=0.01)
-    assert time.time() - start < 30
-    assert sorted(p.name for p in queue.iterdir()) == ["0000.json", "0001.json"]
-    # the same stack claimed by a training worker: the evaluation waits for it (until this short deadline)
-    (queue / "0000.json").rename(queue / "claimed-cpu_0-0000.json")
-    start = time.time()
-    work(queue, {cell.name: cell}, "cpu", "cpu_eval0", deadline=time.time() + 1.5, kinds={"eval"}, last_call=True,
-         poll=0.01)
-    assert time.time() - start >= 1.4
 
 
 def test_a_dry_run_adds_the_evaluations_at_the_measured_fine_tuning_time(tmp_path):
@@ -472,10 +436,11 @@ def test_an_evaluation_is_estimated_from_its_own_cell_else_from_all_scaled_to_it
 
 
 def test_an_evaluation_that_cannot_finish_is_left_and_a_shorter_one_taken(tmp_path, monkeypatch, capsys):
-    """400 s left: the 2-layer cell's evaluation (1270 s by its own 1000 s) stays queued for a later call, and the
-    worker goes on to the 1-layer cell's (28.75 s) instead of stopping."""
+    """400 s left: the 2-layer cell's evaluation (1270 s by its own 1000 s) is left for a later call, and the rank
+    goes on to the 1-layer cell's (28.75 s) instead of stopping."""
     import time
 
+    from xlrepro.engine.queue import DONE, LEFT, run_queue
     from xlrepro.papers.k2020 import stacks
     from xlrepro.papers.k2020.bbert import Cell
     plan = smoke_plan(steps=100)
@@ -485,33 +450,14 @@ def test_an_evaluation_that_cannot_finish_is_left_and_a_shorter_one_taken(tmp_pa
     for c in (deep, shallow):
         (c.dir / "model_1.safetensors").parent.mkdir(parents=True, exist_ok=True)
         (c.dir / "model_1.safetensors").write_bytes(b"")
-    queue = tmp_path / "queue"
-    queue.mkdir()
-    (queue / "0000.json").write_text(json.dumps({"kind": "eval", "members": [[deep.name, 1]]}))
-    (queue / "0001.json").write_text(json.dumps({"kind": "eval", "members": [[shallow.name, 1]]}))
     ran = []
     monkeypatch.setattr(stacks, "do_job", lambda spec, *a, **k: ran.append(spec["members"]) or True)
     start = time.time()
-    stacks.work(queue, {deep.name: deep, shallow.name: shallow}, "cpu", "cpu_eval0", deadline=time.time() + 400,
-                kinds={"eval"}, poll=0.01)
+    jobs = stacks.queue_jobs([{"kind": "eval", "members": [[deep.name, 1]]},
+                              {"kind": "eval", "members": [[shallow.name, 1]]}])
+    states = run_queue(jobs, stacks.job_runner({deep.name: deep, shallow.name: shallow}, "cpu"), time_limit=400,
+                       poll=0.01)
     assert time.time() - start < 30
     assert ran == [[[shallow.name, 1]]]
-    assert [p.name for p in queue.iterdir()] == ["0000.json"]
+    assert states == {0: LEFT, 1: DONE}
     assert "not started: eval" in capsys.readouterr().out
-
-
-def test_an_unmeasured_shape_borrows_the_speed_of_a_measured_one_of_its_depth_and_width(tmp_path):
-    """Smoke sizes: enfake-ru/L12H1 is L2H1d24. A measured L2H2d24 (same depth and width; the FLOP model ignores
-    heads) gives its 10.0 ms exactly, and is preferred to a farther L2H2d28 at 50 ms. Another depth (L3H1d24) or a
-    width 29 % off (L2H1d31) does not count: the FLOP model answers, and says so."""
-    from xlrepro.papers.k2020.bbert import Cell
-    from xlrepro.papers.k2020.stacks import shape_step_ms, stack_seconds
-    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L12H1", [0, 1], root=tmp_path)
-    assert cell.size.name == "L2H1d24"
-    assert shape_step_ms(cell, {"L2H1d24": 7.0}) == (7.0, "measured")
-    assert shape_step_ms(cell, {"L2H2d24": 10.0, "L2H2d28": 50.0}) == (10.0, "similar shape")
-    flop, source = shape_step_ms(cell, {"L3H1d24": 10.0, "L2H1d31": 10.0})
-    assert source == "FLOP model" and flop != 10.0
-    assert shape_step_ms(cell, {}) == (flop, "FLOP model")
-    from xlrepro.papers.k2020.config import STACK_OVERHEAD_SECONDS
-    assert stack_seconds([(cell, 0), (cell, 1)], {"L2H2d24": 10.0}) == 2 * 100 * 10.0 / 1000 + STACK_OVERHEAD_SECONDS

@@ -61,7 +61,7 @@ def test_smoke_table_maps_pieces_to_the_other_language_and_model_30_trains(tmp_p
     unseen = np.setdiff1d(np.arange(fe.shift), np.concatenate([seen, fe.special_ids]))
     assert (table[unseen, 0] == unseen).all()                      # pieces without a vector stay themselves
     assert knn_report("lab", 1, max_sentences=32)["report"]["pieces"] == len(seen)
-    assert grid.run_grid("dufter2020", ["30"], [0], epochs=1, max_sentences=32, batch_size=8, devices=["cpu"],
+    assert grid.run_grid("dufter2020", ["30"], [0], epochs=1, max_sentences=32, batch_size=8, device="cpu",
                          progress=False, root=tmp_path)
     metrics = json.loads(next(tmp_path.glob("30/0/*/metrics.json")).read_text())["metrics"]
     assert 0 <= metrics["mu"] <= 1

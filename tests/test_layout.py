@@ -1,5 +1,6 @@
 """One home per paper: shared modules never name a paper; the registry finds every paper and its files; training
-(stacks, checkpoints, optimiser steps, job queues) lives in xlrepro/engine/, but for the exceptions listed below."""
+(stacks, checkpoints, optimiser steps) lives in xlrepro/engine/, but for the exceptions listed below, and job queues
+and launchers only there."""
 import re
 import sys
 from pathlib import Path
@@ -100,7 +101,7 @@ def outside_engine(pattern: str) -> set[str]:
 
 
 # What still trains outside the engine, each with the reason; the test fails when an entry is no longer true (delete
-# it) or when a module not listed starts to build stacks, save checkpoints, step optimisers or queue jobs.
+# it) or when a module not listed starts to build stacks, save checkpoints or step optimisers.
 STACK_BUILDERS = {
     "bench.py": "the benchmark builds stacks with every engine option to time them",
 }
@@ -112,11 +113,10 @@ TRAINING_LOOPS = {  # modules that call an optimiser's step themselves
     "evaluation/probe.py": "fits a linear probe on frozen features (an evaluation, not model training)",
     "papers/liu2020/transfer_static.py": "fits a classifier on static word vectors (no BERT)",
 }
-JOB_QUEUES = {  # modules that hand out jobs to GPU workers through a queue folder
-    "papers/dufter2020/grid.py": "the grid's queue of stack jobs, one worker per GPU (not yet the engine's launcher)",
-    "papers/dufter2020/worker.py": "the grid's worker process",
-    "papers/k2020/stacks.py": "K et al.'s queue of stack, NSP and evaluation jobs and its workers",
-}
+# Handing out jobs to GPUs is the engine's (`xlrepro/engine/queue.py`: torchrun's store, an atomic counter): no queue
+# folder, no store, no launcher of ranks or worker module anywhere else
+JOB_QUEUE = (r"""/ ["']queue["']|\bqueue\.glob\(|\bstore\.(add|set)\(|\b(TCP|File|Hash|Prefix)Store\("""
+             r"""|\brendezvous\(|torch\.distributed\.run""")
 
 
 def test_stacks_are_built_only_in_the_engine():
@@ -131,8 +131,10 @@ def test_optimisers_step_only_in_the_engine_but_for_the_listed_loops():
     assert outside_engine(r"\b(optim|opt|optimizer|self\.optimizer)\.step\(\)") == set(TRAINING_LOOPS)
 
 
-def test_job_queues_are_the_listed_ones():
-    assert outside_engine(r"""/ ["']queue["']|\bqueue\.glob\(""") == set(JOB_QUEUES)
+def test_job_queues_live_only_in_the_engine():
+    assert outside_engine(JOB_QUEUE) == set()
+    workers = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*worker*.py")]
+    assert workers == []  # torchrun starts the ranks (`engine.queue.launch`): no worker module of a recipe's own
 
 
 def test_the_checks_would_catch_a_stack_built_in_a_paper(tmp_path, monkeypatch):
@@ -141,5 +143,8 @@ def test_the_checks_would_catch_a_stack_built_in_a_paper(tmp_path, monkeypatch):
                                               "stack = ModelStack(models, optim, 'cpu')  # built here\n")
     (tmp_path / "engine").mkdir()
     (tmp_path / "engine" / "y.py").write_text("stack = ModelStack(models, optim, 'cpu')\n")
+    (tmp_path / "papers" / "q.py").write_text("k = store.add('next', 1)\nfor job in sorted(queue.glob('*.json')):\n    pass\n")
+    (tmp_path / "engine" / "q.py").write_text("k = store.add('next', 1)\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
     assert outside_engine(r"\bModelStack\(") == {"papers/x.py"}
+    assert outside_engine(JOB_QUEUE) == {"papers/q.py"}

@@ -74,7 +74,7 @@ def test_a_model_alone_and_in_a_stack_of_three_see_the_same_masks_and_end_equal(
         return inputs, labels
 
     monkeypatch.setattr(grid, "mask_tokens", recording)
-    run = dict(devices=["cpu"], progress=False, epochs=2, max_sentences=40, batch_size=8)
+    run = dict(device="cpu", progress=False, epochs=2, max_sentences=40, batch_size=8)
     assert grid.run_grid("dufter2020", ["0"], [0], root=tmp_path / "alone", **run)
     # (0, 0) beside (1, 42) and (4, 3): other transforms, other seeds, other lengths
     stack = grid.grid_members(grid.load_chapter("dufter2020"), ["0", "1", "4"], [0], profile="lab", epochs=2,

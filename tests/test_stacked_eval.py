@@ -162,10 +162,10 @@ def test_the_grid_records_the_same_numbers_either_way(tmp_path):
 
     tiny = dict(epochs=1, max_sentences=4, batch_size=4)
     with pytest.raises(ConfigError, match="valid choices are stacked, per-model"):
-        run_grid("dufter2020", ["0"], [0], root=tmp_path / "bad", devices=["cpu"], evaluation="fused", **tiny)
+        run_grid("dufter2020", ["0"], [0], root=tmp_path / "bad", device="cpu", evaluation="fused", **tiny)
     assert not (tmp_path / "bad").exists()
     for how in ("stacked", "per-model"):
-        assert run_grid("dufter2020", ["0", "3"], [0, 1], root=tmp_path / how, devices=["cpu"], progress=False,
+        assert run_grid("dufter2020", ["0", "3"], [0, 1], root=tmp_path / how, device="cpu", progress=False,
                         evaluation=how, **tiny)
     members = grid_members(load_chapter("dufter2020"), ["0", "3"], [0, 1], **tiny)
     read = lambda how, m, f: json.loads((member_dir(tmp_path / how, m) / f).read_text())

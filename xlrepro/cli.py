@@ -312,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     a = build_parser().parse_args(argv)
+    a.argv = list(sys.argv[1:] if argv is None else argv)  # what torchrun runs once per rank (`engine.queue.launch`)
     try:
         if a.command == "papers":
             for paper in papers().values():

@@ -19,7 +19,9 @@ pre-training step from a recipe down to the kernels, read in this order:
     noise.py        each model's own random numbers (dropout, masking), the same in any stack
     masking.py      BERT's MLM masking (80/10/10, optionally knn-replace) on a stack's batch
     packing.py      several documents packed into one row, with a block-diagonal attention mask
-    distributed.py  torchrun's process group: rank, world size, gradient averaging
+    distributed.py  torchrun's process group: rank, world size, gradient averaging (data parallelism)
+    queue.py        the work queue over torchrun's store: one rank per GPU, on one machine or several, takes the
+                    next job (a stack, a fine-tuning) with an atomic counter; done jobs are skipped, so a rerun resumes
     models.py       HF `BertForMaskedLM` built from a `ModelSize` (`init_model`, `bert_config`)
 
 Nothing here names a paper; paper-specific inputs (masking variants, position offsets, vocabulary shifts) enter

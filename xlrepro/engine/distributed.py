@@ -1,6 +1,8 @@
 """Data-parallel training over several GPUs of one host, launched by `torchrun`.
 
-    torchrun --nproc_per_node 2 -m xlrepro.cli train <paper> [options]
+    torchrun --nproc_per_node 2 -m xlrepro.cli train <paper> --data-parallel [options]
+
+(Without --data-parallel the ranks share out whole jobs through the work queue, `queue.py`.)
 
 Every rank builds the same stacks with the same initial weights, takes its share of each step's batch
 (rows rank, rank + world, ...), and averages gradients with an all-reduce before clipping and the optimizer step,

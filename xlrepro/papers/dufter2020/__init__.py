@@ -50,7 +50,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "check did not pass (the engineering appendix), so baddbmm stays the default")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
-                        "a large one)")
+                        "a large one). With more than one slot (GPUs x workers) the command starts torchrun, one rank "
+                        "a slot, each taking the next stack from the engine's queue (xlrepro/engine/queue.py)")
+    p.add_argument("--data-parallel", action="store_true",
+                   help="every GPU trains each stack on its share of every batch (torchrun, one rank a GPU) instead "
+                        "of taking stacks of its own (the same numbers to rounding)")
     p.add_argument("--max-stack", nargs="*", default=[], metavar="SIZE=N",
                    help="at most N models of a size (small, base) per stack, e.g. base=3 to spread 12 BERT-base "
                         "models over 4 GPUs as 4 x 3; a speed switch (the same numbers in any stack)")
@@ -59,6 +63,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 def prepare_train(a: argparse.Namespace):
     from xlrepro.config import ConfigError, check_seeds, plural
     from xlrepro.devices import check_long_run
+    from xlrepro.engine.queue import launch, queue_world, rank_device, under_torchrun
 
     from . import grid
     from .config import load_chapter
@@ -78,14 +83,34 @@ def prepare_train(a: argparse.Namespace):
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     max_stack = grid.parse_max_stack(a.max_stack)
+    data_parallel = getattr(a, "data_parallel", False)
+    if data_parallel and a.workers_per_gpu != 1:
+        raise ConfigError(f"--data-parallel trains each stack on every GPU at once: it takes no --workers-per-gpu "
+                          f"(got {a.workers_per_gpu})")
     devices = grid.available_devices()
+    gpus = max(1, sum(d.startswith("cuda") for d in devices))
+    slots = gpus if data_parallel else gpus * a.workers_per_gpu
     check_long_run(f"training {plural(len(ids), 'model')} of {NAME}", devices[0], a.allow_cpu)
+    argv = getattr(a, "argv", None)  # the command line, which torchrun runs once per rank
+    if slots > 1 and not under_torchrun() and argv is None:
+        raise ConfigError(f"{slots} slots need torchrun: torchrun --nproc-per-node {slots} -m xlrepro.cli train "
+                          f"{NAME} ...")
 
     def train() -> str:
-        done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile,
-                             time_limit=a.time_limit, devices=devices * a.workers_per_gpu, epochs=a.epochs,
-                             compile=a.compile or None, graphs=not a.no_graphs,
-                             max_stack=max_stack, evaluation=a.evaluation, linear=a.linear)
+        if slots > 1 and not under_torchrun():  # one rank a slot, each taking stacks from the queue
+            code = launch(argv, slots)
+            if code:
+                raise RuntimeError(f"torchrun's {slots} ranks stopped with exit status {code}; see their output above")
+            members = grid.grid_members(chapter, ids, seeds, large_seeds, a.profile, a.epochs)
+            root = grid.run_root(NAME, a.profile, a.epochs)
+            done = all(grid.is_done(root, m) for m in members)
+        else:  # in this process, or one rank of torchrun's (`run_grid` takes its share from the queue)
+            ranks = queue_world()[1]
+            done = grid.run_grid(NAME, ids, seeds, large_seeds=large_seeds, profile=a.profile, epochs=a.epochs,
+                                 time_limit=a.time_limit, device=rank_device(),
+                                 gpus=max(1, ranks // a.workers_per_gpu), compile=a.compile or None,
+                                 graphs=not a.no_graphs, max_stack=max_stack, evaluation=a.evaluation,
+                                 linear=a.linear, data_parallel=data_parallel)
         return "grid complete" if done else "time limit reached: run the same command again to resume"
     return train
 
@@ -98,7 +123,8 @@ def _prepare_part(a: argparse.Namespace):
     from xlrepro.devices import check_long_run, default_device
 
     grid_only = [o for o, v in (("--ids", a.ids), ("--seeds", a.seeds), ("--large-seeds", a.large_seeds),
-                                ("--epochs", a.epochs), ("--max-stack", a.max_stack or None)) if v is not None]
+                                ("--epochs", a.epochs), ("--max-stack", a.max_stack or None),
+                                ("--data-parallel", getattr(a, "data_parallel", False) or None)) if v is not None]
     if grid_only:
         raise ConfigError(f"{', '.join(grid_only)} applies to --part grid only; got --part {a.part}")
     if a.time_limit is not None and a.time_limit <= 0:

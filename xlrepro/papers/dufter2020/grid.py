@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -37,13 +35,14 @@ import torch
 from torch.func import stack_module_state
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError, check_profile, check_seeds
+from xlrepro.config import ConfigError, check_profile, check_seeds, plural
 from xlrepro.engine.masking import mask_tokens
 from xlrepro.engine.models import count_parameters, device_name, init_model
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import run_key, write_config
 from xlrepro.tokenization import vocab_fingerprint
 from xlrepro.engine.distributed import barrier, init_from_env, world
+from xlrepro.engine.queue import Job, all_finished, queue_world, rank_device, run_queue
 from xlrepro.engine import planner
 from xlrepro.engine.fused_bert import LINEARS
 # ONE_MODEL_COMPILES and PERSISTENT_REDUCTIONS_OFF (the planner's): the engineering appendix names them as the grid's
@@ -512,12 +511,18 @@ def available_devices() -> list[str]:
 
 
 def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: str = "lab",
-             devices: list[str] | None = None, root: Path | None = None, epochs: int | None = None,
+             device: str | None = None, gpus: int | None = None, root: Path | None = None, epochs: int | None = None,
              max_sentences: int | None = None, time_limit: float | None = None, max_stack: dict | None = None,
              progress: bool = True, batch_size: int | None = None, compile: str | bool | None = None,
-             graphs: bool = True, evaluation: str = "stacked", linear: str = "baddbmm") -> bool:
+             graphs: bool = True, evaluation: str = "stacked", linear: str = "baddbmm",
+             data_parallel: bool = False) -> bool:
     """Train and evaluate every (experiment, seed) not done yet. Returns True when all are done.
 
+    The stacks are the jobs of the engine's work queue (`xlrepro.engine.queue`), the longest first: in this process
+    (one device, `device`, default this rank's), or, under torchrun, one rank per GPU, each taking the next stack
+    (`xlrepro train dufter2020` starts torchrun itself when it has several GPUs). `gpus` (default: torchrun's ranks,
+    else 1; `xlrepro train` passes its GPU count) is how many GPUs the plan deals the stacks over (`plan_stacks`). With
+    `data_parallel` (under torchrun) every rank trains each stack on its share of every batch instead.
     `large_seeds` (default: `seeds`) are the seeds of the models that are not BERT-small.
     `epochs`/`max_sentences`/`batch_size` shrink the run (smoke tests): they are part of each model's configuration,
     so a shrunk run never mixes with a full one (and gets a folder of its own as well).
@@ -531,30 +536,48 @@ def run_grid(chapter_name: str, exp_ids, seeds, *, large_seeds=None, profile: st
     compile_mode(compile)  # a bad value fails before any work
     check_evaluation(evaluation)
     check_linear(linear)
+    if gpus is not None and (not isinstance(gpus, int) or gpus < 1):
+        raise ConfigError(f"gpus must be an integer >= 1 or None; got {gpus!r}")
     root = Path(root or run_root(chapter_name, profile, epochs, max_sentences, batch_size))
     members = grid_members(chapter, exp_ids, seeds, large_seeds, profile, epochs, max_sentences, batch_size)
-    if all(is_done(root, m) for m in members):
+    rank, ranks = queue_world()
+    # under torchrun every rank joins the queue, even where all looks done: a rank that starts late may find the
+    # results of a rank that started early, which waits for it at the queue's end
+    if ranks == 1 and all(is_done(root, m) for m in members):
         return True
-    ddp_device = init_from_env()  # under torchrun: all ranks train every stack together, one device each
-    devices = [ddp_device] if ddp_device else devices or available_devices()
+    if data_parallel:  # every rank trains every stack together, one device each
+        device = init_from_env() or device
+        gpus = 1
+    device = device or rank_device()
     # The plan is made from every requested model, done or not, so that a resumed call plans the same stacks and
     # finds their checkpoints; a stack whose models are all done is skipped (a stack's models finish together).
-    stacks = plan_stacks(members, max_stack, gpus=len({d for d in devices if d.startswith("cuda")}), compile=compile)
-    stacks = [s for s in stacks if not all(is_done(root, m) for m in s)]
-    cost = lambda s: _cost(s, compile)
-    if len(devices) == 1 or len(stacks) == 1:
-        lab = load_lab(profile)
-        done = True
-        t0 = time.time()
-        for s in sorted(stacks, key=cost, reverse=True):
-            left = None if time_limit is None else time_limit - (time.time() - t0)
-            if left is not None and left <= 0:
-                return False
-            done &= StackRun(chapter, s, lab, root, devices[0], epochs, max_sentences, batch_size=batch_size,
-                             compile=compile, graphs=graphs, evaluation=evaluation, linear=linear).run(left, progress)
-        return done
-    return _run_parallel(chapter_name, sorted(stacks, key=cost, reverse=True), devices, root, profile, epochs,
-                         max_sentences, time_limit, batch_size, compile, graphs, evaluation, linear)
+    stacks = plan_stacks(members, max_stack, gpus=gpus or ranks, compile=compile)
+    stacks = sorted((s for s in stacks if not all(is_done(root, m) for m in s)), key=lambda s: _cost(s, compile),
+                    reverse=True)
+    by_key = {m.key: m for m in members}
+    labs = {}
+
+    def train_stack(spec: dict, left: float | None) -> bool:
+        if "lab" not in labs:
+            labs["lab"] = load_lab(profile)
+        stack = [by_key[f"{e}/{s}"] for e, s in spec["members"]]
+        return StackRun(chapter, stack, labs["lab"], root, device, epochs, max_sentences, batch_size=batch_size,
+                        compile=compile, graphs=graphs, evaluation=evaluation,
+                        linear=linear).run(left, progress and (ranks == 1 or data_parallel))
+
+    jobs = [Job({"members": [[m.exp.id, m.seed] for m in s]}) for s in stacks]
+    if data_parallel:  # one job list, run by every rank in step
+        states = run_queue(jobs, train_stack, name="grid", time_limit=time_limit, local=True)
+    else:
+        states = run_queue(jobs if rank == 0 else None, train_stack, name="grid", time_limit=time_limit,
+                           done=lambda spec: all(is_done(root, by_key[f"{e}/{s}"]) for e, s in spec["members"]),
+                           describe=_describe)
+    return all_finished(states)
+
+
+def _describe(spec: dict) -> str:
+    """A stack job in a line of the queue's log: "4 models (0,3)"."""
+    return f"{plural(len(spec['members']), 'model')} ({','.join(sorted({e for e, _ in spec['members']}))})"
 
 
 def run_root(chapter_name: str, profile: str, epochs: int | None = None, max_sentences: int | None = None,
@@ -572,37 +595,6 @@ def _cost(stack: list[Member], compile=None) -> float:
     per_model = planner.model_step_ms(m.exp.size, compile)  # ms per model-step, measured
     epochs = (m.config.get("epochs") or m.exp.epochs) * (0.5 if m.exp.no_parallel else 1.0)  # half a corpus each
     return 0.1 if m.exp.untrained else per_model * len(stack) * epochs
-
-
-def _run_parallel(chapter_name, stacks, devices, root, profile, epochs, max_sentences, time_limit, batch_size,
-                  compile, graphs, evaluation="stacked", linear="baddbmm") -> bool:
-    """One worker process per GPU; workers take stacks from a shared queue of job files (largest first)."""
-    queue = root / "queue"
-    queue.mkdir(parents=True, exist_ok=True)
-    for stale in queue.glob("*.json"):  # jobs of an earlier, interrupted call: replanned below
-        stale.unlink()
-    for k, s in enumerate(stacks):
-        atomic.write_json(queue / f"{k:03d}.json", {"members": [[m.exp.id, m.seed] for m in s]})
-    args = [sys.executable, "-m", "xlrepro.papers.dufter2020.worker", "--chapter", chapter_name, "--root", str(root),
-            "--profile", profile]
-    if epochs is not None:
-        args += ["--epochs", str(epochs)]
-    if max_sentences is not None:
-        args += ["--max-sentences", str(max_sentences)]
-    if time_limit is not None:
-        args += ["--time-limit", str(time_limit)]
-    if batch_size is not None:
-        args += ["--batch-size", str(batch_size)]
-    if compile_mode(compile):
-        args += ["--compile", compile_mode(compile)]
-    if not graphs:
-        args += ["--no-graphs"]
-    args += ["--evaluation", evaluation, "--linear", linear]
-    procs = [subprocess.Popen(args + ["--device", dev]) for dev in devices]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        raise RuntimeError(f"grid workers failed with exit codes {codes}; see their output above")
-    return all(is_done(root, m) for s in stacks for m in s)
 
 
 # -------------------------------------------------------------------- evaluation of a grid stack

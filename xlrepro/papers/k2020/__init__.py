@@ -30,9 +30,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
     p.add_argument("--no-graphs", action="store_true", help="GPU: no CUDA graphs (changes no number)")
     p.add_argument("--workers-per-gpu", type=int, default=1,
-                   help="worker processes per GPU (stacks and fine-tuning side by side; changes no number)")
+                   help="ranks per GPU taking every job (stacks and fine-tuning side by side; changes no number). With "
+                        "more than one slot the command starts torchrun, one rank a slot, each taking the next job "
+                        "from the engine's queue (xlrepro/engine/queue.py)")
     p.add_argument("--eval-workers-per-gpu", type=int, default=0,
-                   help="more worker processes per GPU that take evaluations only (an evaluation keeps a GPU about a "
+                   help="more ranks per GPU that take evaluations only (an evaluation keeps a GPU about a "
                         "tenth busy); the stack plan depends on --workers-per-gpu alone (changes no number)")
     p.add_argument("--max-stack", type=int, default=None, help="models per stack (default: stacks.MAX_STACK)")
     p.add_argument("--last-call", action="store_true",
@@ -96,17 +98,31 @@ def prepare_train(a: argparse.Namespace):
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
 
+    import torch
+
+    from xlrepro.engine.queue import launch, rank_device, under_torchrun
+
+    gpus = torch.cuda.device_count() if str(device).startswith("cuda") else 0
+    slots = max(gpus, 1) * (workers + eval_workers)  # one rank a slot
+    argv = getattr(a, "argv", None)  # the command line, which torchrun runs once per rank
+    if slots > 1 and not under_torchrun() and argv is None:
+        raise ConfigError(f"{slots} slots need torchrun: torchrun --nproc-per-node {slots} -m xlrepro.cli train "
+                          f"{NAME} ...")
+
     def train() -> str:
-        import torch
-
         from .bbert import pilot_gate
-        from .stacks import MAX_STACK, run_part
+        from .stacks import MAX_STACK, collect, part_cells, run_part
 
-        gpus = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if str(device).startswith("cuda") else []
-        out = run_part(a.part, a.profile, a.seeds, device, a.time_limit, progress=True, devices=gpus or None,
-                       workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
-                       graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK,
-                       eval_workers_per_gpu=eval_workers, last_call=getattr(a, "last_call", False))
+        if slots > 1 and not under_torchrun():  # one rank a slot, each taking jobs from the engine's queue
+            code = launch(argv, slots)
+            if code:
+                raise RuntimeError(f"torchrun's {slots} ranks stopped with exit status {code}; see their output above")
+            out = collect(part_cells(a.part, a.profile, a.seeds))
+        else:  # in this process, or one rank of torchrun's
+            out = run_part(a.part, a.profile, a.seeds, rank_device() if under_torchrun() else device, a.time_limit,
+                           progress=True, workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
+                           graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK,
+                           eval_workers_per_gpu=eval_workers, last_call=getattr(a, "last_call", False))
         text = f"{len(out)} result rows"
         if a.part == "pilot" and len(out):
             text += "\n" + pilot_gate(out).to_string(index=False)

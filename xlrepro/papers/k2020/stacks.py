@@ -17,29 +17,27 @@ cells with other vocabularies and checks the same masks at every step and the sa
 
 Layout: `runs/k2020/<profile>/stacks/<stack key>/` holds checkpoint.pt (while training) and timing.json; each
 model lands in its cell's folder as model_<seed>.safetensors, where the cell's fine-tuning finds it.
-With several GPUs (or several workers per GPU), `run_part` writes jobs into a queue folder (stacks first, largest
-first, then NSP models, then fine-tuning and evaluation of every (cell, seed)) and starts one `worker` process per
-slot; a worker claims a job by renaming its file, so no two train the same stack, and a job stopped by the time limit
-goes back to the queue and resumes from its checkpoint on the next call.
+A part's jobs (stacks first, the longest first, then NSP models, then the fine-tuning and evaluation of every
+(cell, seed), each after the job that trains its model) go through the engine's work queue (`xlrepro.engine.queue`):
+in this process on one device, or under torchrun one rank per slot (GPU x worker; `xlrepro train k2020` starts
+torchrun itself), each taking the next job; ranks beyond `workers_per_gpu` per GPU take evaluations only. A stack
+stopped by the time limit resumes from its checkpoint on the next call; finished jobs are skipped.
 
 The pair tables, the grouping into stacks and `StackTrainer` are in `trainer` (which `bbert.Cell` pre-trains
-through); this module runs a part: its cells, jobs, queue and workers.
+through); this module runs a part: its cells and jobs, and what each job does (`job_runner`).
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from xlrepro import atomic
 from xlrepro.config import ConfigError, choose, plural
+from xlrepro.engine.queue import Job, launched_at, local_slot, queue_world, run_queue
 from xlrepro.engine.stacked import compile_mode
 
 from .bbert import NER_TASK, RESULT_COLUMNS, TASK, Cell
@@ -224,66 +222,91 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
     return True
 
 
+def queue_jobs(jobs: list[dict]) -> list[Job]:
+    """The part's jobs (`jobs_of`) for the engine's queue: stacks and NSP models in the "train" lane, evaluations in
+    the "eval" lane, each after the job (if any) that trains its model."""
+    trainer = {tuple(m): i for i, j in enumerate(jobs) if j["kind"] != "eval" for m in j["members"]}
+    return [Job(j, "eval", tuple(i for m in j["members"] if (i := trainer.get(tuple(m))) is not None))
+            if j["kind"] == "eval" else Job(j, "train") for j in jobs]
+
+
+def job_done(spec: dict, cells: dict[str, Cell]) -> bool:
+    """Whether a job's results exist: an evaluation's results, or a model (or results) for every model a training
+    job trains; the queue then skips it."""
+    members = [(cells[n], s) for n, s in spec["members"]]
+    if spec["kind"] == "eval":
+        return members[0][0].evaluated(members[0][1])
+    return all((c.dir / f"model_{s}.safetensors").exists() or c.evaluated(s) for c, s in members)
+
+
+def describe_job(spec: dict) -> str:
+    """A job in a line of the queue's log: "stack [['enfake-es', 0], ['enfake-hi', 0]]"."""
+    return f"{spec['kind']} {spec['members'][:3]}{' ...' if len(spec['members']) > 3 else ''}"
+
+
+def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=None, graphs: bool = True,
+               last_call: bool = False, tag: str = ""):
+    """The function the queue calls for each job (`run_queue(run=...)`): (spec, seconds left) -> True done, False
+    stopped by the time limit, None not started in this call. With `last_call` (no call follows on this machine, so
+    a model not evaluated by the deadline is lost with it), a stack or NSP job that cannot finish with time left to
+    evaluate (`too_long`) is not started; an evaluation that cannot finish in the time left (`eval_seconds`; it is
+    not resumable) is not started either, so the rank takes a shorter one."""
+    speeds: list = []  # (card, measured ms per model-step), read once
+
+    def leave(why: str) -> None:
+        print(f"[{tag or device}] not started: {why}", flush=True)
+
+    def run(spec: dict, left: float | None) -> bool | None:
+        if last_call and left is not None and spec["kind"] != "eval":
+            if not speeds:
+                speeds.extend(card_speeds(next(iter(cells.values())).dir.parent / "stacks", device))
+            if too_long(spec, cells, left, speeds[1], speeds[0]):
+                leave(f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the {left:.0f} s left")
+                return None
+        held = False  # an evaluation held to `eval_seconds` here (do_job's own check could read newer results)
+        if spec["kind"] == "eval" and left is not None:
+            cell, seed = cells[spec["members"][0][0]], spec["members"][0][1]
+            if (cell.dir / f"model_{seed}.safetensors").exists():
+                if left < (need := eval_seconds(cell)):
+                    leave(f"eval {spec['members']} needs about {need:.0f} s, {left:.0f} s left")
+                    return None
+                held = True
+        return do_job(spec, cells, device, None if held else left, progress, compile, graphs)
+    return run
+
+
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
-             progress: bool = True, cache_dir=None, root=None, devices=None, workers_per_gpu: int = 1,
+             progress: bool = True, cache_dir=None, root=None, workers_per_gpu: int = 1,
              compile=None, graphs: bool = True, max_stack: int = MAX_STACK,
              eval_workers_per_gpu: int = 0, last_call: bool = False) -> pd.DataFrame:
-    """Every cell of a part (resumable): data prepared once on the CPU, then stacks, NSP models and evaluations,
-    in this process (one device, one worker) or in `workers_per_gpu` worker processes per device, plus
-    `eval_workers_per_gpu` that take evaluations only (an evaluation keeps a GPU about a tenth busy, so several run
-    side by side; they do not change the stack plan, which depends on `workers_per_gpu` alone). `last_call`: see
-    `work` (needs a `time_limit`). Returns the part's finished results with their majority baselines, as one long
-    frame."""
+    """Every cell of a part (resumable): data prepared once on the CPU, then stacks, NSP models and evaluations
+    through the engine's queue: in this process on `device`, or as one rank of torchrun's (`xlrepro train k2020`
+    starts `workers_per_gpu` + `eval_workers_per_gpu` ranks per GPU). The first `workers_per_gpu` ranks of a machine
+    per GPU take every job, the others evaluations only (an evaluation keeps a GPU about a tenth busy, so several run
+    side by side; they do not change the stack plan, which depends on the training ranks alone). `last_call`: see
+    `job_runner` (needs a `time_limit`). Returns the part's finished results with their majority baselines, as one
+    long frame."""
     if workers_per_gpu < 1 or eval_workers_per_gpu < 0:
         raise ConfigError(f"workers_per_gpu must be >= 1 and eval_workers_per_gpu >= 0; got {workers_per_gpu}, "
                           f"{eval_workers_per_gpu}")
     if last_call and time_limit is None:
         raise ConfigError("last_call decides what can still finish before the time limit: give a time_limit too")
     compile_mode(compile)
-    t0 = time.time()
+    t0 = launched_at()  # preparation counts against the time limit (and torchrun's start-up, where it launched)
+    rank, world = queue_world()
+    per_gpu = workers_per_gpu + eval_workers_per_gpu
+    local, local_world = local_slot()
+    lanes = ["eval"] if world > 1 and local >= local_world * workers_per_gpu // per_gpu else None
     cells = part_cells(part, profile, seeds, cache_dir, root)
-    prepare(cells, part, profile, seeds, cache_dir, root, progress)
-    devices = list(devices or [device])
-    slots = len(devices) * workers_per_gpu
-    jobs = jobs_of(cells, slots, max_stack)
+    jobs = None
+    if rank == 0:  # the plan: the other ranks wait for it in the queue's store
+        prepare(cells, part, profile, seeds, cache_dir, root, progress)
+        jobs = queue_jobs(jobs_of(cells, max(1, world * workers_per_gpu // per_gpu), max_stack))
+    tag = f"rank {rank}{' (evaluations)' if lanes else ''}"
     by_name = {c.name: c for c in cells}
-    left = lambda: None if time_limit is None else time_limit - (time.time() - t0)  # noqa: E731
-    if slots == 1 and not eval_workers_per_gpu:
-        gpu, measured = card_speeds(cells[0].dir.parent / "stacks", devices[0]) if last_call else ("H200", {})
-        for job in jobs:
-            if left() is not None and left() <= 0:
-                break
-            if last_call and too_long(job, by_name, left(), measured, gpu):
-                continue  # its models could not be evaluated in this call
-            if do_job(job, by_name, devices[0], left(), progress, compile, graphs) is False:
-                break
-    elif jobs:
-        queue = cells[0].dir.parent / "queue"
-        queue.mkdir(parents=True, exist_ok=True)
-        for stale in queue.glob("*.json"):  # jobs of an earlier, interrupted call: replanned above
-            stale.unlink()
-        for k, job in enumerate(jobs):
-            atomic.write_json(queue / f"{k:04d}.json", job)
-        args = [sys.executable, "-m", "xlrepro.papers.k2020.worker", "--part", part, "--profile", profile,
-                "--queue", str(queue)]
-        args += ["--seeds", *map(str, seeds)] if seeds is not None else []
-        args += ["--root", str(root)] if root is not None else []
-        args += ["--cache-dir", str(cache_dir)] if cache_dir is not None else []
-        args += ["--deadline", repr(t0 + time_limit)] if time_limit is not None else []
-        args += ["--compile", compile_mode(compile, "cuda") or "none"] if compile else []
-        args += [] if graphs else ["--no-graphs"]
-        args += ["--last-call"] if last_call else []
-        # CPU threads shared out among the workers (each would otherwise start one per core); changes no number
-        threads = max(1, (os.cpu_count() or 1) // (len(devices) * (workers_per_gpu + eval_workers_per_gpu)))
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        procs = [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_{w}"], env=env)
-                 for dev in devices for w in range(workers_per_gpu)]
-        procs += [subprocess.Popen(args + ["--device", dev, "--tag", f"{dev.replace(':', '')}_eval{w}",
-                                           "--kinds", "eval"], env=env)
-                  for dev in devices for w in range(eval_workers_per_gpu)]
-        codes = [p.wait() for p in procs]
-        if any(codes):
-            raise RuntimeError(f"k2020 workers failed with exit codes {codes}; see their output above")
+    run_queue(jobs, job_runner(by_name, device, progress and world == 1, compile, graphs, last_call, tag),
+              done=lambda spec: job_done(spec, by_name), name=f"k2020-{part}", time_limit=time_limit, started=t0,
+              lanes=lanes, describe=describe_job)
     return collect(cells)
 
 
@@ -331,56 +354,12 @@ def collect(cells: list[Cell]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
 
 
-def claim(queue: Path, tag: str, skip: set, kinds=None) -> Path | None:
-    """Rename the first unclaimed job not in `skip` (and, with `kinds`, of one of those kinds) to
-    claimed-<tag>-<name>; None when there is none. `tag` has no "-" (release splits on it)."""
-    if "-" in tag:
-        raise ValueError(f"a worker tag has no '-'; got {tag!r}")
-    for candidate in sorted(queue.glob("[0-9]*.json")):
-        if candidate.name in skip:
-            continue
-        if kinds is not None:
-            try:
-                if json.loads(candidate.read_text())["kind"] not in kinds:
-                    continue
-            except FileNotFoundError:
-                continue  # another worker took it
-        claimed = candidate.with_name(f"claimed-{tag}-{candidate.name}")
-        try:
-            os.rename(candidate, claimed)
-            return claimed
-        except FileNotFoundError:
-            continue  # another worker took it
-    return None
-
-
-def release(job: Path) -> None:
-    os.rename(job, job.with_name(job.name.split("-", 2)[2]))
-
-
 def card_speeds(folder: Path, device) -> tuple[str, dict[str, float]]:
     """The card `device` is (one of GPUS; "H200" for anything else, the FLOP model's reference) and the measured
     ms per model-step to plan with: that card's where a shape was timed on it, else every card's."""
     from xlrepro.engine.models import device_name
     gpu = next((g for g in GPUS if g in device_name(device)), "H200")
     return gpu, {**measured_step_ms(folder), **measured_step_ms(folder, gpu)}
-
-
-def training_job(queue: Path, member) -> tuple[Path, dict] | None:
-    """The queued stack or NSP job (claimed or not) that trains `member` ([cell name, seed]), or None."""
-    for _ in range(3):  # a job renamed (claimed, released) during the scan is looked for again
-        moved = False
-        for f in sorted(queue.glob("*.json")):
-            try:
-                spec = json.loads(f.read_text())
-            except FileNotFoundError:
-                moved = True
-                continue
-            if spec["kind"] != "eval" and list(member) in [list(m) for m in spec["members"]]:
-                return f, spec
-        if not moved:
-            break
-    return None
 
 
 def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str, float], gpu: str) -> bool:
@@ -396,73 +375,3 @@ def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str
     else:
         return False
     return need + eval_seconds(members[0][0]) > left
-
-
-def work(queue: Path, cells: dict[str, Cell], device: str, tag: str, deadline: float | None = None,
-         compile=None, graphs: bool = True, poll: float = 2.0, kinds=None, last_call: bool = False) -> None:
-    """A worker's loop: claim jobs (of `kinds` only, when given) until none is left or the `deadline` (a `time.time()`
-    value, shared by every worker of a call, so a worker's own start-up counts against it) has passed. An evaluation
-    whose model another worker is still training goes back to the queue; while only such jobs remain, the worker
-    waits for them. With `last_call` (no call follows on this machine, so a model not evaluated by the deadline is
-    lost with it), a stack or NSP job that cannot finish with time left to evaluate (`too_long`) is not started: the
-    worker takes evaluations instead."""
-    never: set = set()  # jobs too long for what is left of the call: they only get longer
-
-    def leave(job: Path, why: str) -> None:  # back to the queue for a later call; not tried again in this one
-        release(job)
-        name = job.name.split("-", 2)[2]
-        never.add(name)
-        skip.add(name)
-        print(f"[{tag}] not started: {why}", flush=True)
-
-    gpu, measured = "H200", None
-    while True:
-        left = None if deadline is None else deadline - time.time()
-        if left is not None and left <= 0:
-            return
-        skip: set = set(never)
-        ran = False
-        while (job := claim(queue, tag, skip, kinds)) is not None:
-            spec = json.loads(job.read_text())
-            left = None if deadline is None else deadline - time.time()
-            if last_call and left is not None and spec["kind"] != "eval":
-                if measured is None:
-                    gpu, measured = card_speeds(next(iter(cells.values())).dir.parent / "stacks", device)
-                if too_long(spec, cells, left, measured, gpu):
-                    leave(job, f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the "
-                               f"{left:.0f} s left")
-                    continue
-            held = False  # an evaluation held to `eval_seconds` here (do_job's own check could read newer results)
-            if spec["kind"] == "eval" and left is not None:  # not resumable: a shorter one may still fit
-                cell, seed = cells[spec["members"][0][0]], spec["members"][0][1]
-                if (cell.dir / f"model_{seed}.safetensors").exists():
-                    if left < (need := eval_seconds(cell)):
-                        leave(job, f"eval {spec['members']} needs about {need:.0f} s, {left:.0f} s left")
-                        continue
-                    held = True
-            t_job = time.time()
-            done = do_job(spec, cells, device, None if held else left, False, compile, graphs)
-            if done is None:  # its model is not trained yet
-                release(job)
-                skip.add(job.name.split("-", 2)[2])
-                if last_call and left is not None:
-                    if measured is None:
-                        gpu, measured = card_speeds(next(iter(cells.values())).dir.parent / "stacks", device)
-                    trainer = training_job(queue, spec["members"][0])
-                    if trainer is None or (not trainer[0].name.startswith("claimed-")
-                                           and too_long(trainer[1], cells, left, measured, gpu)):
-                        never.add(job.name.split("-", 2)[2])  # nobody will train its model in this call
-                continue
-            ran = True
-            until = "" if deadline is None else f", {deadline - time.time():.0f} s to the deadline"
-            print(f"[{tag}] {'done' if done else 'paused'}: {spec['kind']} {spec['members'][:3]}"
-                  f"{' ...' if len(spec['members']) > 3 else ''} in {time.time() - t_job:.0f} s{until}", flush=True)
-            if done:
-                job.unlink()
-            else:
-                release(job)
-                return
-        if not skip - never:
-            return  # nothing left that this worker may start
-        if not ran:
-            time.sleep(poll)
