@@ -28,7 +28,7 @@ def runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--only", "nope"], "unknown paper 'nope'; valid choices: dufter2020, wu2019, k2020, liu2020"),
+    (["--only", "nope"], "unknown paper 'nope'; valid choices: dufter2020, multilingual, wu2019, k2020, liu2020, appendix"),
     (["--only", "k2020/nope"], "valid choices: k2020/linguistic, k2020/architecture, k2020/input_objective, "
                                "k2020/mixed_pairs"),
     (["--deadline", "0"], "--deadline must be a positive number of seconds; got 0.0"),
@@ -73,7 +73,7 @@ def test_only_a_chapter_plans_its_papers_training_then_that_chapter():
 
 def test_only_keeps_book_order_and_a_whole_paper_wins_over_its_chapter():
     only = R.parse_only(["liu2020", "multilingual/lab", "dufter2020/setup", "dufter2020"])
-    assert only == {"dufter2020": None, "wu2019": {"multilingual/lab"}, "liu2020": None}
+    assert only == {"dufter2020": None, "multilingual": {"multilingual/lab"}, "liu2020": None}
     steps = R.make_plan(CLI, only, skip_train=True)
     assert [s.chapter for s in steps][:2] == ["dufter2020/setup", "dufter2020/architecture"]
     assert all(s.kind == "publish" for s in steps)
