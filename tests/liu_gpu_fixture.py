@@ -65,6 +65,10 @@ def make_liu_gpu_results(folder: Path, langs=("en", "fr", "es")) -> Path:
             {"model": {"name": "hand-made", "layers": LAYERS, "hidden": 8}}))
         (folder / "training" / m / "training.json").write_text(json.dumps(
             {"steps": 1, "seconds": 1.0, "device": "cpu", "losses": [[0, 2.0]], "tokens_per_step": 64}))
+        # the pre-training gate: every language 3 nats under its unigram entropy (evaluate.run_loss's file)
+        (folder / "loss").mkdir(exist_ok=True)
+        (folder / "loss" / f"{m}.csv").write_text("experiment,metric,language,value\n" + "".join(
+            f"bert-{m},{metric},{l},{v}\n" for l in langs for metric, v in (("mlm_loss", 3.0), ("unigram_entropy", 6.0))))
     (folder / "wall-train.json").write_text(json.dumps({"phase": "train", "wall_seconds": 1, "exit_code": 0,
                                                         "gpus": []}))
     return folder
@@ -82,7 +86,7 @@ KNOWN = {"On the big corpus, BERT with a 20-token window has a lower mean MRR th
              "reproduced",
          "Fine-tuning only the top half of BERT transfers better (target mean) than fine-tuning all layers.":
              "reproduced"}
-RESULT_FILES = {"static_vs_bert": ["retrieval", "retrieval_bert", "transfer", "corpus", "dictionaries"],
+RESULT_FILES = {"static_vs_bert": ["retrieval", "retrieval_bert", "transfer", "corpus", "dictionaries", "pretraining_loss", "gates"],
                 "context_window": ["word2vec_windows", "retrieval_bert", "transfer"],
                 "part_of_speech": ["pos"],
                 "language_information": ["language_id", "mds_grid", "table4"]}
