@@ -16,25 +16,20 @@ the plan's. Runs are cached as JSON under ``runs/wu2019/paper/<encoder>[-limits]
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import torch
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError, check_seeds, choose
-from xlrepro.models import device_name
-from xlrepro.paths import runs_dir
-from xlrepro.resources import MBERT, entity_f1, load_encoder, locate, read_iob, to_iob2
-from xlrepro.runkeys import run_key
+from xlrepro.config import ConfigError, choose
+from xlrepro.resources import MBERT, entity_f1, locate, read_iob, to_iob2
 from xlrepro.training.finetune import FinetuneConfig
-from xlrepro.training.token_finetune import IGNORE, EncodedTokens, finetune_tokens, predict_tokens
+from xlrepro.training.token_finetune import IGNORE, EncodedTokens, predict_tokens
 
-from .plan import TransferPlan, load_plan
+from .plan import TransferPlan
+from .tagging import TaggingLab
 
 #: language -> the CoNLL file stem (eng.train, deu.testb, ...)
 STEMS = {"en": "eng", "de": "deu", "es": "esp", "nl": "ned"}
@@ -94,35 +89,17 @@ def encode_tagged(tokenizer, sentences, tags, max_length: int, unseen: int = 0) 
     return EncodedTokens(ids, labels), kept
 
 
-class NerLab:
+class NerLab(TaggingLab):
     """mBERT, CoNLL English for training and selection, the other CoNLL test sets for zero-shot testing.
 
     languages: test languages among `STEMS` (default all; English always in). max_train_sentences /
     max_test_sentences: the first sentences (a smoke run; in the run folder's name). epochs: the recipe's unless
     given."""
 
-    def __init__(self, paths: NerPaths, plan: TransferPlan | None = None, *, languages=None,
-                 max_train_sentences: int | None = None, max_test_sentences: int | None = None,
-                 epochs: int | None = None, device=None, root: Path | None = None, progress: bool = False):
-        self.plan = plan or load_plan()
-        for name, value in (("max_train_sentences", max_train_sentences),
-                            ("max_test_sentences", max_test_sentences), ("epochs", epochs)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ConfigError(f"{name} must be None or a positive integer; got {value!r}")
-        self.languages = [choose("NER language", lang, STEMS) for lang in (languages or STEMS)]
-        if "en" not in self.languages:
-            self.languages.insert(0, "en")
-        self.paths = paths
-        self.max_train, self.max_test, self.epochs = max_train_sentences, max_test_sentences, epochs
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.encoder, self.tokenizer = load_encoder(paths.encoder)
-        self.pad_id = self.tokenizer.pad_token_id or 0
-        shrunk = (max_train_sentences, max_test_sentences, epochs) != (None, None, None)
-        name = Path(paths.encoder).name + (f"-tr{max_train_sentences}-te{max_test_sentences}-e{epochs}"
-                                           if shrunk else "")
-        self.root = Path(root or runs_dir() / "wu2019" / "paper" / name)
-        self.progress = progress
-        self._sentences: dict = {}
+    TASK, METRIC, TABLE, LANGUAGES = "ner", "f1", "Table 4", STEMS
+
+    def __init__(self, paths: NerPaths, plan: TransferPlan | None = None, **options):
+        super().__init__(paths, plan, **options)
         self.tags = self._tag_set()
 
     # --- data ---------------------------------------------------------------------------------------------------
@@ -146,13 +123,7 @@ class NerLab:
         number of words each sequence kept (`encode_tagged`)."""
         return encode_tagged(self.tokenizer, self.sentences(file), self.tags, max_length)
 
-    # --- runs -----------------------------------------------------------------------------------------------------
-    def config(self, lr: float, seed: int) -> FinetuneConfig:
-        recipe = dict(self.plan.recipe)
-        if self.epochs is not None:
-            recipe["epochs"] = self.epochs
-        return FinetuneConfig(**{**recipe, "lr": float(lr), "seed": int(seed)})
-
+    # --- scores ---------------------------------------------------------------------------------------------------
     def run_config(self, config: FinetuneConfig) -> dict:
         files = {f: (self.paths.conll / f).stat().st_size for f in FILES if (self.paths.conll / f).is_file()}
         return {"finetune": config.to_json(), "task": "ner", "encoder": self.paths.encoder,
@@ -167,40 +138,14 @@ class NerLab:
         guessed = [[self.tags[i] for i in p] + ["O"] * (len(g) - k) for p, g, k in zip(pred, gold, kept)]
         return entity_f1(gold, guessed)
 
-    def run(self, config: FinetuneConfig) -> dict:
-        """Fine-tune on eng.train; F1 on eng.testa (dev) and on each language's testb; cached."""
-        key = run_key(self.run_config(config))
-        path = self.root / "ner" / "en" / f"lr{config.lr:g}-seed{config.seed}-{key}.json"
-        with atomic.locked(path):
-            if path.exists():
-                result = json.loads(path.read_text())
-                if set(self.languages) <= set(result["test"]):
-                    return result
-            train, _ = self.encode("eng.train", config.max_length)
-            model, history = finetune_tokens(config, self.encoder, train, len(self.tags), pad_id=self.pad_id,
-                                             device=self.device, progress=self.progress)
-            result = {"config": config.to_json(), "dev_f1": self.f1(model, "eng.testa"),
-                      "test": {lang: {"f1": self.f1(model, f"{STEMS[lang]}.testb")} for lang in self.languages},
-                      "history": history, "device": device_name(self.device), "run_config": self.run_config(config)}
-            atomic.write_json(path, result)
-            return result
+    def train_data(self, max_length: int):
+        return self.encode("eng.train", max_length)
 
-    def selection(self) -> pd.DataFrame:
-        """English dev (eng.testa) F1 of each learning rate of the paper's grid, seed 0."""
-        return pd.DataFrame([{"lr": lr, "dev_f1": self.run(self.config(lr, 0))["dev_f1"]}
-                             for lr in self.plan.paper["lr_grid"]])
+    def dev_score(self, model) -> float:
+        return self.f1(model, "eng.testa")
 
-    def zero_shot(self, seeds=None) -> pd.DataFrame:
-        """Table 4: long rows (experiment "zero-shot", seed, language, metric "f1", value)."""
-        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
-        sel = self.selection()
-        lr = float(sel.loc[sel["dev_f1"].idxmax(), "lr"])
-        rows = []
-        for seed in seeds:
-            result = self.run(self.config(lr, seed))
-            rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": "f1",
-                      "value": result["test"][lang]["f1"]} for lang in self.languages]
-        return pd.DataFrame(rows)
+    def test_score(self, model, lang: str) -> float:
+        return self.f1(model, f"{STEMS[lang]}.testb")
 
 
 def table4(paths: NerPaths, *, languages=None, seeds=None, max_train_sentences=None, max_test_sentences=None,

@@ -17,26 +17,20 @@ cached as JSON under ``runs/wu2019/paper/<encoder>[-limits]/pos/``, beside Table
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import torch
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError, check_seeds, choose
-from xlrepro.models import device_name
-from xlrepro.paths import runs_dir
-from xlrepro.resources import MBERT, load_encoder, locate, read_conllu
-from xlrepro.runkeys import run_key
+from xlrepro.config import ConfigError, choose
+from xlrepro.resources import MBERT, locate, read_conllu
 from xlrepro.training.finetune import FinetuneConfig
-from xlrepro.training.token_finetune import finetune_tokens, predict_tokens
+from xlrepro.training.token_finetune import predict_tokens
 
 from .ner import encode_tagged
-from .plan import TransferPlan, load_plan
+from .tagging import TaggingLab
 
 #: language -> the treebank of UD v2.2 (folder/file stem): English first, then the paper's Table 5 languages
 TREEBANKS = {
@@ -86,36 +80,14 @@ def resolve_pos_paths(encoder: str | os.PathLike | None = None, ud: str | os.Pat
     return PosPaths(os.fspath(encoder), folder)
 
 
-class PosLab:
+class PosLab(TaggingLab):
     """mBERT, English UD for training (train) and selection (dev), each language's UD test set for zero-shot
     testing. languages: among `TREEBANKS` (default all; English always in). max_train_sentences /
     max_test_sentences: the first sentences (a smoke run; in the run folder's name). epochs: the recipe's unless
     given."""
 
+    TASK, METRIC, TABLE, LANGUAGES = "pos", "accuracy", "Table 5", TREEBANKS
     tags = UPOS
-
-    def __init__(self, paths: PosPaths, plan: TransferPlan | None = None, *, languages=None,
-                 max_train_sentences: int | None = None, max_test_sentences: int | None = None,
-                 epochs: int | None = None, device=None, root: Path | None = None, progress: bool = False):
-        self.plan = plan or load_plan()
-        for name, value in (("max_train_sentences", max_train_sentences),
-                            ("max_test_sentences", max_test_sentences), ("epochs", epochs)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ConfigError(f"{name} must be None or a positive integer; got {value!r}")
-        self.languages = [choose("POS language", lang, TREEBANKS) for lang in (languages or TREEBANKS)]
-        if "en" not in self.languages:
-            self.languages.insert(0, "en")
-        self.paths = paths
-        self.max_train, self.max_test, self.epochs = max_train_sentences, max_test_sentences, epochs
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.encoder, self.tokenizer = load_encoder(paths.encoder)
-        self.pad_id = self.tokenizer.pad_token_id or 0
-        shrunk = (max_train_sentences, max_test_sentences, epochs) != (None, None, None)
-        name = Path(paths.encoder).name + (f"-tr{max_train_sentences}-te{max_test_sentences}-e{epochs}"
-                                           if shrunk else "")
-        self.root = Path(root or runs_dir() / "wu2019" / "paper" / name)
-        self.progress = progress
-        self._sentences: dict = {}
 
     def sentences(self, lang: str, split: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """(words, UPOS tags) of a language's treebank split, limited for a smoke run (train: max_train_sentences;
@@ -125,12 +97,6 @@ class PosLab:
             limit = self.max_train if split == "train" else self.max_test
             self._sentences[(lang, split)] = [(s.forms, s.upos) for s in sents[:limit]]
         return self._sentences[(lang, split)]
-
-    def config(self, lr: float, seed: int) -> FinetuneConfig:
-        recipe = dict(self.plan.recipe)
-        if self.epochs is not None:
-            recipe["epochs"] = self.epochs
-        return FinetuneConfig(**{**recipe, "lr": float(lr), "seed": int(seed)})
 
     def run_config(self, config: FinetuneConfig) -> dict:
         """Everything that sets a run's numbers; its hash names the run's file."""
@@ -157,40 +123,14 @@ class PosLab:
             raise ConfigError(f"{treebank_file(self.paths.ud, lang, split)} has no words")
         return right / total
 
-    def run(self, config: FinetuneConfig) -> dict:
-        """Fine-tune on English train; accuracy on English dev and on each language's test set; cached."""
-        key = run_key(self.run_config(config))
-        path = self.root / "pos" / "en" / f"lr{config.lr:g}-seed{config.seed}-{key}.json"
-        with atomic.locked(path):
-            if path.exists():
-                result = json.loads(path.read_text())
-                if set(self.languages) <= set(result["test"]):
-                    return result
-            train, _ = encode_tagged(self.tokenizer, self.sentences("en", "train"), self.tags, config.max_length)
-            model, history = finetune_tokens(config, self.encoder, train, len(self.tags), pad_id=self.pad_id,
-                                             device=self.device, progress=self.progress)
-            result = {"config": config.to_json(), "dev_accuracy": self.accuracy(model, "en", "dev"),
-                      "test": {lang: {"accuracy": self.accuracy(model, lang, "test")} for lang in self.languages},
-                      "history": history, "device": device_name(self.device), "run_config": self.run_config(config)}
-            atomic.write_json(path, result)
-            return result
+    def train_data(self, max_length: int):
+        return encode_tagged(self.tokenizer, self.sentences("en", "train"), self.tags, max_length)
 
-    def selection(self) -> pd.DataFrame:
-        """English dev accuracy of each learning rate of the paper's grid, seed 0."""
-        return pd.DataFrame([{"lr": lr, "dev_accuracy": self.run(self.config(lr, 0))["dev_accuracy"]}
-                             for lr in self.plan.paper["lr_grid"]])
+    def dev_score(self, model) -> float:
+        return self.accuracy(model, "en", "dev")
 
-    def zero_shot(self, seeds=None) -> pd.DataFrame:
-        """Table 5: long rows (experiment "zero-shot", seed, language, metric "accuracy", value)."""
-        seeds = check_seeds(seeds if seeds is not None else self.plan.seeds)
-        sel = self.selection()
-        lr = float(sel.loc[sel["dev_accuracy"].idxmax(), "lr"])
-        rows = []
-        for seed in seeds:
-            result = self.run(self.config(lr, seed))
-            rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": "accuracy",
-                      "value": result["test"][lang]["accuracy"]} for lang in self.languages]
-        return pd.DataFrame(rows)
+    def test_score(self, model, lang: str) -> float:
+        return self.accuracy(model, lang, "test")
 
 
 def table5(paths: PosPaths, *, languages=None, seeds=None, max_train_sentences=None, max_test_sentences=None,
