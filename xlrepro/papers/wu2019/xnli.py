@@ -309,18 +309,25 @@ def mark_results(folder: str | os.PathLike, encoder: str, **data: str) -> Path:
     return path
 
 
+def _selected(paths: XnliPaths, results, **options) -> tuple[XnliLab, Path]:
+    """The lab, its results folder (marked as the paper profile's) and ``selection.csv`` (lr, dev_accuracy: not a
+    long results frame) written there: what Table 3 and Figure 1 start from."""
+    lab = XnliLab(paths, **options)
+    folder = Path(results) if results is not None else lab.root / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
+    with atomic.atomic_path(folder / "selection.csv") as tmp:
+        lab.selection().to_csv(tmp, index=False)
+    return lab, folder
+
+
 def table3(paths: XnliPaths, *, languages=None, seeds=None, max_train_pairs=None, max_test_pairs=None, epochs=None,
            device=None, root=None, results=None) -> Path:
     """Run Table 3 end to end outside a chapter: the selection, the zero-shot runs and the majority baseline,
     written as ``selection.csv`` and ``zero_shot.csv`` into `results` (default: the run folder's ``results/``).
     Returns the results folder."""
-    lab = XnliLab(paths, languages=languages, max_train_pairs=max_train_pairs, max_test_pairs=max_test_pairs,
-                  epochs=epochs, device=device, root=root)
-    folder = Path(results) if results is not None else lab.root / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
-    with atomic.atomic_path(folder / "selection.csv") as tmp:  # lr, dev_accuracy (not a long results frame)
-        lab.selection().to_csv(tmp, index=False)
+    lab, folder = _selected(paths, results, languages=languages, max_train_pairs=max_train_pairs,
+                            max_test_pairs=max_test_pairs, epochs=epochs, device=device, root=root)
     lab.save(pd.concat([lab.zero_shot(seeds), lab.majority_baseline()], ignore_index=True), folder / RESULTS)
     return folder
 
@@ -330,12 +337,7 @@ def figure1(paths: XnliPaths, *, levels=None, feature_based: bool = True, langua
     """Run Figure 1's XNLI panel end to end: ``selection.csv`` and ``frozen.csv`` (long rows of `XnliLab.frozen`)
     into `results` (default: the run folder's ``results/``, shared with Table 3, whose fine-tune-all runs it reuses).
     Returns the results folder."""
-    lab = XnliLab(paths, languages=languages, max_train_pairs=max_train_pairs, max_test_pairs=max_test_pairs,
-                  epochs=epochs, device=device, root=root)
-    folder = Path(results) if results is not None else lab.root / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab.paths.encoder, xnli_train=str(lab.paths.multinli), xnli_test=str(lab.paths.xnli))
-    with atomic.atomic_path(folder / "selection.csv") as tmp:
-        lab.selection().to_csv(tmp, index=False)
+    lab, folder = _selected(paths, results, languages=languages, max_train_pairs=max_train_pairs,
+                            max_test_pairs=max_test_pairs, epochs=epochs, device=device, root=root)
     lab.save(lab.frozen(seeds, levels, feature_based), folder / FROZEN)
     return folder
