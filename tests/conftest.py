@@ -63,3 +63,20 @@ def in_processes():
             p.join(timeout)
         return [p.exitcode for p in procs]
     return run
+
+
+PAPER_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paper"
+PAPER_VARIABLES = {"XLREPRO_MBERT": "tiny_bert", "XLREPRO_XNLI_DIR": "xnli", "XLREPRO_MULTINLI_DIR": "multinli",
+                   "XLREPRO_UD_DIR": "ud", "XLREPRO_WIKI_DIR": "wiki", "XLREPRO_MUSE_DIR": "muse"}
+
+
+@pytest.fixture
+def paper_env_of(monkeypatch, tmp_path):
+    """paper_env_of(*variables): point those paper-profile variables at tests/fixtures/paper/ (the others stay
+    as they are) and the runs at tmp_path/runs; returns tmp_path."""
+    def setup(*variables):
+        for v in variables:
+            monkeypatch.setenv(v, str(PAPER_FIXTURES / PAPER_VARIABLES[v]))
+        monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
+        return tmp_path
+    return setup

@@ -17,11 +17,8 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "paper"
 
 
 @pytest.fixture
-def paper_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("XLREPRO_MBERT", str(FIX / "tiny_bert"))
-    monkeypatch.setenv("XLREPRO_XNLI_DIR", str(FIX / "xnli"))
-    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
-    return tmp_path
+def paper_env(paper_env_of):
+    return paper_env_of("XLREPRO_MBERT", "XLREPRO_XNLI_DIR")
 
 
 def test_table4_writes_tau_per_language_and_the_accuracies(paper_env):

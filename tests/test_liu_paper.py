@@ -19,12 +19,8 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "paper"
 
 
 @pytest.fixture
-def paper_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("XLREPRO_MBERT", str(FIX / "tiny_bert"))
-    monkeypatch.setenv("XLREPRO_WIKI_DIR", str(FIX / "wiki"))
-    monkeypatch.setenv("XLREPRO_MUSE_DIR", str(FIX / "muse"))
-    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
-    return tmp_path
+def paper_env(paper_env_of):
+    return paper_env_of("XLREPRO_MBERT", "XLREPRO_WIKI_DIR", "XLREPRO_MUSE_DIR")
 
 
 def test_a_word_vector_is_the_mean_of_its_pieces_over_its_occurrences():

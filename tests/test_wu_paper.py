@@ -20,12 +20,8 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "paper"
 
 
 @pytest.fixture
-def paper_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("XLREPRO_MBERT", str(FIX / "tiny_bert"))
-    monkeypatch.setenv("XLREPRO_XNLI_DIR", str(FIX / "xnli"))
-    monkeypatch.setenv("XLREPRO_MULTINLI_DIR", str(FIX / "multinli"))
-    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
-    return tmp_path
+def paper_env(paper_env_of):
+    return paper_env_of("XLREPRO_MBERT", "XLREPRO_XNLI_DIR", "XLREPRO_MULTINLI_DIR")
 
 
 def test_table3_writes_its_runs_and_results_beside_the_labs(paper_env):
