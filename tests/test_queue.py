@@ -115,6 +115,7 @@ def test_two_cpu_ranks_under_torchrun_run_every_job_once_and_a_second_launch_ski
     assert json.loads((tmp_path / "states_1.json").read_text()) == {str(i): SKIPPED for i in range(8)}
 
 
+@pytest.mark.slow  # ~27 s on 2 cores: `make test-all`; the two-rank queue itself is tested above with fake jobs
 def test_a_tiny_grid_on_two_cpu_ranks_gives_the_numbers_of_one_process(tmp_path, lab):
     """Dufter & Schütze's models 0 and 3 dealt as for two GPUs (two stacks of one): each rank takes one stack from
     the queue; every model's metrics equal those of the same plan run in one process. About 27 s on 2 cores."""
