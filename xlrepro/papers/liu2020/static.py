@@ -7,7 +7,7 @@ last release is a 2016 Cython build; mittens holds the full V x V matrix in memo
 torch implementation of Pennington et al.'s objective (weighted least squares on log co-occurrences, AdaGrad,
 x_max 100, alpha 3/4, 1/d-weighted symmetric windows, W + W~ as the vectors), cross-checked against mittens on a
 small corpus in the tests. On a CPU one pass over the small corpus's 7.5M co-occurrences at 768-d takes
-minutes, so the GloVe runs belong to the GPU session (`xlrepro train liu2020 --part static --device cuda`).
+minutes, so the GloVe runs belong to the GPU run (`xlrepro train liu2020 --part static --device cuda`).
 
 Each run is cached in ``runs/liu2020/lab/static/<run key>/`` (`xlrepro.runkeys`): config.json, vectors.npy
 ([V, 768] float32), vocab.txt and training.json (written last); a second call with the same config loads it.
