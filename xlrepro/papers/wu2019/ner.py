@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from xlrepro import atomic
 from xlrepro.config import ConfigError, choose
 from xlrepro.resources import MBERT, entity_f1, locate, read_iob, to_iob2
 from xlrepro.training.finetune import FinetuneConfig
@@ -35,7 +34,7 @@ from .tagging import TaggingLab
 STEMS = {"en": "eng", "de": "deu", "es": "esp", "nl": "ned"}
 ENCODINGS = {"eng": "utf-8", "deu": "latin-1", "esp": "latin-1", "ned": "latin-1"}
 FILES = ("eng.train", "eng.testa", "eng.testb", "deu.testb", "esp.testb", "ned.testb")
-RESULTS = "ner.csv"
+RESULTS = "ner.csv"  # `TaggingLab.write_table` writes <task>.csv
 
 
 @dataclass(frozen=True)
@@ -152,16 +151,6 @@ def table4(paths: NerPaths, *, languages=None, seeds=None, max_train_sentences=N
            epochs=None, device=None, root=None, results=None) -> Path:
     """Run Table 4 end to end: ``ner_selection.csv`` (lr, dev_f1) and ``ner.csv`` (long rows) into `results`
     (default: the run folder's ``results/``). Returns the results folder."""
-    from xlrepro.results import write_csv
-
-    from .xnli import mark_results
-
     lab = NerLab(paths, languages=languages, max_train_sentences=max_train_sentences,
                  max_test_sentences=max_test_sentences, epochs=epochs, device=device, root=root)
-    folder = Path(results) if results is not None else lab.root / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab.paths.encoder, ner=str(lab.paths.conll))
-    with atomic.atomic_path(folder / "ner_selection.csv") as tmp:
-        lab.selection().to_csv(tmp, index=False)
-    write_csv(lab.zero_shot(seeds), folder / RESULTS)
-    return folder
+    return lab.write_table(results, seeds, ner=str(lab.paths.conll))

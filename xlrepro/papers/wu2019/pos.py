@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-from xlrepro import atomic
 from xlrepro.config import ConfigError, choose
 from xlrepro.resources import MBERT, locate, read_conllu
 from xlrepro.training.finetune import FinetuneConfig
@@ -44,7 +43,7 @@ TREEBANKS = {
 UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
         "SCONJ", "SYM", "VERB", "X")
 SPLITS = ("train", "dev", "test")
-RESULTS = "pos.csv"
+RESULTS = "pos.csv"  # `TaggingLab.write_table` writes <task>.csv
 
 
 @dataclass(frozen=True)
@@ -137,16 +136,6 @@ def table5(paths: PosPaths, *, languages=None, seeds=None, max_train_sentences=N
            epochs=None, device=None, root=None, results=None) -> Path:
     """Run Table 5 end to end: ``pos_selection.csv`` (lr, dev_accuracy) and ``pos.csv`` (long rows) into `results`
     (default: the run folder's ``results/``). Returns the results folder."""
-    from xlrepro.results import write_csv
-
-    from .xnli import mark_results
-
     lab = PosLab(paths, languages=languages, max_train_sentences=max_train_sentences,
                  max_test_sentences=max_test_sentences, epochs=epochs, device=device, root=root)
-    folder = Path(results) if results is not None else lab.root / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    mark_results(folder, lab.paths.encoder, pos=str(lab.paths.ud))
-    with atomic.atomic_path(folder / "pos_selection.csv") as tmp:
-        lab.selection().to_csv(tmp, index=False)
-    write_csv(lab.zero_shot(seeds), folder / RESULTS)
-    return folder
+    return lab.write_table(results, seeds, pos=str(lab.paths.ud))

@@ -108,3 +108,18 @@ class TaggingLab:
             rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": self.METRIC,
                       "value": result["test"][lang][self.METRIC]} for lang in self.languages]
         return pd.DataFrame(rows)
+
+    def write_table(self, results, seeds, **data) -> Path:
+        """``<task>_selection.csv`` (lr, dev score: not a long results frame) and ``<task>.csv`` (the zero-shot long
+        rows) into `results` (default: the run folder's ``results/``), marked as the paper profile's with the
+        encoder and `data` (what the task read). Returns the folder."""
+        from xlrepro.results import write_csv
+
+        from .xnli import mark_results
+        folder = Path(results) if results is not None else self.root / "results"
+        folder.mkdir(parents=True, exist_ok=True)
+        mark_results(folder, self.paths.encoder, **data)
+        with atomic.atomic_path(folder / f"{self.TASK}_selection.csv") as tmp:
+            self.selection().to_csv(tmp, index=False)
+        write_csv(self.zero_shot(seeds), folder / f"{self.TASK}.csv")
+        return folder
