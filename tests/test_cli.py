@@ -263,6 +263,9 @@ def test_reproduce_trains_each_paper_then_publishes_its_chapters(capsys):
     assert lines[-1] == "xlrepro run dufter2020/engineering --publish"
     assert lines.index("xlrepro train wu2019 --part all") > lines.index("xlrepro run dufter2020/training_dynamics "
                                                                         "--publish -p profile 'lab'")
+    # knn_replace reads Wu & Dredze's overlap.csv: published after the chapter that writes it
+    assert lines.index("xlrepro run dufter2020/knn_replace --publish -p profile 'lab'") == \
+        lines.index("xlrepro run wu2019/q4_subword_overlap --publish -p profile 'lab'") + 1
     assert main(["reproduce", "--dry-run", "-p", "nope", "1"]) == 2
 
 

@@ -288,3 +288,14 @@ def test_every_training_command_of_the_registry_parses():
             parser.parse_args(list(command))
     assert ("train", "dufter2020", "--part", "table3") in papers()["dufter2020"].reproduce
     assert ("train", "liu2020", "--part", "evaluate") in papers()["liu2020"].reproduce
+
+
+def test_a_chapter_that_reads_another_is_published_after_it():
+    def pub(chapter):
+        return R.Step("publish", chapter.split("/")[0], ("run", chapter, "--publish"), chapter=chapter)
+    steps = [pub("a/x"), pub("a/y"), R.Step("train", "b", ("train", "b")), pub("b/z"), pub("b/w")]
+    out = R.after_what_they_read(steps, {"a/x": ("b/z",)})
+    assert [s.chapter for s in out] == ["a/y", None, "b/z", "a/x", "b/w"]
+    # a source outside the plan, or one already before it: nothing moves
+    assert R.after_what_they_read(steps, {"a/x": ("c/q",)}) == steps
+    assert R.after_what_they_read(steps, {"b/w": ("a/x",)}) == steps

@@ -157,7 +157,20 @@ def make_plan(cli: Cli, only: dict[str, set[str] | None], parameters: dict | Non
     unused = [k for k in parameters if k not in used]
     if unused:
         raise ConfigError(f"no chapter of the plan has the parameter {', '.join(map(repr, unused))}")
-    return steps
+    return after_what_they_read(steps, {c: r for name in only for c, r in get_paper(name).reads.items()})
+
+
+def after_what_they_read(steps: list[Step], reads: dict[str, tuple[str, ...]]) -> list[Step]:
+    """`steps` with each chapter that reads other chapters' published results (`Paper.reads`) moved right after
+    the last of those in the plan; one whose sources are not in the plan keeps its place (it reads what
+    book/results already holds)."""
+    out = list(steps)
+    for chapter, sources in reads.items():
+        at = next((i for i, s in enumerate(out) if s.kind == "publish" and s.chapter == chapter), None)
+        last = max((i for i, s in enumerate(out) if s.kind == "publish" and s.chapter in sources), default=-1)
+        if at is not None and last > at:
+            out.insert(last, out.pop(at))  # after the pop, index `last` is right after the last source
+    return out
 
 
 # ---- recorded times -------------------------------------------------------------------------------------------

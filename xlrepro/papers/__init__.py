@@ -59,6 +59,10 @@ class Paper:
                           "a package function, outside any chapter, is a key '<paper>/<module>.<function>', "
                           "which `xlrepro prepare --only` accepts as it does a chapter"})
     order: int = field(default=100, metadata={"help": "position in the book"})
+    reads: dict[str, tuple[str, ...]] = field(
+        default_factory=dict,
+        metadata={"help": "chapter -> the chapters of other entries whose published results it reads: `xlrepro "
+                          "reproduce` publishes it after them when they are in its plan"})
     claims_frames: Callable[[str, object], dict] | None = field(
         default=None, metadata={"help": "(chapter, results folder) -> the frames that chapter's claims read, by "
                                         "artifact name (the chapter notebook calls the same); None: the folder's CSVs"})

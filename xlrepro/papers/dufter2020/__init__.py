@@ -281,4 +281,6 @@ PAPER = Paper(
                                                     "knn_replace")},
                f"{NAME}/paper_table4.mbert_table4": ("mbert", "xnli")},  # Table 4 with mBERT's similarities
     order=10,
+    # Table 4's same-script pairs come from Wu & Dredze's overlap.csv (its subword-overlap chapter writes it)
+    reads={f"{NAME}/knn_replace": ("wu2019/q4_subword_overlap",)},
 )
