@@ -64,3 +64,16 @@ def test_baselines_read_chance_and_majority(tmp_path):
     b = report.baselines(tmp_path)
     assert b.chance == {"fr": 0.09} and b.majority == {"fr": 0.27}
     assert report.baselines(tmp_path / "none") == report.Baselines()
+
+
+def test_gpu_records_are_published_with_their_config(tmp_path):
+    run = tmp_path / "gpu" / "training" / "big-w512"
+    run.mkdir(parents=True)
+    (run / "training.json").write_text(json.dumps({"steps": 8000, "seconds": 379.1, "device": "NVIDIA H200"}))
+    (run / "config.json").write_text(json.dumps({"model": {"hidden": 512, "layers": 6}}))
+    (written,) = report.publish_gpu_records(tmp_path / "gpu", tmp_path / "out")
+    assert written == tmp_path / "out" / "gpu_run" / "big-w512-training.json"
+    assert json.loads(written.read_text()) == {"experiment": "bert-big-w512", "steps": 8000, "seconds": 379.1,
+                                               "device": "NVIDIA H200", "config": {"model": {"hidden": 512,
+                                                                                             "layers": 6}}}
+    assert report.publish_gpu_records(tmp_path / "none", tmp_path / "out") == []

@@ -476,3 +476,23 @@ def baselines(results=None) -> Baselines:
     def level(exp, metric):
         return df[(df["experiment"] == exp) & (df["metric"] == metric)].set_index("language")["value"].to_dict()
     return Baselines(chance=level("chance-identical", "mrr"), majority=level("majority-test", "accuracy"))
+
+
+def publish_gpu_records(root, out) -> list[Path]:
+    """The GPU run's training records, one per BERT, into ``<out>/gpu_run/<model>-training.json`` (its
+    training.json with its config.json under ``config``): what the engineering appendix's cost table reads, and the
+    published trace of the run the chapters show. Returns the files written (none where the run is not there)."""
+    import json
+
+    from xlrepro import atomic
+    folder = gpu_results_dir(root) / "training"
+    written = []
+    for rec in sorted(folder.glob("*/training.json")) if folder.exists() else []:
+        config = rec.parent / "config.json"
+        record = {"experiment": f"bert-{rec.parent.name}", **json.loads(rec.read_text()),
+                  "config": json.loads(config.read_text()) if config.exists() else None}
+        path = Path(out) / "gpu_run" / f"{rec.parent.name}-training.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(path, record)
+        written.append(path)
+    return written
