@@ -43,13 +43,14 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 import torch
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError, ModelSize
+from xlrepro.training.mini_mbert import DEFAULT_SIZE
 
+from .bert import BASE
 from .mlm_loss import PROBE_ROWS, language_losses, probe_batches, unigram_entropies  # noqa: F401 (re-exported)
 
 EXPERIMENT = "pilot-big-w512"
@@ -64,9 +65,9 @@ GATE_MRR_FACTOR = 2.0
 #: multilingual lab's mini-mBERT (`xlrepro.training.mini_mbert.DEFAULT_SIZE`). Learning rates: the usual peak of
 #: each size (BERT-base 1e-4, as published; the smaller ones higher, as smaller BERTs are trained).
 SHAPES: dict[str, ModelSize] = {
-    "base": ModelSize(name="base", hidden=768, layers=12, heads=12, ffn=3072, lr=1e-4),
+    "base": BASE,
     "medium": ModelSize(name="medium", hidden=512, layers=6, heads=8, ffn=2048, lr=2e-4),
-    "mini": ModelSize(name="mini", hidden=256, layers=4, heads=4, ffn=1024, lr=5e-4),
+    "mini": DEFAULT_SIZE,
 }
 
 
