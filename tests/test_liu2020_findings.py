@@ -63,3 +63,9 @@ def test_language_information_lowest_accuracy_and_convert_rate_by_alpha():
     assert "at least 0.970 in every language and layer (lowest: de, layer 3)" in text
     assert "is 0.00 at α -1, 0.30 at α 1, 1.00 at α 3." in text
     assert "Table 4" not in text
+
+
+def test_one_seed_is_said_without_a_spread():
+    from xlrepro.papers.liu2020.findings import _acc
+    assert _acc((0.208, 0.0, 1)) == "20.8 % (1 seed)"
+    assert _acc((0.35, 0.0707, 2)) == "35.0 ± 7.1 % (2 seeds)"

@@ -32,7 +32,11 @@ def _target_accuracy(df: pd.DataFrame | None, experiment: str) -> tuple[float, f
 
 
 def _acc(x: tuple[float, float, int] | None) -> str:
-    return "–" if x is None else f"{100 * x[0]:.1f} ± {100 * x[1]:.1f} % ({x[2]} seeds)"
+    if x is None:
+        return "–"
+    if x[2] == 1:  # one seed: no spread to show
+        return f"{100 * x[0]:.1f} % (1 seed)"
+    return f"{100 * x[0]:.1f} ± {100 * x[1]:.1f} % ({x[2]} seeds)"
 
 
 def _mrr(x: float | None) -> str:
