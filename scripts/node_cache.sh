@@ -3,9 +3,10 @@
 # offline GPU machine with the tree and the wheelhouse (the whole cache with K et al.'s NER labels passes 64 MiB).
 #
 #   bash scripts/node_cache.sh [LANGUAGE ...]   the Bibles of these languages (default: en es hi ru de) with the
-#                                               manifest, and the entities (K et al.'s NER stand-in), dufter2020 (the
-#                                               lab's Fake-English corpus, tokenizer and neighbour table) and mbert
-#                                               (mBERT's vocabulary) folders -> .cache/node
+#                                               manifest and the other prepared editions, and the entities (K et al.'s
+#                                               NER stand-in), dufter2020 (the lab's Fake-English corpus, tokenizer and
+#                                               neighbour table), mbert (mBERT's vocabulary) and libreoffice (help
+#                                               paragraphs, K et al.'s alltext profile) folders -> .cache/node
 #   bash scripts/node_cache.sh --liu            what Liu et al.'s BERT pretraining and word retrieval read (`python -m
 #                                               xlrepro.papers.liu2020.pilot`): the Bibles of its 11 languages, mBERT's
 #                                               vocabulary and the parsed dictionaries of its target languages that
@@ -68,7 +69,8 @@ if [ "$liu" = 1 ]; then
     mkdir -p "$dst.tmp/dictionaries"
     for l in $targets; do cp "$src/dictionaries/$l.pack.tsv.gz" "$src/dictionaries/$l.pack.json" "$dst.tmp/dictionaries/"; done
 else
-    for d in entities dufter2020 mbert; do
+    [ -d "$src/multilingual/editions" ] && cp -r "$src/multilingual/editions" "$dst.tmp/multilingual/"
+    for d in entities dufter2020 mbert libreoffice; do
         [ -d "$src/$d" ] && cp -r "$src/$d" "$dst.tmp/" || echo "note: no $src/$d (not copied)" >&2
     done
 fi

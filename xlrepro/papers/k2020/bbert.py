@@ -71,8 +71,10 @@ class Cell:
         # results have their own files); those two are kept in config.json under "recorded"
         experiment_key = {k: v for k, v in canonical(self.exp).items()
                           if k not in KEY_FREE_FIELDS and (v or k not in KEY_WHEN_SET)}
+        # the pretrain recipe keyed without `text` at its default, so one-edition cells keep their keys
+        pretrain = {k: v for k, v in canonical(self.profile.pretrain).items() if not (k == "text" and v == "bible")}
         self.config = {"paper": NAME, "engine": ENGINE, "experiment": experiment_key, "size": self.size,
-                       "pretrain": self.profile.pretrain, "finetune": self.profile.finetune,
+                       "pretrain": pretrain, "finetune": self.profile.finetune,
                        "half_seed": self.plan.half_seed, "task": TASK}
         self.key = run_key(self.config)
         base = Path(root) if root is not None else runs_dir() / NAME / profile
@@ -85,7 +87,7 @@ class Cell:
         p, out = self.profile.pretrain, {}
         for i, lang in enumerate(self.exp.pretrain):
             df = D.corpus(lang, 0 if i == 0 else 1, seed=self.plan.half_seed, max_lines=p.max_lines,
-                          cache_dir=self.cache_dir)
+                          cache_dir=self.cache_dir, text=p.text)
             texts = df["text"].tolist()
             if self.exp.unigram and i > 0:
                 texts = D.unigram_corpus(texts, seed=self.plan.half_seed)

@@ -15,11 +15,11 @@ from typing import Optional
 
 from xlrepro.config import ConfigError, ModelSize, check_seeds, choose, load_yaml
 
-from .data import FAKE, TOKENIZATIONS, check_corpus_language
+from .data import FAKE, TEXTS, TOKENIZATIONS, check_corpus_language
 
 FAKE_WAYS = ("unicode", "id")
 TASKS = ("sections", "ner")  # the XNLI stand-in (xlrepro.tasks.sections) and the NER stand-in (xlrepro.tasks.entities)
-PROFILES = ("lab", "smoke")
+PROFILES = ("lab", "alltext", "smoke")
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,9 @@ class Pretrain:
         "help": "rows of every model's word-embedding table and output layer: the vocabulary padded with rows that no "
                 "input uses (as BERT's [unused] pieces), so that cells with different vocabularies share a stack "
                 "(None: the vocabulary's own size)"})
+    text: str = field(default="bible", metadata={
+        "help": "what each side reads from its chapter half: bible (one edition per language) or all (every Bible "
+                "edition of the language and its LibreOffice help paragraphs, `data.corpus`)"})
     length_bins: int = field(default=1, metadata={
         "help": "length-grouped batches: each step draws its pairs from one of this many length quantiles of every "
                 "language (the quantile shared by all models at a step), so a stack pads little (1: no grouping)"})
@@ -104,6 +107,8 @@ class Pretrain:
             raise ConfigError(f"embedding_rows must be a positive row count or None; got {self.embedding_rows}")
         if self.length_bins < 1:
             raise ConfigError(f"length_bins must be >= 1 (1: no grouping); got {self.length_bins}")
+        if self.text not in TEXTS:
+            raise ConfigError(f"text must be one of {', '.join(TEXTS)}; got {self.text!r}")
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ class Profile:
 class Plan:
     seeds: tuple[int, ...] = field(metadata={"help": "seeds of every cell (pre-training and fine-tuning)"})
     half_seed: int = field(metadata={"help": "seed of the source/target chapter halves"})
-    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run) and smoke (CI)", "keys": list(PROFILES)})
+    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run), alltext (its pilot on all the offline text) and smoke (CI)", "keys": list(PROFILES)})
     experiments: dict[str, Experiment] = field(metadata={"help": "experiment name -> declaration"})
     parts: dict[str, tuple[str, ...]] = field(metadata={"help": "part name -> experiments, in order"})
 

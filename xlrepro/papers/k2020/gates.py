@@ -6,6 +6,8 @@
 - ``ablations_learn_source``: every model of the chapters' results (each experiment but the ``majority/`` rows)
   learned its source task: the mean accuracy on its own source language (``en`` or ``enfake``, the experiment's first
   part) is at least `points` above its majority class.
+- ``alltext_pilot_transfers``: the pilot on all the offline text (profile ``alltext``, one seed; pilot_alltext.csv)
+  transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
 
 `gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
 book/results/k2020/gates.csv from the published results:
@@ -79,10 +81,40 @@ def ablations_learn_source(g: dict, results: dict[str, pd.DataFrame]) -> dict:
             "detail": "failing: " + "; ".join(failed) if failed else "every model passes"}
 
 
+def _dev_accuracy(df: pd.DataFrame, exp: str, lang: str) -> pd.Series:
+    rows = df[(df["experiment"] == exp) & (df["metric"] == "dev_accuracy") & (df["language"] == lang)
+              & (df["task"] == "sections")]
+    return rows.drop_duplicates(["seed"])["value"]
+
+
+def alltext_pilot_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
+    """The pilot's gate on dev (one seed, so no SE): the target's mean dev accuracy at least `points` above the
+    majority class's dev accuracy, for every base pair cell."""
+    df = results.get(g["artifact"])
+    cells = [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
+    if df is None:
+        return {"value": None, "threshold": len(cells), "passed": None, "detail": "no results"}
+    failed, margins = [], []
+    for exp in cells:
+        target = exp.split("-")[1]
+        acc, major = _dev_accuracy(df, exp, target), _dev_accuracy(df, f"majority/{exp}", target)
+        if acc.empty or major.empty:
+            failed.append(f"{exp} (no results)")
+            continue
+        margin = acc.mean() - major.mean()
+        margins.append(f"{exp} {100 * margin:+.1f}")
+        if not margin >= g["points"] / 100:
+            failed.append(f"{exp} ({acc.mean():.3f} vs majority {major.mean():.3f})")
+    detail = ("failing: " + "; ".join(failed) if failed else "every cell passes") + \
+        (f" (dev margins in points: {', '.join(margins)})" if margins else "")
+    return {"value": len(cells) - len(failed), "threshold": len(cells), "passed": not failed, "detail": detail}
+
+
 def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd.DataFrame:
     """gates.csv's rows from the chapters' result frames (name -> long frame; a missing name: its gate pending)."""
     spec = spec or load_gates()
-    check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source}
+    check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source,
+             "alltext_pilot_transfers": alltext_pilot_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
     return pd.DataFrame(rows, columns=COLUMNS)
 

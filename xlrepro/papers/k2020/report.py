@@ -42,7 +42,7 @@ def corpus_card(profile: str = "lab", languages=("en", "es", "hi", "ru")) -> pd.
     rows = []
     for lang in languages:
         half = 0 if lang == "en" else 1
-        df = D.corpus(lang, half, seed=plan.half_seed, max_lines=p.max_lines)
+        df = D.corpus(lang, half, seed=plan.half_seed, max_lines=p.max_lines, text=p.text)
         text = df["text"]
         size = int(text.str.encode("utf-8").str.len().sum() + len(text))
         rows.append({"language": lang, "side": "source (half 0)" if half == 0 else "target (half 1)",
