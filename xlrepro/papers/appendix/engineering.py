@@ -112,8 +112,9 @@ def hf_best_view(hb: pd.DataFrame) -> pd.DataFrame:
                         index=pd.MultiIndex.from_arrays([hb["case"], hb["engine"]], names=["case", "engine"]))
 
 
-def hf_best_lines(hb: pd.DataFrame) -> list[str]:
-    """Where the run against "HF best" ran, then per case: ours against HF best."""
+def hf_best_lines(hb: pd.DataFrame, earlier: pd.DataFrame | None = None) -> list[str]:
+    """Where the run against "HF best" ran, then per case: ours against HF best; with `earlier` (an earlier run
+    against HF best), what it measured for the same cases, so a reader sees how far one baseline moves between runs."""
     first = hb.iloc[0]
     lines = [f"{first['device']}, torch {first['torch']}, transformers {first['transformers']}, "
              f"commit {first['commit'][:7]}, {first['date']}"]
@@ -122,6 +123,12 @@ def hf_best_lines(hb: pd.DataFrame) -> list[str]:
         lines.append(f"{case}: ours {ours['speedup_vs_best_hf']:.2f}x against HF best "
                      f"({ours['ms_per_model_step']:.1f} against "
                      f"{d[d['engine_key'] == 'hf-best']['ms_per_model_step'].iloc[0]:.1f} ms), MFU {ours['mfu']:.1%}")
+        if earlier is not None:
+            e = earlier[earlier["case"] == case]
+            hb_ms, ours_ms = (e[e["engine_key"] == k]["ms_per_model_step"] for k in ("hf-best", "ours"))
+            if len(hb_ms) and len(ours_ms):
+                lines.append(f"  an earlier run ({e.iloc[0]['device']}, commit {str(e.iloc[0]['commit'])[:7]}): HF best "
+                             f"{hb_ms.iloc[0]:.1f} ms, ours {ours_ms.iloc[0]:.1f} ms ({hb_ms.iloc[0] / ours_ms.iloc[0]:.2f}x)")
     return lines
 
 
@@ -923,3 +930,71 @@ def gpu_cost(results: Path, bench: Path) -> pd.DataFrame:
     timed = pd.read_csv(bench / "bench.csv") if (bench / "bench.csv").exists() else pd.DataFrame()
     best = pd.read_csv(bench / "hf_best" / "bench.csv") if (bench / "hf_best" / "bench.csv").exists() else pd.DataFrame()
     return gpu_cost_table(published_gpu_work(results), hf_best_ratios(best, timed), timed)
+
+
+# ------------------------------------------------------------------------------------------ the engine's own check
+SAME_SPEED_TOLERANCE = 0.03  # ours may step at most 3 % slower or faster than before the engine moved
+
+
+def same_speed(before: pd.DataFrame, after: pd.DataFrame, tolerance: float = SAME_SPEED_TOLERANCE) -> pd.DataFrame:
+    """Our rows of two bench runs on one card (before and after a code change): ms per model-step of each (case,
+    engine) both ran, the change in percent and whether it is within `tolerance`."""
+    keys = ["case", "engine_key"]
+    ours = lambda d: d[(d["family"] == "ours") & (d["status"] == "ok")][keys + ["engine", "ms_per_model_step"]]  # noqa: E731
+    m = ours(before).merge(ours(after), on=keys, suffixes=(" before", " after"))
+    change = m["ms_per_model_step after"] / m["ms_per_model_step before"] - 1
+    return pd.DataFrame({"case": m["case"], "engine": m["engine before"],
+                         "ms before": m["ms_per_model_step before"].round(2),
+                         "ms after": m["ms_per_model_step after"].round(2),
+                         "change": change.map("{:+.1%}".format), "within 3 %": change.abs() <= tolerance})
+
+
+def retrain_within(new: pd.Series, published: pd.Series) -> dict:
+    """One quantity of a model retrained on the engine against the published runs of the same experiment: the new
+    runs' mean, the published mean and sample std, and whether the new mean lies within 2 published std of the
+    published mean (None where the published side has one run: no spread to compare with)."""
+    new, published = new.dropna(), published.dropna()
+    sd = published.std(ddof=1) if len(published) > 1 else float("nan")
+    gap = new.mean() - published.mean()
+    within = None if len(published) < 2 else bool(abs(gap) <= 2 * sd + 1e-12)
+    return {"new runs": len(new), "new mean": new.mean(), "published runs": len(published),
+            "published mean": published.mean(), "published std": sd, "within 2 std": within}
+
+
+def retrain_check(folder: Path, results: Path) -> pd.DataFrame:
+    """engine_check/: each paper's models retrained on the engine (K et al.: t11's cells, seed 0; Dufter & Schütze:
+    model 0, five seeds; Liu et al.: big-w512) against the published results (`results`: book/results). Dufter's
+    published seed 0 failed to train (health.csv) and is left out of its published side."""
+    rows = []
+    pub = pd.read_csv(results / "k2020" / "linguistic.csv")
+    for f in sorted((folder / "k2020").glob("*.csv")):
+        exp = f.name.split(".")[0]
+        for _, r in pd.read_csv(f).iterrows():
+            if r["metric"] not in ("accuracy", "f1"):
+                continue
+            p = pub[(pub["experiment"] == exp) & (pub["task"] == r["task"]) & (pub["language"] == r["language"])
+                    & (pub["metric"] == r["metric"])]["value"]
+            rows.append({"paper": "k2020", "model": exp, "quantity": f"{r['task']} {r['metric']} {r['language']}",
+                         **retrain_within(pd.Series([r["value"]]), p)})
+    t1 = pd.read_csv(results / "dufter2020" / "table1.csv")
+    t1 = t1[(t1["experiment"].astype(str) == "0") & (t1["seed"] != 0)]
+    metrics = [json.loads(f.read_text())["metrics"] for f in sorted((folder / "dufter2020").glob("0.seed*.json"))]
+    for q in ("mu", "retr_l8", "trans_l8", "ppl_train"):
+        rows.append({"paper": "dufter2020", "model": "0", "quantity": q,
+                     **retrain_within(pd.Series([m[q] for m in metrics]), t1[t1["metric"] == q]["value"])})
+    liu = folder / "liu_big-w512"
+    loss_new = pd.read_csv(liu / "loss.csv")
+    loss_pub = pd.read_csv(results / "liu2020" / "pretraining_loss.csv")
+    loss_pub = loss_pub[loss_pub["experiment"] == "bert-big-w512"]
+    for lang, v in loss_new[loss_new["metric"] == "mlm_loss"].set_index("language")["value"].items():
+        p = loss_pub[(loss_pub["metric"] == "mlm_loss") & (loss_pub["language"] == lang)]["value"]
+        rows.append({"paper": "liu2020", "model": "big-w512", "quantity": f"MLM loss, {lang}",
+                     **retrain_within(pd.Series([v]), p)})
+    mrr_new = pd.read_csv(liu / "retrieval.csv")
+    mrr_pub = pd.read_csv(results / "liu2020" / "retrieval_bert.csv")
+    mrr_pub = mrr_pub[(mrr_pub["experiment"] == "bert-big-w512") & (mrr_pub["metric"] == "mrr")]
+    for layer, v in mrr_new[mrr_new["metric"] == "mrr"].groupby("layer")["value"].mean().items():
+        p = mrr_pub[mrr_pub["layer"] == layer].groupby("seed")["value"].mean()
+        rows.append({"paper": "liu2020", "model": "big-w512", "quantity": f"mean MRR, layer {layer}",
+                     **retrain_within(pd.Series([v]), p)})
+    return pd.DataFrame(rows)
