@@ -37,4 +37,32 @@ def test_published_gates_match_the_published_results():
     folder = results_dir("k2020")
     published = pd.read_csv(folder / "gates.csv")
     again = gates.read_gates(folder)
+    published["passed"] = published["passed"].astype(object).where(published["passed"].notna(), None)
     pd.testing.assert_frame_equal(published, again, check_dtype=False)
+
+
+PILOT = {"gates": [{"id": "alltext_pilot_transfers", "criterion": "`points`", "points": 5.0,
+                    "artifact": "pilot_alltext", "sources": ["en", "enfake"], "targets": ["es"]}]}
+
+
+def dev(exp, lang, value):
+    return {"experiment": exp, "seed": 0, "language": lang, "task": "sections", "metric": "dev_accuracy", "value": value}
+
+
+def test_alltext_pilot_gate_reads_dev_margins_of_one_seed():
+    rows = [dev("en-es", "es", 0.36), dev("majority/en-es", "es", 0.30),  # +6 points: passes
+            dev("enfake-es", "es", 0.33), dev("majority/enfake-es", "es", 0.30)]  # +3: fails
+    g = gates.gate_frame({"pilot_alltext": pd.DataFrame(rows)}, PILOT).iloc[0]
+    assert [g["value"], g["threshold"], g["passed"]] == [1, 2, False]
+    assert "enfake-es (0.330 vs majority 0.300)" in g["detail"] and "en-es +6.0" in g["detail"]
+
+
+def test_alltext_pilot_without_evaluations_says_what_trained(tmp_path):
+    folder = tmp_path / "pilot_alltext"
+    folder.mkdir()
+    (folder / "stack_es.json").write_text('{"members": ["en-es/0", "enfake-es/0"], '
+                                          '"mlm_loss_curve": {"200": [7.0, 7.1], "4000": [3.9, 3.8]}}')
+    g = gates.read_gates(tmp_path, PILOT).iloc[0]
+    assert g["passed"] is None or pd.isna(g["passed"])
+    assert g["detail"] == ("no zero-shot results: pre-training finished (en-es/0 4,000 steps, final MLM loss 3.90; "
+                           "enfake-es/0 4,000 steps, final MLM loss 3.80), the fine-tunings did not run")

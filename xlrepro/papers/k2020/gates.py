@@ -93,7 +93,12 @@ def alltext_pilot_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     df = results.get(g["artifact"])
     cells = [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
     if df is None:
-        return {"value": None, "threshold": len(cells), "passed": None, "detail": "no results"}
+        trained = results.get(f"{g['artifact']}/pretraining")
+        detail = "no results" if trained is None else (
+            "no zero-shot results: pre-training finished (" + "; ".join(
+                f"{r.model} {r.steps:,} steps, final MLM loss {r.final_loss:.2f}" for r in trained.itertuples())
+            + "), the fine-tunings did not run")
+        return {"value": None, "threshold": len(cells), "passed": None, "detail": detail}
     failed, margins = [], []
     for exp in cells:
         target = exp.split("-")[1]
@@ -124,7 +129,23 @@ def read_gates(folder: str | Path, spec: dict | None = None) -> pd.DataFrame:
     spec = spec or load_gates()
     names = {g.get("artifact") for g in spec["gates"]} | {a for g in spec["gates"] for a in g.get("artifacts", [])}
     results = {n: pd.read_csv(folder / f"{n}.csv") for n in names - {None} if (folder / f"{n}.csv").exists()}
+    for n in names - {None}:
+        stacks = sorted((folder / n).glob("stack_*.json"))
+        if stacks:  # a pilot's pre-training records (the engine's stack timing: members, steps, loss curve)
+            results[f"{n}/pretraining"] = pretraining_records(stacks)
     return gate_frame(results, spec)
+
+
+def pretraining_records(paths) -> pd.DataFrame:
+    """model, steps, final_loss of each member of the stacks' timing records (`mlm_loss_curve`: step -> [M])."""
+    import json
+    rows = []
+    for path in paths:
+        t = json.loads(Path(path).read_text())
+        curve = t["mlm_loss_curve"]
+        last = max(curve, key=int)
+        rows += [{"model": m, "steps": int(last), "final_loss": float(v)} for m, v in zip(t["members"], curve[last])]
+    return pd.DataFrame(rows)
 
 
 def main() -> None:
