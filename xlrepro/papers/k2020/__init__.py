@@ -24,7 +24,8 @@ NAME = "k2020"
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", required=True, help="pilot, t1 .. t11, all (experiments.yaml `parts`), or parts joined by "
                         "commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
-    p.add_argument("--profile", default="lab", help="lab (the GPU run) or smoke (tiny, for CI)")
+    p.add_argument("--profile", default="lab", help="lab (the GPU run), alltext (its pilot on all the offline text: "
+                        "every Bible edition and the LibreOffice help) or smoke (tiny, for CI)")
     p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
     p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
