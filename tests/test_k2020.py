@@ -143,7 +143,7 @@ def test_plan_loads_and_parts_are_declared():
     plan = load_plan()
     assert len(plan.seeds) >= 3
     assert experiments_of(plan, "pilot") == ["en-es", "enfake-es", "en-ru", "enfake-ru"]
-    with pytest.raises(ConfigError, match="valid choices: pilot, t1"):
+    with pytest.raises(ConfigError, match="valid choices: pilot, base, t1"):
         experiments_of(plan, "t99")
 
 
@@ -216,9 +216,9 @@ def test_cli_validates_up_front():
     paper = get_paper("k2020")
     ns = lambda **kw: argparse.Namespace(**{"part": "pilot", "profile": "smoke", "seeds": None, "time_limit": None,  # noqa
                                             "allow_cpu": False, **kw})
-    with pytest.raises(ConfigError, match="valid choices: pilot, t1"):
+    with pytest.raises(ConfigError, match="valid choices: pilot, base, t1"):
         paper.prepare_train(ns(part="t12"))
-    with pytest.raises(ConfigError, match="valid choices: lab, smoke"):
+    with pytest.raises(ConfigError, match="valid choices: lab, alltext, smoke, paper"):
         paper.prepare_train(ns(profile="wiki"))
     with pytest.raises(ConfigError, match="CPU"):
         paper.prepare_train(ns(profile="lab"))

@@ -22,13 +22,14 @@ NAME = "k2020"
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--part", help="lab and smoke (required there): pilot, t1 .. t11, all (experiments.yaml `parts`), or "
-                        "parts joined by commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
+    p.add_argument("--part", help="lab and smoke (required there): pilot, t1 .. t11, all (experiments.yaml `parts`), "
+                        "or parts joined by commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
     p.add_argument("--profile", default="lab", help="lab (the GPU run), smoke (tiny, for CI) or paper (the paper's "
                         "B-BERT pre-trained on Wikipedia and tested on XNLI: xlrepro/papers/k2020/paper.py)")
     p.add_argument("--pair", default=None, help="--profile paper: en-X, X an XNLI language (default en-es)")
     p.add_argument("--fake", action="store_true", help="--profile paper: English shifted into Fake-English (enfake-X)")
-    p.add_argument("--steps", type=int, default=None, help="--profile paper: pre-training steps (default the paper's 2M)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="--profile paper: pre-training steps (default the paper's 2M)")
     p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
     p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
@@ -188,11 +189,12 @@ def claims_frames(chapter: str, folder) -> dict:
     return frames(chapter, folder)
 
 
-PAPER_MISSING = ("{chapter} has no paper profile yet (its profiles: lab, smoke): the paper's core experiment, a B-BERT "
-                 "pretrained on Wikipedia ($XLREPRO_WIKI_DIR), fine-tuned on MultiNLI and tested on XNLI "
-                 "($XLREPRO_MULTINLI_DIR, $XLREPRO_XNLI_DIR), runs as `xlrepro train k2020 --profile paper --pair en-es "
-                 "[--fake]` (xlrepro/papers/k2020/paper.py), but the chapters do not read its results yet, and NER (the "
-                 "paper's LORELEI sets are licensed; WikiANN, $XLREPRO_WIKIANN_DIR) is not wired in. Use -p profile lab")
+PAPER_MISSING = ("{chapter} has no paper profile yet (its profiles: lab, smoke): the paper's core experiment, a "
+                 "B-BERT pretrained on Wikipedia ($XLREPRO_WIKI_DIR), fine-tuned on MultiNLI and tested on XNLI "
+                 "($XLREPRO_MULTINLI_DIR, $XLREPRO_XNLI_DIR), runs as `xlrepro train k2020 --profile paper --pair "
+                 "en-es [--fake]` (xlrepro/papers/k2020/paper.py), but the chapters do not read its results yet, and "
+                 "NER (the paper's LORELEI sets are licensed; WikiANN, $XLREPRO_WIKIANN_DIR) is not wired in. "
+                 "Use -p profile lab")
 
 
 def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:

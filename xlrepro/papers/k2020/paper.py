@@ -93,7 +93,8 @@ class PaperSettings:
         choose("target language of the pair", target, TARGETS)
         if not isinstance(self.fake, bool):
             raise ConfigError(f"fake must be True or False; got {self.fake!r}")
-        if not self.seeds or any(not _is_int(s) or s < 0 for s in self.seeds) or len(set(self.seeds)) != len(self.seeds):
+        seeds = self.seeds
+        if not seeds or any(not _is_int(s) or s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
             raise ConfigError(f"seeds must be distinct integers >= 0, at least one; got {list(self.seeds)}")
         for name in ("steps", "batch_size", "vocab_size", "hidden", "layers", "heads", "ffn", "finetune_epochs",
                      "finetune_batch_size"):
@@ -172,7 +173,8 @@ def resolve_paths(settings: PaperSettings | None = None) -> PaperPaths:
     xnli = _folder("xnli", "XLREPRO_XNLI_DIR", "XNLI 1.0's xnli.test.tsv") / "xnli.test.tsv"
     for path, variable in ((multinli, "XLREPRO_MULTINLI_DIR"), (xnli, "XLREPRO_XNLI_DIR")):
         if not path.is_file():
-            raise ConfigError(f"no {path.name} in {variable}={path.parent}: unpack the archive there or run `{PREPARE}`")
+            raise ConfigError(f"no {path.name} in {variable}={path.parent}: unpack the archive there or run "
+                              f"`{PREPARE}`")
     return PaperPaths(wiki, multinli, xnli)
 
 
