@@ -22,10 +22,15 @@ NAME = "k2020"
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--part", required=True, help="pilot, t1 .. t11, all (experiments.yaml `parts`), or parts joined by "
-                        "commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
+    p.add_argument("--part", help="lab and smoke (required there): pilot, t1 .. t11, all (experiments.yaml `parts`), "
+                        "or parts joined by commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
     p.add_argument("--profile", default="lab", help="lab (the GPU run), alltext (its pilot on all the offline text: "
-                        "every Bible edition and the LibreOffice help) or smoke (tiny, for CI)")
+                        "every Bible edition and the LibreOffice help), smoke (tiny, for CI) or paper (the paper's "
+                        "B-BERT pre-trained on Wikipedia and tested on XNLI: xlrepro/papers/k2020/paper.py)")
+    p.add_argument("--pair", default=None, help="--profile paper: en-X, X an XNLI language (default en-es)")
+    p.add_argument("--fake", action="store_true", help="--profile paper: English shifted into Fake-English (enfake-X)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="--profile paper: pre-training steps (default the paper's 2M)")
     p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
     p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
@@ -57,9 +62,16 @@ def prepare_train(a: argparse.Namespace):
 
     from .config import EVAL_MARGIN, PROFILES, check_part, load_plan
 
+    choose("profile", a.profile, (*PROFILES, "paper"))
+    if a.profile == "paper":
+        return _prepare_paper(a)
+    paper_only = [f"--{n}" for n in ("pair", "fake", "steps") if getattr(a, n, None) not in (None, False)]
+    if paper_only:
+        raise ConfigError(f"{', '.join(paper_only)} apply to --profile paper; got --profile {a.profile}")
+    if a.part is None:
+        raise ConfigError(f"--profile {a.profile} needs --part (pilot, t1 .. t11, all, or parts joined by commas)")
     plan = load_plan()
     check_part(plan, a.part)
-    choose("profile", a.profile, PROFILES)
     if a.seeds is not None:
         check_seeds(a.seeds)
     if a.time_limit is not None and a.time_limit <= 0:
@@ -131,6 +143,40 @@ def prepare_train(a: argparse.Namespace):
     return train
 
 
+#: Options of the lab's stacked runs, with their defaults: the paper profile takes none of them.
+LAB_ONLY = {"compile": False, "no_graphs": False, "workers_per_gpu": 1, "eval_workers_per_gpu": 0, "max_stack": None,
+            "last_call": False, "dry_run": False, "gpus": None, "gpu": None}
+
+
+def _prepare_paper(a: argparse.Namespace):
+    """`train k2020 --profile paper`: every argument and resource checked here, before anything loads."""
+    from xlrepro.config import ConfigError
+    from xlrepro.devices import check_long_run, default_device
+
+    from .paper import PaperSettings, resolve_paths, run_paper
+
+    if a.part is not None:
+        raise ConfigError("--part applies to --profile lab and smoke; --profile paper runs one pair (--pair, --fake)")
+    given = [f"--{k.replace('_', '-')}" for k, default in LAB_ONLY.items() if getattr(a, k, default) != default]
+    if given:
+        raise ConfigError(f"{', '.join(given)} apply to --profile lab and smoke; --profile paper takes --pair, "
+                          f"--fake, --steps, --seeds, --time-limit")
+    if a.time_limit is not None and a.time_limit <= 0:
+        raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
+    pair, fake, steps = getattr(a, "pair", None), getattr(a, "fake", False), getattr(a, "steps", None)
+    settings = PaperSettings(pair=pair or "en-es", fake=fake, seeds=tuple(a.seeds) if a.seeds else (0,),
+                             **({} if steps is None else {"steps": steps}))
+    resolve_paths(settings)
+    device = default_device()
+    check_long_run(f"{NAME} --profile paper ({settings.name}, {settings.steps} steps)", device, a.allow_cpu)
+
+    def train() -> str:
+        out = run_paper(settings.pair, settings.fake, settings.seeds, settings.steps, device=device,
+                        time_limit=a.time_limit, progress=True)
+        return "stopped at the time limit (resumable): run the command again" if out is None else f"wrote {out}"
+    return train
+
+
 def prepare(profile: str) -> str:
     """The NER stand-in's silver labels (spaCy on every English verse of the Bible, once; cached)."""
     from xlrepro.tasks.entities import label_statistics, prepare_entities, silver_entities
@@ -144,10 +190,12 @@ def claims_frames(chapter: str, folder) -> dict:
     return frames(chapter, folder)
 
 
-PAPER_MISSING = ("{chapter} has no paper profile yet (its profiles: lab, smoke): K et al.'s B-BERTs pretrained on "
-                 "Wikipedia (xlrepro.resources.read_wikiextractor, $XLREPRO_WIKI_DIR), fine-tuned on MultiNLI and tested "
-                 "on XNLI ($XLREPRO_MULTINLI_DIR, $XLREPRO_XNLI_DIR) and on NER (the paper's LORELEI sets are licensed; "
-                 "WikiANN, read_iob, $XLREPRO_WIKIANN_DIR) are not wired into xlrepro/papers/k2020. Use -p profile lab")
+PAPER_MISSING = ("{chapter} has no paper profile yet (its profiles: lab, smoke): the paper's core experiment, a "
+                 "B-BERT pretrained on Wikipedia ($XLREPRO_WIKI_DIR), fine-tuned on MultiNLI and tested on XNLI "
+                 "($XLREPRO_MULTINLI_DIR, $XLREPRO_XNLI_DIR), runs as `xlrepro train k2020 --profile paper --pair "
+                 "en-es [--fake]` (xlrepro/papers/k2020/paper.py), but the chapters do not read its results yet, and "
+                 "NER (the paper's LORELEI sets are licensed; WikiANN, $XLREPRO_WIKIANN_DIR) is not wired in. "
+                 "Use -p profile lab")
 
 
 def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
@@ -173,7 +221,8 @@ PAPER = Paper(
     check_chapter=check_chapter,
     # the paper's own data: B-BERTs pretrained on Wikipedia, fine-tuned on MultiNLI and tested on XNLI, and NER
     # (the paper's LORELEI sets are licensed through the LDC; WikiANN is the public set of the same kind)
-    resources={f"{NAME}/{c}": ("wikipedia", "multinli", "xnli", "wikiann") for c in CHAPTERS},
+    resources={**{f"{NAME}/{c}": ("wikipedia", "multinli", "xnli", "wikiann") for c in CHAPTERS},
+               f"{NAME}/paper.run_paper": ("wikipedia", "multinli", "xnli")},  # `train k2020 --profile paper`
     order=30,
     claims_frames=claims_frames,
 )
