@@ -192,7 +192,8 @@ class BiaffineParser(nn.Module):
 
 def _batch(data: EncodedTrees, rows, device, pad_id: int):
     ids, lengths = pad_batch([data.ids[i] for i in rows], pad_id)
-    starts, n_words = pad_batch([data.starts[i] for i in rows], 0, width=max(1, max(len(data.starts[i]) for i in rows)))
+    width = max(1, max(len(data.starts[i]) for i in rows))  # at least one word position, for an empty sentence
+    starts, n_words = pad_batch([data.starts[i] for i in rows], 0, width=width)
     heads, _ = pad_batch([data.heads[i] for i in rows], IGNORE, width=starts.shape[1])
     rels, _ = pad_batch([data.rels[i] for i in rows], IGNORE, width=starts.shape[1])
     mask = (np.arange(ids.shape[1]) < lengths[:, None]).astype(np.int64)
