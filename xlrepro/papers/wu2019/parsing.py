@@ -163,7 +163,8 @@ class BiaffineParser(nn.Module):
         self.encoder = encoder
         hidden = encoder.config.hidden_size
         mlp = lambda d: nn.Sequential(nn.Linear(hidden, d), nn.LeakyReLU(0.1), nn.Dropout(dropout))  # noqa: E731
-        self.arc_dep, self.arc_head, self.rel_dep, self.rel_head = mlp(arc_dim), mlp(arc_dim), mlp(rel_dim), mlp(rel_dim)
+        self.arc_dep, self.arc_head = mlp(arc_dim), mlp(arc_dim)  # a word as a dependent / as a head
+        self.rel_dep, self.rel_head = mlp(rel_dim), mlp(rel_dim)
         self.arc_weight = nn.Parameter(torch.zeros(arc_dim, arc_dim))  # zero-initialised, as theirs
         self.arc_bias = nn.Parameter(torch.zeros(arc_dim))  # the head's prior: h_head . u
         self.rel_weight = nn.Parameter(torch.zeros(n_rels, rel_dim + 1, rel_dim + 1))  # +1: the bias terms
