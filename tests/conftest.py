@@ -67,7 +67,8 @@ def in_processes():
 
 PAPER_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "paper"
 PAPER_VARIABLES = {"XLREPRO_MBERT": "tiny_bert", "XLREPRO_XNLI_DIR": "xnli", "XLREPRO_MULTINLI_DIR": "multinli",
-                   "XLREPRO_UD_DIR": "ud", "XLREPRO_WIKI_DIR": "wiki", "XLREPRO_MUSE_DIR": "muse"}
+                   "XLREPRO_UD_DIR": "ud", "XLREPRO_WIKI_DIR": "wiki", "XLREPRO_MUSE_DIR": "muse",
+                   "XLREPRO_MLDOC_DIR": "mldoc"}
 
 
 @pytest.fixture

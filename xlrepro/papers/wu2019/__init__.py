@@ -148,12 +148,15 @@ PAPER = Paper(
     check_chapter=check_chapter,
     # the paper profile: mBERT, MultiNLI and XNLI for Table 3 (q1_zero_shot, `xnli.py`), Figure 1's XNLI panel
     # (q2_layers, `XnliLab.frozen`) and the overlap against XNLI transfer (q4); Q3 probes mBERT on Wikipedia text
-    # (`language_id.py`); Tables 4 and 5 run as package functions (`ner.table4`, `pos.table5`)
+    # (`language_id.py`); Tables 2, 4, 5 and 6 run as package functions (`mldoc.table2`, `ner.table4`, `pos.table5`,
+    # `parsing.table6`)
     resources={**{f"{NAME}/{n}": ("mbert", "multinli", "xnli")
                   for n in ("q1_zero_shot", "q2_layers", "q4_subword_overlap")},
                f"{NAME}/q3_language_id": ("mbert", "wikipedia"),
+               f"{NAME}/mldoc.table2": ("mbert", "mldoc"),
                f"{NAME}/ner.table4": ("mbert", "conll2002", "conll2003"),
-               f"{NAME}/pos.table5": ("mbert", "ud")},
+               f"{NAME}/pos.table5": ("mbert", "ud"),
+               f"{NAME}/parsing.table6": ("mbert", "ud")},
     order=20,
     claims_frames=claims_frames,
 )

@@ -11,11 +11,12 @@ PAPER_MISSING: dict[str, str] = {}
 
 # What each chapter's paper path leaves out of the paper's figure, said in the chapter's notice.
 PAPER_LEFT_OUT = {
-    "q2_layers": "Figure 1's other panels are not run: MLDoc (no training path: the Reuters corpus is licensed), NER "
-                 "and POS (`ner.py` and `pos.py` fine-tune the whole encoder; no frozen variant yet) and parsing (no "
-                 "parser). The feature-based row is our mix of every layer, without the paper's BiLSTM.",
-    "q4_subword_overlap": "Figure 3's other panels are not run: MLDoc (no training path), NER and POS (`ner.table4`, "
-                          "`pos.table5` exist as package functions, not yet read here) and parsing (no parser).",
+    "q2_layers": "Figure 1's other panels are not run: MLDoc, NER, POS and parsing (`mldoc.py`, `ner.py`, `pos.py` "
+                 "and `parsing.py` fine-tune the whole encoder; no frozen variant yet). The feature-based row is our "
+                 "mix of every layer, without the paper's BiLSTM.",
+    "q4_subword_overlap": "Figure 3's other panels are not run: MLDoc, NER, POS and parsing (`mldoc.table2`, "
+                          "`ner.table4`, `pos.table5`, `parsing.table6` exist as package functions, not yet read "
+                          "here).",
 }
 
 PROFILE_FILE = "profile.json"  # in a paper-profile results folder: what it ran on (`xnli.mark_results`)

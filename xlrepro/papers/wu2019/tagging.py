@@ -23,11 +23,13 @@ from .plan import TransferPlan, load_plan
 
 
 class TaggingLab:
-    """Base of the tagging tasks. Subclasses set TASK ("ner" | "pos"), METRIC ("f1" | "accuracy"), TABLE (the
-    paper's table, for docstrings) and LANGUAGES (their test languages), and define `train_data`, `dev_score`,
-    `test_score` and `run_config`; `self.tags` must be set before a run."""
+    """Base of the tasks fine-tuned on English and tested zero-shot. Subclasses set TASK ("ner" | "pos" | "mldoc" |
+    "parsing"), METRIC (the dev metric: "f1" | "accuracy" | "las"), TABLE (the paper's table, for docstrings) and
+    LANGUAGES (their test languages), and define `train_data`, `dev_score`, `test_score` (or `test_scores`) and
+    `run_config`, and `fit` where the model is not a token tagger; `self.tags` must be set before a run."""
 
     TASK = METRIC = TABLE = ""
+    RESULTS = ""  # the results file's name (default <task>.csv)
     LANGUAGES: dict = {}
 
     def __init__(self, paths, plan: TransferPlan | None = None, *, languages=None,
@@ -67,6 +69,17 @@ class TaggingLab:
     def run_config(self, config: FinetuneConfig) -> dict:
         raise NotImplementedError
 
+    def fit(self, config: FinetuneConfig):
+        """The fine-tuned model and its history; the tagging tasks' token fine-tuning unless a task says otherwise
+        (MLDoc's [CLS] classifier, the parser's biaffine heads)."""
+        train, _ = self.train_data(config.max_length)
+        return finetune_tokens(config, self.encoder, train, len(self.tags), pad_id=self.pad_id, device=self.device,
+                               progress=self.progress)
+
+    def test_scores(self, model, lang: str) -> dict[str, float]:
+        """Each metric of a language's test set (a task with several, as parsing's UAS and LAS, overrides this)."""
+        return {self.METRIC: self.test_score(model, lang)}
+
     # --- runs -----------------------------------------------------------------------------------------------------
     def config(self, lr: float, seed: int) -> FinetuneConfig:
         recipe = dict(self.plan.recipe)
@@ -83,11 +96,9 @@ class TaggingLab:
                 result = json.loads(path.read_text())
                 if set(self.languages) <= set(result["test"]):
                     return result
-            train, _ = self.train_data(config.max_length)
-            model, history = finetune_tokens(config, self.encoder, train, len(self.tags), pad_id=self.pad_id,
-                                             device=self.device, progress=self.progress)
+            model, history = self.fit(config)
             result = {"config": config.to_json(), f"dev_{self.METRIC}": self.dev_score(model),
-                      "test": {lang: {self.METRIC: self.test_score(model, lang)} for lang in self.languages},
+                      "test": {lang: self.test_scores(model, lang) for lang in self.languages},
                       "history": history, "device": device_name(self.device), "run_config": self.run_config(config)}
             atomic.write_json(path, result)
             return result
@@ -105,21 +116,22 @@ class TaggingLab:
         rows = []
         for seed in seeds:
             result = self.run(self.config(lr, seed))
-            rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": self.METRIC,
-                      "value": result["test"][lang][self.METRIC]} for lang in self.languages]
+            rows += [{"experiment": "zero-shot", "seed": seed, "language": lang, "metric": metric, "value": value}
+                     for lang in self.languages for metric, value in result["test"][lang].items()]
         return pd.DataFrame(rows)
 
     def write_table(self, results, seeds, **data) -> Path:
-        """``<task>_selection.csv`` (lr, dev score: not a long results frame) and ``<task>.csv`` (the zero-shot long
+        """``<name>_selection.csv`` (lr, dev score: not a long results frame) and ``<name>.csv`` (the zero-shot long
         rows) into `results` (default: the run folder's ``results/``), marked as the paper profile's with the
-        encoder and `data` (what the task read). Returns the folder."""
+        encoder and `data` (what the task read); <name> is `RESULTS`'s stem, else the task's. Returns the folder."""
         from xlrepro.results import write_csv
 
         from .xnli import mark_results
         folder = Path(results) if results is not None else self.root / "results"
         folder.mkdir(parents=True, exist_ok=True)
         mark_results(folder, self.paths.encoder, **data)
-        with atomic.atomic_path(folder / f"{self.TASK}_selection.csv") as tmp:
+        name = Path(self.RESULTS).stem if self.RESULTS else self.TASK
+        with atomic.atomic_path(folder / f"{name}_selection.csv") as tmp:
             self.selection().to_csv(tmp, index=False)
-        write_csv(self.zero_shot(seeds), folder / f"{self.TASK}.csv")
+        write_csv(self.zero_shot(seeds), folder / f"{name}.csv")
         return folder
