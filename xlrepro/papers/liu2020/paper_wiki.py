@@ -323,7 +323,7 @@ def cased_dictionary(gold: Mapping[str, set[str]], source: Counter, target: Coun
     return out
 
 
-def test_pairs(paths: LiuPaths, corpora: WikiCorpora, *, dictionary: str = "test", min_count: int = 5,
+def retrieval_pairs(paths: LiuPaths, corpora: WikiCorpora, *, dictionary: str = "test", min_count: int = 5,
                max_words: int | None = 1500) -> dict[str, list[tuple[str, str]]]:
     """{target language: (English, target) pairs}: the lab's `retrieval.test_dictionary` on the MUSE dictionary
     (in the corpus's casing, `cased_dictionary`) and the small sample's counts."""
@@ -413,7 +413,7 @@ def data_size_retrieval(paths: LiuPaths, *, sizes: Mapping[str, int] | None = No
     device = str(torch.device(device))
 
     corpora = wiki_corpora(paths, dict(settings.sizes), langs, unit=unit, seed=seed, pool=pool)
-    pairs = test_pairs(paths, corpora, dictionary=dictionary, min_count=min_count, max_words=max_words)
+    pairs = retrieval_pairs(paths, corpora, dictionary=dictionary, min_count=min_count, max_words=max_words)
     plan = _Plan(Bootstrap())
     frames = [pd.DataFrame(corpora.card())]
     for size in ("small", "big"):
