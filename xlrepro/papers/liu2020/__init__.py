@@ -101,6 +101,7 @@ PAPER = Paper(
     # MultiNLI and tests it on XNLI
     resources={**{f"{NAME}/{c}": ("wikipedia", "muse") for c in CHAPTERS},
                **{f"{NAME}/paper.{f}": ("mbert", "wikipedia", *m) for f, m in (("word_retrieval_by_layer", ("muse",)), ("mean_difference_shift", ()))},  # noqa: E501
+               f"{NAME}/paper_wiki.data_size_retrieval": ("wikipedia", "muse"),
                f"{NAME}/language_information": ("mbert", "multinli", "xnli", "wikipedia", "muse")},
     order=40,
 )

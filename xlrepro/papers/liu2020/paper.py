@@ -60,19 +60,22 @@ class LiuPaths:
 
 
 def resolve_liu_paths(encoder: str | os.PathLike | None = None, wiki: str | os.PathLike | None = None,
-                      muse: str | os.PathLike | None = None, *, languages=None, dictionary: str | None = "test"
-                      ) -> LiuPaths:
+                      muse: str | os.PathLike | None = None, *, languages=None, dictionary: str | None = "test",
+                      only: str | None = None) -> LiuPaths:
     """The resources: the arguments where given, else $XLREPRO_MBERT (or the hub id), $XLREPRO_WIKI_DIR and
     $XLREPRO_MUSE_DIR (or the prepared cache). languages: target language folders of the Wikipedia folder (default:
     all but English). dictionary: "test" or "full" MUSE files that must exist for every target language, or None
-    (the mean-difference shift needs none). A missing resource raises a one-line ConfigError naming its variable."""
+    (the mean-difference shift needs none). A missing resource raises a one-line ConfigError naming its variable
+    and the prepare command (`xlrepro prepare --profile paper --only <only>` where `only` names the caller, else
+    its --dry-run)."""
+    prepare = f"xlrepro prepare --profile paper {f'--only {only}' if only else '--dry-run'}"
     folder = Path(wiki) if wiki is not None else (Path(os.environ["XLREPRO_WIKI_DIR"]) if os.environ.get(
         "XLREPRO_WIKI_DIR") else locate("wikipedia"))
     if folder is None or not (folder / "en").is_dir():
         where = "$XLREPRO_WIKI_DIR unset, not prepared" if folder is None else f"no en/ in {folder}"
         raise ConfigError(f"the paper profile of Liu et al. needs Wikipedia text, one wikiextractor folder per "
-                          f"language, English among them ({where}): set XLREPRO_WIKI_DIR as `xlrepro prepare "
-                          f"--profile paper --dry-run` describes (wikipedia)")
+                          f"language, English among them ({where}): set XLREPRO_WIKI_DIR as `{prepare}` "
+                          f"describes (wikipedia)")
     present = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name != "en" and not p.name.startswith("."))
     targets = tuple(dict.fromkeys(choose("target language (a folder of the Wikipedia text)", lang, present)
                                   for lang in (languages or present)))
@@ -88,7 +91,7 @@ def resolve_liu_paths(encoder: str | os.PathLike | None = None, wiki: str | os.P
         if missing:
             where = "$XLREPRO_MUSE_DIR unset, not prepared" if dictionaries is None else f"not in {dictionaries}"
             raise ConfigError(f"word retrieval needs the MUSE dictionaries {', '.join(missing)} ({where}): set "
-                              f"XLREPRO_MUSE_DIR as `xlrepro prepare --profile paper --dry-run` describes (muse)")
+                              f"XLREPRO_MUSE_DIR as `{prepare}` describes (muse)")
     if encoder is None:
         found = locate("mbert")
         encoder = str(found) if found is not None else MBERT
