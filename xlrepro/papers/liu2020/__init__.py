@@ -73,10 +73,11 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
     return missing_training(chapter, parameters)
 
 
-PAPER_MISSING = ("{chapter} has no paper-profile path yet: Liu et al.'s BERTs and static embeddings trained on "
-                 "Wikipedia (xlrepro.resources.read_wikiextractor, $XLREPRO_WIKI_DIR), word retrieval against the MUSE "
-                 "dictionaries (read_muse_gold, $XLREPRO_MUSE_DIR) and, for L Table 4, mBERT on MultiNLI and XNLI "
-                 "(as wu2019's xnli.py) are not wired into xlrepro/papers/liu2020. Use -p profile lab")
+PAPER_MISSING = ("{chapter} has no paper-profile path in the chapter yet; its paper experiments run as package "
+                 "functions: the released mBERT's word retrieval by layer and the mean-difference shift "
+                 "(xlrepro.papers.liu2020.paper), and Word2Vec, GloVe and BERTs trained on nested Wikipedia samples "
+                 "with MUSE retrieval (xlrepro.papers.liu2020.paper_wiki.data_size_retrieval; $XLREPRO_WIKI_DIR, "
+                 "$XLREPRO_MUSE_DIR). Use -p profile lab")
 
 
 def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
