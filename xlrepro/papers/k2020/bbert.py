@@ -188,6 +188,13 @@ class Cell:
                               f"embedding_rows {rows}; raise embedding_rows to at least {self.vocab_size}")
         return rows
 
+    @property
+    def planned_rows(self) -> int:
+        """The embedding rows a plan can count on without building the tokenizer: the profile's `embedding_rows`
+        where set (`vocab_rows` checks the vocabulary fits when the cell trains), else the vocabulary's size."""
+        rows = self.profile.pretrain.embedding_rows
+        return self.vocab_rows if rows is None else rows
+
     def table(self) -> "PairTable":
         """The cell's pre-training pairs as one table (all languages; built once, then read from pairs.npz)."""
         from .trainer import PairTable

@@ -79,7 +79,7 @@ def shape_step_ms(c: Cell, measured: dict[str, float], gpu: str = "H200") -> tup
     for `gpu`. Shape names are `config.model_size`'s L{layers}H{heads}d{hidden}."""
     if c.size.name in measured:
         return measured[c.size.name], "measured"
-    flop = lambda hidden, layers: step_ms(hidden, layers, PADDED_WIDTH[c.exp.tokenization], c.vocab_rows,  # noqa: E731
+    flop = lambda hidden, layers: step_ms(hidden, layers, PADDED_WIDTH[c.exp.tokenization], c.planned_rows,  # noqa: E731
                                           c.profile.pretrain.batch_size, gpu=gpu)
     near = []
     for shape, ms in measured.items():

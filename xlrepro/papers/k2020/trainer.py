@@ -109,7 +109,7 @@ def stack_shape(cell) -> tuple:
         return None
     s, p = cell.size, cell.profile.pretrain
     return (s.hidden, s.layers, s.heads, s.ffn, s.lr, p.steps, p.warmup, p.weight_decay, p.batch_size, p.max_length,
-            p.mlm_probability, p.length_bins, cell.vocab_rows)
+            p.mlm_probability, p.length_bins, cell.planned_rows)
 
 
 def stack_key(members) -> str:
