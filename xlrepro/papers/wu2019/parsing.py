@@ -27,13 +27,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from xlrepro.config import ConfigError, choose
+from xlrepro.config import ConfigError
 from xlrepro.data.collate import pad_batch
 from xlrepro.engine.finetune import autocast, finetune_loop
-from xlrepro.resources import MBERT, locate, read_conllu
+from xlrepro.resources import read_conllu
 from xlrepro.training.finetune import FinetuneConfig
 from xlrepro.training.token_finetune import IGNORE
 
+from . import pos
 from .pos import TREEBANKS as POS_TREEBANKS
 from .tagging import TaggingLab
 
@@ -69,8 +70,7 @@ class ParsingPaths:
 
 def treebank_file(ud: Path, lang: str, split: str) -> Path:
     """``<ud>/UD_<Language>-<Treebank>/<stem>-ud-<split>.conllu`` of a language of `TREEBANKS`."""
-    choose("UD split", split, SPLITS)
-    return Path(ud) / f"{TREEBANKS[choose('parsing language', lang, TREEBANKS)]}-ud-{split}.conllu"
+    return pos.treebank_file(ud, lang, split, TREEBANKS, "parsing")
 
 
 def resolve_parsing_paths(encoder: str | os.PathLike | None = None, ud: str | os.PathLike | None = None,
@@ -78,20 +78,7 @@ def resolve_parsing_paths(encoder: str | os.PathLike | None = None, ud: str | os
     """The resources of Table 6: the arguments where given, else $XLREPRO_MBERT (or the hub id) and the UD folder
     ($XLREPRO_UD_DIR, then the prepared cache). English train and dev and the test file of each of `languages`
     (default: all of `TREEBANKS`) must be there, else a one-line ConfigError names them."""
-    languages = [choose("parsing language", lang, TREEBANKS) for lang in (languages or TREEBANKS)]
-    folder = Path(ud) if ud is not None else locate("ud")
-    needed = [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in dict.fromkeys(["en", *languages])]
-    missing = [f"{TREEBANKS[lang]}-ud-{split}.conllu" for lang, split in needed
-               if folder is None or not treebank_file(folder, lang, split).is_file()]
-    if missing:
-        where = "XLREPRO_UD_DIR unset or not prepared" if folder is None else f"not in {folder}"
-        raise ConfigError(f"the paper profile's Table 6 (parsing) needs the UD files {', '.join(missing)} ({where}): "
-                          f"unpack UD v2.2 as `xlrepro prepare --profile paper --dry-run` describes (ud) and set "
-                          f"XLREPRO_UD_DIR to its folder")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return ParsingPaths(os.fspath(encoder), folder)
+    return ParsingPaths(pos.default_encoder(encoder), pos.resolve_ud(ud, languages, TREEBANKS, "parsing", "Table 6"))
 
 
 def coarse(deprel: str) -> str:

@@ -52,10 +52,37 @@ class PosPaths:
     ud: Path  # the folder of the unpacked UD release (its UD_<Language>-<Treebank>/ folders)
 
 
-def treebank_file(ud: Path, lang: str, split: str) -> Path:
-    """``<ud>/UD_<Language>-<Treebank>/<stem>-ud-<split>.conllu`` of a language of `TREEBANKS`."""
+def treebank_file(ud: Path, lang: str, split: str, treebanks: dict | None = None, what: str = "POS") -> Path:
+    """``<ud>/UD_<Language>-<Treebank>/<stem>-ud-<split>.conllu`` of a language of `treebanks` (default
+    `TREEBANKS`, Table 5's; Table 6 passes its own, `what` names the task in errors)."""
+    treebanks = TREEBANKS if treebanks is None else treebanks
     choose("UD split", split, SPLITS)
-    return Path(ud) / f"{TREEBANKS[choose('POS language', lang, TREEBANKS)]}-ud-{split}.conllu"
+    return Path(ud) / f"{treebanks[choose(f'{what} language', lang, treebanks)]}-ud-{split}.conllu"
+
+
+def resolve_ud(ud, languages, treebanks: dict, what: str, table: str) -> Path:
+    """The UD folder (`ud`, else $XLREPRO_UD_DIR, then the prepared cache) holding English train and dev and the test
+    file of English and each of `languages` (default: all of `treebanks`), else a one-line ConfigError naming the
+    missing files. `what` / `table` name the task in errors ("POS", "Table 5")."""
+    languages = [choose(f"{what} language", lang, treebanks) for lang in (languages or treebanks)]
+    folder = Path(ud) if ud is not None else locate("ud")
+    needed = [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in dict.fromkeys(["en", *languages])]
+    missing = [f"{treebanks[lang]}-ud-{split}.conllu" for lang, split in needed
+               if folder is None or not treebank_file(folder, lang, split, treebanks, what).is_file()]
+    if missing:
+        where = "XLREPRO_UD_DIR unset or not prepared" if folder is None else f"not in {folder}"
+        raise ConfigError(f"the paper profile's {table} ({what}) needs the UD files {', '.join(missing)} ({where}): "
+                          f"unpack UD v2.2 as `xlrepro prepare --profile paper --dry-run` describes (ud) and set "
+                          f"XLREPRO_UD_DIR to its folder")
+    return folder
+
+
+def default_encoder(encoder) -> str:
+    """`encoder` where given, else $XLREPRO_MBERT or the prepared mBERT, else the hub id."""
+    if encoder is None:
+        found = locate("mbert")
+        encoder = str(found) if found is not None else MBERT
+    return os.fspath(encoder)
 
 
 def resolve_pos_paths(encoder: str | os.PathLike | None = None, ud: str | os.PathLike | None = None,
@@ -63,20 +90,7 @@ def resolve_pos_paths(encoder: str | os.PathLike | None = None, ud: str | os.Pat
     """The resources of Table 5: the arguments where given, else $XLREPRO_MBERT (or the hub id) and the UD folder
     ($XLREPRO_UD_DIR, then the prepared cache). English train and dev and the test file of each of `languages`
     (default: every language of `TREEBANKS`) must be there, else a one-line ConfigError names them."""
-    languages = [choose("POS language", lang, TREEBANKS) for lang in (languages or TREEBANKS)]
-    folder = Path(ud) if ud is not None else locate("ud")
-    needed = [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in dict.fromkeys(["en", *languages])]
-    missing = [f"{TREEBANKS[lang]}-ud-{split}.conllu" for lang, split in needed
-               if folder is None or not treebank_file(folder, lang, split).is_file()]
-    if missing:
-        where = "XLREPRO_UD_DIR unset or not prepared" if folder is None else f"not in {folder}"
-        raise ConfigError(f"the paper profile's Table 5 (POS) needs the UD files {', '.join(missing)} ({where}): "
-                          f"unpack UD v2.2 as `xlrepro prepare --profile paper --dry-run` describes (ud) and set "
-                          f"XLREPRO_UD_DIR to its folder")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return PosPaths(os.fspath(encoder), folder)
+    return PosPaths(default_encoder(encoder), resolve_ud(ud, languages, TREEBANKS, "POS", "Table 5"))
 
 
 class PosLab(TaggingLab):
