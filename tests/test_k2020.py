@@ -667,7 +667,7 @@ def test_variants_figure_from_hand_made_results():
 
 @pytest.mark.parametrize("chapter", ["linguistic", "architecture", "input_objective", "mixed_pairs"])
 def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(chapter):
-    """The box's parts are the chapter's PARTS, its commands one joined part string, and its GPU-minutes what
+    """The box's parts are the chapter's PARTS (constants.PARTS), its commands one joined part string, and its GPU-minutes what
     `gpu_plan` says now (an estimate written into the text goes stale when the speed model changes)."""
     import json
     import re
@@ -676,7 +676,9 @@ def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(cha
     from xlrepro.papers.k2020.config import gpu_plan, load_plan
     nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "k2020" / f"{chapter}.ipynb").read_text())
     text = "".join("".join(c["source"]) for c in nb["cells"])
-    parts = re.findall(r"'(t\d+[gc]?)'", re.search(r"CHAPTER, PARTS = \"\w+\", (\[.*?\])", text).group(1))
+    from xlrepro.papers.k2020.constants import PARTS
+    assert f'CHAPTER = "{chapter}"' in text and "R.PARTS[CHAPTER]" in text  # the chapter reads the package's parts
+    parts = list(PARTS[chapter])
     minutes, named = re.search(r"about (\d+) GPU-minutes on an H200 for the B-BERTs of ([t0-9gc, ]+?) and", text).groups()
     assert named.split(", ") == parts
     assert int(minutes) == round(float(gpu_plan(load_plan(), parts, gpu="H200")["GPU-min"].sum()))

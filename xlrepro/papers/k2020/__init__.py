@@ -199,10 +199,18 @@ PAPER_MISSING = ("{chapter} has no paper profile yet (its profiles: lab, smoke):
 
 
 def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
-    """Before a kernel starts: -p profile paper stops in one line saying what the paper profile would need."""
+    """Before a kernel starts: -p profile paper stops in one line saying what the paper profile would need; `source`
+    is one of `published.SOURCES`, and "published" only where `published.choose_source` allows it."""
     if parameters.get("profile") == "paper":
         from xlrepro.config import ConfigError
         raise ConfigError(PAPER_MISSING.format(chapter=chapter))
+    from xlrepro.config import choose
+
+    from .published import DEFAULTS, SOURCES, choose_source
+    source = choose("source", parameters.get("source", "auto"), SOURCES)
+    if source == "published":
+        choose_source(chapter.split("/")[-1], source, publish=bool(parameters.get("publish")),
+                      **{k: v for k, v in parameters.items() if k in DEFAULTS})
 
 
 def pending_training(chapter: str, parameters: dict) -> str | None:
