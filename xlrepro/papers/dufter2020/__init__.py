@@ -174,7 +174,7 @@ def pending_training(chapter: str, parameters: dict) -> str | None:
 
     from .config import load_chapter
 
-    if default_device() == "cpu":
+    if default_device() == "cpu" or parameters.get("source") == "published":  # the published results: no training
         return None
     from .grid import grid_members, is_done, run_root
 
@@ -200,21 +200,31 @@ SMOKE = '-p epochs 1 -p max_sentences 4 -p batch_size 4 -p seeds "[0]"'  # a run
 def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
     """Before a kernel starts (`Paper.check_chapter`): the values the notebook's `chapter_run` checks; the PBC files
     of the paper profile where its cache is not prepared; and, on a CPU at the paper's settings, a chapter none of
-    whose models is trained (it would have nothing to show): the command that trains them on a GPU."""
+    whose models is trained (it would have nothing to show): the command that trains them on a GPU. With
+    `source` "published" the chapter reads its published CSV (`report.PUBLISHED_FILES`) instead of the runs: that
+    file must exist, and no model is needed."""
     from xlrepro.config import ConfigError, plural
     from xlrepro.devices import default_device
 
     from .grid import is_done
-    from .report import chapter_run
+    from .report import PUBLISHED_FILES, chapter_run
 
     short = chapter.split("/")[-1]
     if short not in RUN_CHAPTERS:
         return
-    names = ("profile", "seeds", "large_seeds", "epochs", "max_sentences", "batch_size")
+    names = ("profile", "seeds", "large_seeds", "epochs", "max_sentences", "batch_size", "source")
     try:
         run = chapter_run(NAME, **{k: parameters[k] for k in names if k in parameters})
     except ConfigError as err:
         raise ConfigError(f"chapter {chapter}: {err}") from None
+    if run.source == "published":
+        if short not in PUBLISHED_FILES:
+            raise ConfigError(f"chapter {chapter} has no source='published'; chapters that have: "
+                              f"{', '.join(PUBLISHED_FILES)}")
+        path = run.published / f"{PUBLISHED_FILES[short]}.csv"
+        if not path.exists():
+            raise ConfigError(f"chapter {chapter} with source 'published' reads {path.name}, which "
+                              f"book/results/{NAME} lacks; use -p source runs")
     limit = parameters.get("time_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
         raise ConfigError(f"chapter {chapter}: time_limit must be None or a positive number of seconds; got {limit!r}")
@@ -226,7 +236,7 @@ def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
                               f"downloadable); set XLREPRO_PBC_DIR to the folder that holds them, or use -p profile lab")
     table = TRAINS.get(short)
     shrunk = (run.epochs, run.max_sentences, run.batch_size) != (None, None, None)
-    if table is None or shrunk or allow_cpu or default_device() != "cpu":
+    if table is None or shrunk or allow_cpu or default_device() != "cpu" or run.source == "published":
         return
     members = run.members(list(run.chapter.tables[table]))
     if members and not any(is_done(run.root, m) for m in members):

@@ -19,6 +19,33 @@ CURVE_PANELS = ({"retr_l0": "retrieval ρ, layer 0", "retr_l8": "retrieval ρ, l
                 {"ppl_train": "perplexity, train", "ppl_dev": "perplexity, dev"})
 
 
+CHANCE_SYMBOLS = {"retr": "ρ", "trans": "τ", "mu": "µ"}
+
+
+def chance_label(metrics) -> str | None:
+    """The legend entry of the chance line of `metrics` (Table 1 codes): each kind's level once, e.g.
+    "chance: ρ 1/10,000, τ 1/2,043"; None where none of them has a chance level (`chance_level`)."""
+    from .multilinguality import CANDIDATES, chance_level
+
+    parts = {}
+    for m in metrics:
+        kind = "mu" if m == "mu" else m.split("_")[0]
+        if chance_level(m) is not None and kind not in parts:
+            parts[kind] = (f"{CHANCE_SYMBOLS[kind]} 1/{CANDIDATES[kind]:,}" if kind in CANDIDATES
+                           else f"{CHANCE_SYMBOLS[kind]} {chance_level(m):.4f}")
+    return f"chance: {', '.join(parts.values())}" if parts else None
+
+
+def chance_lines(ax, metrics) -> None:
+    """Dashed grey lines at the chance levels of `metrics` on `ax`, one legend entry for them all (`chance_label`).
+    At these levels (below 0.001) the lines of a 0-1 axis fall together at its bottom."""
+    from .multilinguality import chance_level
+
+    levels = sorted({chance_level(m) for m in metrics} - {None})
+    for k, level in enumerate(levels):
+        ax.axhline(level, color="grey", ls="--", lw=1, zorder=1, label=chance_label(metrics) if k == 0 else None)
+
+
 def _theme():
     import seaborn as sns
 
@@ -27,7 +54,8 @@ def _theme():
 
 def figure1(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels: dict[str, str]):
     """Figure 1: layer-8 alignment, retrieval and translation per model; bars ours (mean, std over seeds as error
-    bars), black ticks the paper's numbers (its Table 1)."""
+    bars), black ticks the paper's numbers (its Table 1), a dashed grey line the chance level of retrieval and
+    translation (`chance_lines`; alignment F1 has none)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -46,9 +74,10 @@ def figure1(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], labels: dic
             x = np.arange(len(ids)) - 0.4 + w * (k + 0.5)
             ax.scatter(x, [p.get(i, np.nan) for i in ids], color="black", marker="_", s=200, linewidths=2,
                        zorder=3, label="paper (Table 1)" if k == 0 else None)
+        chance_lines(ax, FIGURE1_METRICS)
         ax.set_xticks(range(len(ids)), order, rotation=25, ha="right", fontsize=8)
         ax.set(ylim=(0, 1.05), xlabel="", ylabel="layer 8, ours (mean ± std over seeds)")
-        ax.legend(fontsize=8, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        ax.legend(fontsize=8, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
         fig.tight_layout()
     return fig
 
@@ -143,7 +172,8 @@ def figure6(curves: pd.DataFrame, ids: list[str], labels: dict[str, str], paper:
 
     Panels of one row share their y-axis (and the columns their steps). Where `paper` (Table 1 of the paper, long:
     experiment, metric, mean) has a model's number, it is drawn as a black cross at that model's last step: the
-    paper gives only the end of training."""
+    paper gives only the end of training. The multilinguality panels draw the chance levels as a dashed grey line
+    (`chance_lines`)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -172,6 +202,7 @@ def figure6(curves: pd.DataFrame, ids: list[str], labels: dict[str, str], paper:
                         if len(p):
                             ax.scatter([last], [p.iloc[0]], marker="x", color=f"C{k}", s=50, zorder=4,
                                        )
+                chance_lines(ax, names)  # the perplexity row has none
                 if row == 1:
                     ax.set_yscale("log")
                     ax.set_xlabel("training step")
@@ -179,4 +210,27 @@ def figure6(curves: pd.DataFrame, ids: list[str], labels: dict[str, str], paper:
         if paper is not None:
             fig.text(0.01, 0.005, "×: the paper's number at the end of training (Table 1)", fontsize=8)
         fig.tight_layout()
+    return fig
+
+
+TABLE2_METRICS = ("mu", "retr_l0", "trans_l0", "retr_l8", "trans_l8")
+
+
+def table2_bars(ours: pd.DataFrame, paper: pd.DataFrame, ids: list[str], metrics=TABLE2_METRICS):
+    """Table 2 as bars, one panel per metric: ours (mean over seeds, std as error bars), the paper's means as black
+    ticks, the metric's chance level as a dashed grey line (`chance_lines`). `paper`: long (experiment, metric, mean)."""
+    import matplotlib.pyplot as plt
+
+    means = paper.set_index(["experiment", "metric"])["mean"]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(13, 2.8), sharey=True)
+    for ax, metric in zip(axes, metrics):
+        mean_std = [stats(ours, e, metric) for e in ids]
+        ax.bar(ids, [m for m, _ in mean_std], yerr=[0 if s != s else s for _, s in mean_std], capsize=3)
+        ax.scatter(ids, [means.get((e, metric)) for e in ids], color="black", marker="_", s=200, zorder=3,
+                   label="paper")
+        chance_lines(ax, [metric])
+        ax.set_title(metric)
+        ax.legend(fontsize=7)
+    axes[0].set_ylim(0, 1.05)
+    fig.tight_layout()
     return fig

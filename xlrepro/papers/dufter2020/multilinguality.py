@@ -19,12 +19,13 @@ import torch
 import torch.nn.functional as F
 from transformers import BertForMaskedLM
 
+from xlrepro.data.bible import DEV_SENTENCES
 from xlrepro.evaluation.metrics import mean_pool, multilinguality_score, perplexity, retrieval_precision
 from xlrepro.engine.fused_bert import stacked_hidden_states, stacked_mlm_log_probs
 from xlrepro.engine.stacked import select_masked
 
 from .config import Experiment
-from .lab import LabData
+from .lab import VOCAB_PER_LANGUAGE, LabData
 from .transforms import BilingualSet, build_bilingual, fake_sentence, english_sentence, pad_rows
 
 EVAL_MASK_SEED = 12345  # the same masked positions for every model, so perplexities are comparable
@@ -35,6 +36,23 @@ EVALUATIONS = ("stacked", "per-model")  # how a stack's models are evaluated (th
 # 2.5 s, 256 rows 6.2 s, against 6.2-7.7 s model by model).
 STACK_BATCHES = 8
 CPU_ROWS = 64
+
+# Chance levels of the metrics (a random model), drawn as dashed grey lines in the chapters' figures. Retrieval ρ and
+# translation τ are precision@1 over all candidates (`retrieval_precision`): a random ranking finds the translation
+# with probability 1 / candidates. ρ ranks the DEV_SENTENCES parallel dev sentences, τ the vocabulary's pieces but its
+# five special tokens ([PAD], [UNK], [CLS], [SEP], [MASK]; `vocabulary_set`); µ, the mean of ρ and τ at layers 0 and 8,
+# is the mean of their levels (about 0.0003). Alignment F1 (mutual argmax) and perplexity have no level that the
+# chapters could state without the corpus.
+CANDIDATES = {"retr": DEV_SENTENCES, "trans": VOCAB_PER_LANGUAGE - 5}
+
+
+def chance_level(metric: str) -> float | None:
+    """The value of `metric` (a Table 1 code: "retr_l8", "trans_l0", "mu", ...) for a model that ranks at random;
+    None where there is none to draw (alignment F1, perplexity)."""
+    if metric == "mu":
+        return float(np.mean([1 / CANDIDATES[k] for k in ("retr", "retr", "trans", "trans")]))
+    kind = metric.split("_")[0]
+    return 1 / CANDIDATES[kind] if kind in CANDIDATES else None
 
 
 def _inputs(data: BilingualSet, rows: np.ndarray, device) -> dict[str, torch.Tensor]:

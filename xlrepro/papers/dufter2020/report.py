@@ -58,6 +58,9 @@ class ChapterRun:
     results: Path
     # models the chapter needs but did not train: full-size training on a CPU waits for a GPU (see `train`)
     pending: list = field(default_factory=list)
+    # where the chapter's frames come from (`SOURCES`; `chapter_frames`) and the published results folder
+    source: str = "runs"
+    published: Path | None = None
 
     def seeds_of(self, exp_id: str) -> list[int]:
         return self.seeds if self.chapter.experiment(exp_id).size == "small" else self.large_seeds
@@ -122,18 +125,35 @@ class ChapterRun:
 
 def chapter_run(chapter_name: str, profile: str = "lab", seeds=None, large_seeds=None, epochs=None,
                 max_sentences=None, results: str | Path | None = None, batch_size=None,
-                publish: bool = False) -> ChapterRun:
-    """Validate a notebook's parameters (errors name the valid choices) and locate its run and results folder."""
+                publish: bool = False, source: str = "runs", published: str | Path | None = None) -> ChapterRun:
+    """Validate a notebook's parameters (errors name the valid choices) and locate its run and results folder.
+
+    `source` (`SOURCES`): "runs" reads (and trains) the run folder; "published" reads the published results
+    (`published`, default book/results/<paper>), which hold the lab profile at the paper's settings and seeds only:
+    any other value of those parameters is a ConfigError."""
+    from xlrepro.config import choose
+
     chapter = load_chapter(chapter_name)
+    choose("source", source, SOURCES)
     check_profile(profile)
     seeds = check_seeds(list(chapter.seeds) if seeds is None else seeds)
     large_seeds = seeds if large_seeds is None else check_seeds(large_seeds)
     for name, value in (("epochs", epochs), ("max_sentences", max_sentences), ("batch_size", batch_size)):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise ConfigError(f"{name} must be None (the paper's setting) or a positive integer; got {value!r}")
+    if source == "published":
+        differ = [f"{k}={v!r}" for k, v, default in (
+            ("profile", profile, "lab"), ("seeds", seeds, list(chapter.seeds)),
+            ("large_seeds", large_seeds, list(chapter.seeds)), ("epochs", epochs, None),
+            ("max_sentences", max_sentences, None), ("batch_size", batch_size, None)) if v != default]
+        if differ:
+            raise ConfigError(f"source='published' reads the published run (profile 'lab', the paper's settings and "
+                              f"seeds {list(chapter.seeds)}); got {', '.join(differ)}. Use source='runs'")
     root = run_root(chapter_name, profile, epochs, max_sentences, batch_size)
     folder = Path(results) if results else results_dir(chapter_name) if publish else root / "results"
-    return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder)
+    published = Path(published) if published is not None else results_dir(chapter_name)
+    return ChapterRun(chapter, profile, seeds, large_seeds, epochs, max_sentences, batch_size, root, folder,
+                      source=source, published=published)
 
 
 class ChapterSetup(NamedTuple):
@@ -144,17 +164,160 @@ class ChapterSetup(NamedTuple):
 
 
 def chapter_setup(profile: str = "lab", seeds=None, large_seeds=None, epochs=None, max_sentences=None,
-                  results: str | Path | None = None, batch_size=None, publish: bool = False) -> ChapterSetup:
+                  results: str | Path | None = None, batch_size=None, publish: bool = False,
+                  source: str = "runs") -> ChapterSetup:
     """The setup cell of every chapter that selects a run, from its parameters cell: `chapter_run` (the parameters
     checked, the run and results folders located), the chapter's configuration and each model ID's label; prints
-    where the run and its results are and the seeds."""
+    where the run (or, with source "published", the published results) and its results are and the seeds."""
     from xlrepro.runrecord import shown
     run = chapter_run("dufter2020", profile, seeds, large_seeds, epochs, max_sentences, results, batch_size,
-                      publish=publish)
+                      publish=publish, source=source)
     ch = run.chapter
-    print("run folder:", shown(run.root), "| results:", shown(run.results), "| seeds:", run.seeds,
-          "| BERT-base seeds:", run.large_seeds)
+    read = ("run folder:", shown(run.root)) if source == "runs" else ("published results:", shown(run.published))
+    print(*read, "| results:", shown(run.results), "| seeds:", run.seeds, "| BERT-base seeds:", run.large_seeds)
     return ChapterSetup(run, ch, {e: ch.experiment(e).description for e in ch.experiments})
+
+
+SOURCES = ("runs", "published")
+# The published long CSV (book/results/dufter2020/<name>.csv) that holds each chapter's frame, as the chapter writes
+# it from the runs.
+PUBLISHED_FILES = {"setup": "runtime", "architecture": "table1", "comparability": "table2",
+                   "training_dynamics": "fig6"}
+# The execution of each chapter that read the runs and wrote its published CSVs (its run record): the trained models
+# themselves (runs/dufter2020/lab) are not kept with the book.
+PUBLISHED_RUN = {"setup": ("2026-11-27", "8823996"), "architecture": ("2026-11-27", "8823996"),
+                 "comparability": ("2026-11-26", "c224707"), "training_dynamics": ("2026-11-27", "8823996")}
+PUBLISHED_DEVICE = "NVIDIA H200"
+
+
+@dataclass
+class ChapterFrames:
+    """What a chapter shows, from the runs or from its published CSV (`chapter_frames`).
+
+    `frame`: the results (Tables 1 and 2: `load_results`), the curves (Figure 6: `load_curves`) or the stacks'
+    timings (setup: `load_timings`)."""
+
+    run: ChapterRun
+    chapter: str
+    frame: pd.DataFrame
+
+    @property
+    def published(self) -> bool:
+        return self.run.source == "published"
+
+    def save(self, frame: pd.DataFrame, name: str) -> Path:
+        """`frame` as <results>/<name>.csv. From the published results nothing is written over them: the frame must
+        equal the published file (else RuntimeError: the chapter would show other numbers than the published ones),
+        and it is copied only into a results folder other than the published one."""
+        from xlrepro.results import read_csv, write_csv
+
+        path = self.run.results / f"{name}.csv"
+        if not self.published:
+            return write_csv(frame, path)
+        source = self.run.published / f"{name}.csv"
+        try:
+            pd.testing.assert_frame_equal(frame.reset_index(drop=True).astype({"experiment": str}),
+                                          read_csv(source), check_dtype=False)
+        except AssertionError as err:
+            raise RuntimeError(f"{name}.csv: the frame the chapter rebuilt differs from the published file: "
+                               f"{str(err).splitlines()[0]}") from None
+        return path if path.resolve() == source.resolve() else write_csv(frame, path)
+
+    def notice(self) -> str:
+        """One line on where the chapter's numbers come from (empty for the runs)."""
+        if not self.published:
+            return ""
+        date, commit = PUBLISHED_RUN[self.chapter]
+        return (f"Rendered from the published results of {date} (commit {commit}): "
+                f"{PUBLISHED_FILES[self.chapter]}.csv, nothing trained or loaded from runs/.")
+
+    def not_rendered(self, what: str) -> str:
+        """The one line a part that only the runs can draw shows instead, from the published chapter."""
+        date, commit = PUBLISHED_RUN[self.chapter]
+        return (f"{what} needs the trained models, which the published results do not hold: shown as published on "
+                f"{date} (commit {commit}), not redrawn.")
+
+    def published_figure(self, marker: str, what: str) -> None:
+        """Show the figure the published chapter (book/dufter2020/<chapter>.ipynb) drew in its cell whose code holds
+        `marker` (e.g. "fig = figure4("), under the line `not_rendered(what)`; a line saying so where it has none."""
+        import base64
+
+        import nbformat
+        from IPython.display import Image, display
+
+        from xlrepro.paths import repo_root
+
+        print(self.not_rendered(what))
+        path = repo_root() / "book" / "dufter2020" / f"{self.chapter}.ipynb"
+        cells = nbformat.read(path, as_version=4).cells if path.exists() else []
+        for cell in cells:
+            if cell.cell_type == "code" and marker in cell.source:
+                for out in cell.get("outputs", []):
+                    if "image/png" in out.get("data", {}):
+                        display(Image(data=base64.b64decode(out["data"]["image/png"])))
+                        return
+        print(f"(the published chapter has no such figure: {path.name})")
+
+    def record_notes(self) -> dict | None:
+        """Fields for the run record (`show_run_record`'s `notes`): where the numbers come from."""
+        if not self.published:
+            return None
+        date, commit = PUBLISHED_RUN[self.chapter]
+        return {"source": f"published results of {date} (commit {commit}), re-rendered; nothing trained",
+                "training devices": f"{PUBLISHED_DEVICE} (the published run)"}
+
+
+def timings_from_runtime(runtime: pd.DataFrame, chapter: Chapter | None = None) -> pd.DataFrame:
+    """`load_timings`'s frame from its long rows (`runtime_long`, runtime.csv): the size and epochs of each stack
+    come from its experiments' configuration; runtime.csv does not record the GPU, so `device` is MISSING."""
+    chapter = chapter or load_chapter()
+    if not len(runtime):
+        return pd.DataFrame()
+    wide = (runtime.pivot_table(index=["stack", "experiment"], columns="metric", values="value", aggfunc="first")
+            .reset_index().sort_values("stack"))
+    rows = []
+    for _, r in wide.iterrows():
+        exps = str(r["experiment"]).split(",")
+        sizes = {chapter.experiment(e).size for e in exps if e in chapter.experiments}
+        rows.append({"stack": int(r["stack"]), "models": int(r["models"]), "size": sizes.pop() if len(sizes) == 1
+                     else MISSING, "steps": int(r["steps"]), "epochs": corpus_epochs([f"{e}/0" for e in exps], chapter),
+                     "train_seconds": float(r["train_seconds"]), "steps_per_second": float(r["steps_per_second"]),
+                     "seconds_per_model": float(r["train_seconds"]) / int(r["models"]), "device": MISSING,
+                     "experiments": str(r["experiment"])})
+    return pd.DataFrame(rows)
+
+
+def chapter_frames(run: ChapterRun, chapter: str, ids=None, time_limit: float | None = None) -> ChapterFrames:
+    """The frame `chapter` (setup, architecture, comparability, training_dynamics) shows, from `run.source`.
+
+    "runs": the models of `ids` are trained where missing (`ChapterRun.train`) and read from the run folder
+    (`load_results`, `load_curves`; setup: `load_timings`). "published": the same frame read from the chapter's
+    published CSV (`PUBLISHED_FILES`) in `run.published`, its rows of `ids` (default: all); nothing is trained, and
+    experiments of `ids` the file lacks are `run.pending`'s (their claims pending)."""
+    from xlrepro.config import choose
+    from xlrepro.results import read_csv
+
+    choose("chapter", chapter, list(PUBLISHED_FILES))
+    if run.source == "runs":
+        if chapter == "setup":
+            frame = load_timings(run.root)
+        else:
+            run.train(ids, time_limit)
+            frame = run.curves_frame(ids) if chapter == "training_dynamics" else run.results_frame(ids)
+        return ChapterFrames(run, chapter, frame)
+    path = run.published / f"{PUBLISHED_FILES[chapter]}.csv"
+    if not path.exists():
+        raise ConfigError(f"source='published': no {path.name} in {path.parent} to render chapter {chapter} from")
+    frame = read_csv(path)
+    if chapter == "setup":
+        frame = timings_from_runtime(frame, run.chapter)
+    elif ids is not None:
+        frame = frame[frame["experiment"].isin([str(i) for i in ids])].reset_index(drop=True)
+        have = set(frame["experiment"])
+        run.pending += [m for m in run.members([i for i in ids if str(i) not in have]) if m not in run.pending]
+    data = ChapterFrames(run, chapter, frame)
+    print(data.notice())
+    return data
 
 
 def load_results(root: Path, members) -> pd.DataFrame:
