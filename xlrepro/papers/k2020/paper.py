@@ -273,6 +273,10 @@ class BBert:
     def vocab_rows(self) -> int:
         return self.vocab_size
 
+    @property
+    def planned_rows(self) -> int:  # what `trainer.stack_shape` plans with: the vocabulary itself here
+        return self.vocab_rows
+
     def pair_rows(self, first: list[str], second: list[str]):
         """[CLS] first [SEP] second [SEP] of each pair (texts as the model sees them): ids, types, word starts."""
         self._load()

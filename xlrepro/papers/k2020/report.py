@@ -17,7 +17,7 @@ from . import data as D
 from .bbert import GATE_MARGIN, RESULT_COLUMNS, Cell
 from .config import PROFILES, experiments_of, load_plan
 from .constants import PARTS  # noqa: F401 - the chapters read their parts here
-from .published import SOURCES, ChapterFrames, chapter_frames  # noqa: F401 - the chapters' setup cell
+
 
 NAME = "k2020"
 PAPER_CORPUS_BYTES = 1e9  # "we subsample en, es, and ru Wikipedia to 1GB" (§3.1.3)
