@@ -221,3 +221,30 @@ def stats(df: pd.DataFrame, exp: str, metric: str) -> tuple[float, float]:
     """Mean and std over seeds of one (experiment, metric) of a long results frame."""
     v = df[(df["experiment"] == str(exp)) & (df["metric"] == metric)]["value"]
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
+def published_blockers(*, publish: bool, differing: Sequence[str], missing: Sequence[str], where: str) -> list[str]:
+    """Why a chapter cannot be rendered from its published results: not the published run (`publish` False), a
+    parameter off the published run's default (`differing`), a published file missing (`missing`, from `where`)."""
+    blockers = [] if publish else ["publish=False (only the published run is rendered from its results)"]
+    if differing:
+        blockers.append(f"parameters differ from the published run's: {', '.join(differing)}")
+    if missing:
+        blockers.append(f"no published {', '.join(missing)} in {where}")
+    return blockers
+
+
+def published_or(source: str, chapter: str, blockers: Sequence[str], fallback: str) -> tuple[str, str] | None:
+    """The part of a chapter's source rule every paper shares: "published" asked for is granted only without
+    `blockers` (else a ConfigError naming them and `fallback`, the paper's source that reads or trains the runs);
+    "auto" with blockers falls back. None: "auto" without blockers, for the paper's own remaining checks."""
+    from .config import ConfigError
+    if source == "published":
+        if blockers:
+            raise ConfigError(f"source='published' renders {chapter} from the published results only for the "
+                              f"published run at its defaults; here: {'; '.join(blockers)}. Use source='{fallback}' "
+                              f"(or 'auto')")
+        return "published", "source='published'"
+    if blockers:
+        return fallback, "; ".join(blockers)
+    return None

@@ -75,21 +75,13 @@ def choose_source(chapter: str, source: str = "auto", *, publish: bool = False, 
     if source == "runs":
         return "runs", "source='runs'"
     folder = Path(folder) if folder is not None else results_dir(NAME)
-    blockers = [] if publish else ["publish=False (only the published run is rendered from its results)"]
-    if differing:
-        blockers.append(f"parameters differ from the published run's: {', '.join(differing)}")
+    from xlrepro.results import published_blockers, published_or
+    from xlrepro.runrecord import shown
     missing = [f"{n}.csv" for n in FILES[chapter] if not (folder / f"{n}.csv").is_file()]
-    if missing:
-        from xlrepro.runrecord import shown
-        blockers.append(f"no published {', '.join(missing)} in {shown(folder)}")
-    if source == "published":
-        if blockers:
-            raise ConfigError(f"source='published' renders {chapter} from the published results only for the "
-                              f"published run at its defaults; here: {'; '.join(blockers)}. Use source='runs' "
-                              f"(or 'auto')")
-        return "published", "source='published'"
-    if blockers:
-        return "runs", "; ".join(blockers)
+    decided = published_or(source, chapter, published_blockers(publish=publish, differing=differing, missing=missing,
+                                                               where=shown(folder)), "runs")
+    if decided is not None:
+        return decided
     device = str(device or default_device())
     if not device.startswith("cpu"):
         return "runs", f"a {device} machine reads (or, with xlrepro train {NAME}, trains) the cells"

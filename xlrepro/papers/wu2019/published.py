@@ -100,19 +100,11 @@ def _decide(source: str, chapter: str, *, publish: bool, differing: list[str], m
     holds it, `cached`)."""
     from xlrepro.devices import default_device
 
-    blockers = [] if publish else ["publish=False (only the published run is rendered from its results)"]
-    if differing:
-        blockers.append(f"parameters differ from the published run's: {', '.join(differing)}")
-    if missing:
-        blockers.append(f"no published {', '.join(missing)} in {where}")
-    if source == "published":
-        if blockers:
-            raise ConfigError(f"source='published' renders {chapter} from the published results only for the "
-                              f"published run at its defaults; here: {'; '.join(blockers)}. Use source='train' "
-                              f"(or 'auto')")
-        return "published", "source='published'"
-    if blockers:
-        return "train", "; ".join(blockers)
+    from xlrepro.results import published_blockers, published_or
+    decided = published_or(source, chapter, published_blockers(publish=publish, differing=differing, missing=missing,
+                                                               where=where), "train")
+    if decided is not None:
+        return decided
     device = str(device or default_device())
     if not device.startswith("cpu"):
         return "train", f"a {device} device retrains"
