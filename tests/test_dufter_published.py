@@ -117,3 +117,22 @@ def test_chance_levels():
     assert chance_level("align_l8") is None and chance_level("ppl_dev") is None
     assert chance_label(["align_l8", "retr_l8", "trans_l8"]) == "chance: ρ 1/10,000, τ 1/2,043"
     assert chance_label(["ppl_train", "ppl_dev"]) is None
+
+
+def test_without_failed_drops_the_runs_health_marks_failed_for_that_artifact(tmp_path):
+    import pandas as pd
+
+    from xlrepro.papers.dufter2020.report import without_failed
+    pd.DataFrame([
+        {"rule": "diverged", "experiment": "0", "seed": 0, "value": 543.0, "status": "failed",
+         "reason": "diverged: ppl_train 543.0", "covers": "table1;fig6"},
+        {"rule": "diverged", "experiment": "0", "seed": 42, "value": 9.9, "status": "ok", "reason": "",
+         "covers": "table1;fig6"}]).to_csv(tmp_path / "health.csv", index=False)
+    frame = pd.DataFrame({"experiment": ["0", "0", "3"], "seed": [0, 42, 0], "metric": "mu", "value": [0.05, 0.6, 0.4]})
+    kept, line = without_failed(frame, tmp_path, "table1")
+    assert kept["value"].tolist() == [0.6, 0.4]  # model 3's seed 0 is not model 0's
+    assert line.endswith("model 0, seed 0 (diverged: ppl_train 543.0)")
+    same, none = without_failed(frame, tmp_path, "table2")  # not covered there
+    assert none is None and len(same) == 3
+    untouched, no_record = without_failed(frame, tmp_path / "nowhere", "table1")
+    assert no_record is None and untouched is frame
