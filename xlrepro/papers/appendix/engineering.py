@@ -943,10 +943,11 @@ def same_speed(before: pd.DataFrame, after: pd.DataFrame, tolerance: float = SAM
     ours = lambda d: d[(d["family"] == "ours") & (d["status"] == "ok")][keys + ["engine", "ms_per_model_step"]]  # noqa: E731
     m = ours(before).merge(ours(after), on=keys, suffixes=(" before", " after"))
     change = m["ms_per_model_step after"] / m["ms_per_model_step before"] - 1
-    return pd.DataFrame({"case": m["case"], "engine": m["engine before"],
-                         "ms before": m["ms_per_model_step before"].round(2),
-                         "ms after": m["ms_per_model_step after"].round(2),
-                         "change": change.map("{:+.1%}".format), "within 3 %": change.abs() <= tolerance})
+    return pd.DataFrame({"case": m["case"].values, "engine": m["engine before"].values,
+                         "ms before": m["ms_per_model_step before"].map("{:.2f}".format).values,
+                         "ms after": m["ms_per_model_step after"].map("{:.2f}".format).values,
+                         "change": change.map("{:+.1%}".format).values,
+                         "within 3 %": (change.abs() <= tolerance).map({True: "yes", False: "no"}).values})
 
 
 def retrain_within(new: pd.Series, published: pd.Series) -> dict:
@@ -998,3 +999,16 @@ def retrain_check(folder: Path, results: Path) -> pd.DataFrame:
         rows.append({"paper": "liu2020", "model": "big-w512", "quantity": f"mean MRR, layer {layer}",
                      **retrain_within(pd.Series([v]), p)})
     return pd.DataFrame(rows)
+
+
+def retrain_view(check: pd.DataFrame) -> pd.DataFrame:
+    """`retrain_check` as a reader sees it: (paper, model, quantity) -> the retrained mean (runs), the published mean
+    ± std (runs) and whether it is within 2 std ("–" against a single published run)."""
+    def published(r):
+        sd = "" if pd.isna(r["published std"]) else f" ± {r['published std']:.3f}"
+        return f"{r['published mean']:.3f}{sd} ({r['published runs']})"
+    within = check["within 2 std"].map(lambda w: "–" if w is None or pd.isna(w) else ("yes" if w else "no"))
+    return pd.DataFrame({"retrained (runs)": [f"{m:.3f} ({n})" for m, n in zip(check["new mean"], check["new runs"])],
+                         "published (runs)": check.apply(published, axis=1).values,
+                         "within 2 std": within.values},
+                        index=pd.MultiIndex.from_frame(check[["paper", "model", "quantity"]]))
