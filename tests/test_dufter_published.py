@@ -136,3 +136,99 @@ def test_without_failed_drops_the_runs_health_marks_failed_for_that_artifact(tmp
     assert none is None and len(same) == 3
     untouched, no_record = without_failed(frame, tmp_path / "nowhere", "table1")
     assert no_record is None and untouched is frame
+
+
+def knn_published_folder(tmp_path):
+    """knn_replace's published CSVs, by hand: Figure 7's curves (models 0 and 30, seeds 0 and 42, two steps, µ =
+    step / 100 + seed / 1000), Table 1 (models 0, 30 and 1, which the chapter does not show), Table 10 without its
+    250-epoch model, the neighbour table's precision, and health.csv marking model 0 seed 0 failed for fig7 and
+    table10 only."""
+    folder = tmp_path / "published"
+    folder.mkdir()
+    curve = "".join(f"{e},{s},{t},mu,{t / 100 + s / 1000}\n" for e in ("0", "30") for s in (0, 42) for t in (0, 91))
+    (folder / "fig7.csv").write_text("experiment,seed,step,metric,value\n" + curve)
+    (folder / "table1.csv").write_text("experiment,seed,metric,value\n0,0,mu,0.1\n1,0,mu,0.2\n30,0,mu,0.3\n")
+    (folder / "table10.csv").write_text("experiment,seed,metric,value\n0,0,mu,0.05\n0,42,mu,0.6\n17,0,mu,0.01\n")
+    (folder / "knn_table.csv").write_text("experiment,seed,metric,value\n30,-1,precision,0.5\n")
+    (folder / "health.csv").write_text(
+        "rule,experiment,seed,value,status,reason,covers\n"
+        "diverged,0,0,543.0,failed,diverged: ppl_train 543.0,fig7;table10\n"
+        "diverged,0,42,9.9,ok,,fig7;table10\n")
+    return folder
+
+
+def test_knn_replace_renders_from_its_published_csvs(tmp_path):
+    from xlrepro.papers.dufter2020.report import without_failed
+    from xlrepro.results import read_csv
+
+    folder = knn_published_folder(tmp_path)
+    run = chapter_run("dufter2020", results=folder, source="published", published=folder)
+    run.train = lambda *a, **k: pytest.fail("the published source trains nothing")
+    data = chapter_frames(run, "knn_replace", ["0", "30"])
+    assert len(data.frame) == 8 and data.folder == folder
+    assert data.notice().endswith("fig7.csv, table1.csv, table10.csv, knn_table.csv, table3.csv, table4.csv, nothing "
+                                  "trained or loaded from runs/.")
+    assert data.results("table1", ["0", "30"])["value"].tolist() == [0.1, 0.3]  # model 1 is not the chapter's
+    ten = data.results("table10", ["0", "17", "17-250"], train=False)
+    assert ten["experiment"].tolist() == ["0", "0", "17"] and run.pending_experiments() == ["17-250"]
+
+    before = {n: (folder / f"{n}.csv").read_text() for n in ("fig7", "table10", "knn_table")}
+    data.save(data.frame, "fig7")
+    data.save(ten, "table10")
+    data.save(read_csv(folder / "knn_table.csv"), "knn_table")
+    assert {n: (folder / f"{n}.csv").read_text() for n in before} == before  # nothing written over them
+    with pytest.raises(RuntimeError, match="knn_table.csv: the frame the chapter rebuilt differs"):
+        data.save(pd.DataFrame([{"experiment": "30", "seed": -1, "metric": "precision", "value": 0.4}]), "knn_table")
+
+    curves, line = without_failed(data.frame, data.folder, "fig7")
+    assert len(curves) == 6 and not ((curves.experiment == "0") & (curves.seed == 0)).any()
+    assert line.endswith("model 0, seed 0 (diverged: ppl_train 543.0)")
+    kept10, _ = without_failed(ten, data.folder, "table10")
+    assert kept10["value"].tolist() == [0.6, 0.01]
+    table1, none = without_failed(data.results("table1", ["0", "30"]), data.folder, "table1")  # not marked there
+    assert none is None and len(table1) == 2
+
+
+def test_table10_from_the_runs_is_never_trained_by_the_chapter(tmp_path):
+    run = runs_folder(tmp_path)
+    data = chapter_frames(run, "comparability", ["0"])
+    run.train = lambda *a, **k: pytest.fail("Table 10's models are not trained by the chapter")
+    frame = data.results("table10", ["0", "17"], train=False)
+    assert set(frame["experiment"]) == {"0"} and run.pending_experiments() == ["17"]
+
+
+def test_published_output_shows_the_published_tables_under_one_line(tmp_path, monkeypatch, capsys):
+    import nbformat
+
+    from xlrepro.papers.dufter2020.report import published_output
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("display(neighbour_summary(report))")
+    cell.outputs = [nbformat.v4.new_output("display_data", {"text/html": "<table>a</table>", "text/plain": "a"}),
+                    nbformat.v4.new_output("stream", text="not shown"),
+                    nbformat.v4.new_output("display_data", {"text/html": "<table>b</table>", "text/plain": "b"})]
+    nb.cells = [nbformat.v4.new_code_cell("other()"), cell]
+    (tmp_path / "book" / "dufter2020").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "book" / "dufter2020" / "knn_replace.ipynb")
+    monkeypatch.setattr("xlrepro.paths.repo_root", lambda: tmp_path)
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj.data))
+    published_output("knn_replace", "neighbour_summary(", "The neighbour table", "the prepared table", tables=True)
+    assert shown == ["<table>a</table>", "<table>b</table>"]
+    assert capsys.readouterr().out == ("The neighbour table needs the prepared table, which the published results do "
+                                       "not hold: shown as published on 2026-11-27 (commit 1096fc6), not redrawn.\n")
+    published_output("knn_replace", "no_such_call(", "Figure 9")
+    assert capsys.readouterr().out.endswith("(the published chapter has no such figure: knn_replace.ipynb)\n")
+
+
+def test_knn_replace_published_checks(tmp_path, monkeypatch):
+    from xlrepro.papers.dufter2020.knn_chapter import check_word_order
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "no-runs"))
+    monkeypatch.setattr("xlrepro.devices.default_device", lambda: "cpu")
+    with pytest.raises(ConfigError, match="needs 10 models \\(fig7\\)"):
+        check_chapter("dufter2020/knn_replace", {}, allow_cpu=False)
+    check_chapter("dufter2020/knn_replace", {"source": "published"}, allow_cpu=False)  # book/results has its CSVs
+    with pytest.raises(ConfigError, match="word_order must be 'published'; got 'compute'"):
+        check_chapter("dufter2020/knn_replace", {"source": "published", "word_order": "compute"}, allow_cpu=False)
+    with pytest.raises(ConfigError, match="valid choices: published, compute"):
+        check_word_order("cache")
+    check_word_order("compute", "runs")

@@ -207,7 +207,7 @@ def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
     from xlrepro.devices import default_device
 
     from .grid import is_done
-    from .report import PUBLISHED_FILES, chapter_run
+    from .report import PUBLISHED_ALSO, PUBLISHED_FILES, chapter_run
 
     short = chapter.split("/")[-1]
     if short not in RUN_CHAPTERS:
@@ -221,10 +221,17 @@ def check_chapter(chapter: str, parameters: dict, allow_cpu: bool) -> None:
         if short not in PUBLISHED_FILES:
             raise ConfigError(f"chapter {chapter} has no source='published'; chapters that have: "
                               f"{', '.join(PUBLISHED_FILES)}")
-        path = run.published / f"{PUBLISHED_FILES[short]}.csv"
-        if not path.exists():
-            raise ConfigError(f"chapter {chapter} with source 'published' reads {path.name}, which "
+        lacks = [f"{n}.csv" for n in (PUBLISHED_FILES[short], *PUBLISHED_ALSO.get(short, ()))
+                 if not (run.published / f"{n}.csv").exists()]
+        if lacks:
+            raise ConfigError(f"chapter {chapter} with source 'published' reads {', '.join(lacks)}, which "
                               f"book/results/{NAME} lacks; use -p source runs")
+    if "word_order" in parameters:  # knn_replace's Table 4
+        from .knn_chapter import check_word_order
+        try:
+            check_word_order(parameters["word_order"], run.source)
+        except ConfigError as err:
+            raise ConfigError(f"chapter {chapter}: {err}") from None
     limit = parameters.get("time_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
         raise ConfigError(f"chapter {chapter}: time_limit must be None or a positive number of seconds; got {limit!r}")

@@ -415,6 +415,17 @@ def table4_pending(ours: pd.DataFrame) -> str:
     return "" if table4_has(ours) else pending_markdown(*PENDING["table4"])
 
 
+def check_word_order(word_order: str, source: str = "runs") -> None:
+    """The notebook's `word_order` (TABLE4_SOURCES): any with the runs; "published" only with the published results
+    (`source` "published" re-renders them and computes nothing). ConfigError naming the valid choices."""
+    from xlrepro.config import ConfigError, choose
+
+    choose("word_order", word_order, TABLE4_SOURCES)
+    if source == "published" and word_order != "published":
+        raise ConfigError(f"source 'published' re-renders the published table4.csv, so word_order must be "
+                          f"'published'; got {word_order!r} (use source 'runs' to compute Table 4)")
+
+
 def table4_ours(results, source: str = "published", progress: bool = False) -> pd.DataFrame:
     """Our Table 4 (`word_order.table4`'s long frame), also written to ``<results>/table4.csv``.
 

@@ -182,11 +182,15 @@ SOURCES = ("runs", "published")
 # The published long CSV (book/results/dufter2020/<name>.csv) that holds each chapter's frame, as the chapter writes
 # it from the runs.
 PUBLISHED_FILES = {"setup": "runtime", "architecture": "table1", "comparability": "table2",
-                   "training_dynamics": "fig6"}
+                   "training_dynamics": "fig6", "knn_replace": "fig7"}
+# The other published CSVs a chapter reads beside its frame (`ChapterFrames.results`, and knn_replace's neighbour
+# table, Table 3 and Table 4, which it reads as the runs' chapter does).
+PUBLISHED_ALSO = {"knn_replace": ("table1", "table10", "knn_table", "table3", "table4")}
 # The execution of each chapter that read the runs and wrote its published CSVs (its run record): the trained models
 # themselves (runs/dufter2020/lab) are not kept with the book.
 PUBLISHED_RUN = {"setup": ("2026-11-27", "8823996"), "architecture": ("2026-11-27", "8823996"),
-                 "comparability": ("2026-11-26", "c224707"), "training_dynamics": ("2026-11-27", "8823996")}
+                 "comparability": ("2026-11-26", "c224707"), "training_dynamics": ("2026-11-27", "8823996"),
+                 "knn_replace": ("2026-11-27", "1096fc6")}
 PUBLISHED_DEVICE = "NVIDIA H200"
 
 
@@ -194,8 +198,8 @@ PUBLISHED_DEVICE = "NVIDIA H200"
 class ChapterFrames:
     """What a chapter shows, from the runs or from its published CSV (`chapter_frames`).
 
-    `frame`: the results (Tables 1 and 2: `load_results`), the curves (Figure 6: `load_curves`) or the stacks'
-    timings (setup: `load_timings`)."""
+    `frame`: the results (Tables 1 and 2: `load_results`), the curves (Figures 6 and 7: `load_curves`) or the
+    stacks' timings (setup: `load_timings`). Other results a chapter shows come from `results`."""
 
     run: ChapterRun
     chapter: str
@@ -204,6 +208,31 @@ class ChapterFrames:
     @property
     def published(self) -> bool:
         return self.run.source == "published"
+
+    @property
+    def folder(self) -> Path:
+        """Where the chapter reads the results that other commands write (Table 3's table3.csv): the published
+        results, else the run's results folder."""
+        return self.run.published if self.published else self.run.results
+
+    def results(self, name: str, ids, train: bool = True, time_limit: float | None = None) -> pd.DataFrame:
+        """The final metrics (`load_results`'s frame) of the models of `ids`, which the chapter saves as <name>.csv.
+
+        From the runs, the missing models are trained first (`ChapterRun.train`), or with `train=False` only marked
+        pending, for models too costly for a chapter to start (Table 10's); from the published results, the rows of
+        `ids` in <published>/<name>.csv (experiments it lacks are pending; none when the file is absent)."""
+        from xlrepro.results import read_csv
+
+        if not self.published:
+            if train:
+                self.run.train(ids, time_limit)
+            else:
+                todo = [m for m in self.run.members(ids) if not is_done(self.run.root, m)]
+                self.run.pending += [m for m in todo if m not in self.run.pending]
+            return self.run.results_frame(ids)
+        path = self.run.published / f"{name}.csv"
+        frame = read_csv(path) if path.exists() else pd.DataFrame(columns=["experiment", "seed", "metric", "value"])
+        return rows_of(self.run, frame, ids)
 
     def save(self, frame: pd.DataFrame, name: str) -> Path:
         """`frame` as <results>/<name>.csv. From the published results nothing is written over them: the frame must
@@ -228,35 +257,18 @@ class ChapterFrames:
         if not self.published:
             return ""
         date, commit = PUBLISHED_RUN[self.chapter]
-        return (f"Rendered from the published results of {date} (commit {commit}): "
-                f"{PUBLISHED_FILES[self.chapter]}.csv, nothing trained or loaded from runs/.")
+        files = ", ".join(f"{n}.csv" for n in (PUBLISHED_FILES[self.chapter], *PUBLISHED_ALSO.get(self.chapter, ())))
+        return (f"Rendered from the published results of {date} (commit {commit}): {files}, nothing trained or "
+                f"loaded from runs/.")
 
-    def not_rendered(self, what: str) -> str:
+    def not_rendered(self, what: str, needs: str = "the trained models") -> str:
         """The one line a part that only the runs can draw shows instead, from the published chapter."""
-        date, commit = PUBLISHED_RUN[self.chapter]
-        return (f"{what} needs the trained models, which the published results do not hold: shown as published on "
-                f"{date} (commit {commit}), not redrawn.")
+        return not_rendered(self.chapter, what, needs)
 
     def published_figure(self, marker: str, what: str) -> None:
         """Show the figure the published chapter (book/dufter2020/<chapter>.ipynb) drew in its cell whose code holds
         `marker` (e.g. "fig = figure4("), under the line `not_rendered(what)`; a line saying so where it has none."""
-        import base64
-
-        import nbformat
-        from IPython.display import Image, display
-
-        from xlrepro.paths import repo_root
-
-        print(self.not_rendered(what))
-        path = repo_root() / "book" / "dufter2020" / f"{self.chapter}.ipynb"
-        cells = nbformat.read(path, as_version=4).cells if path.exists() else []
-        for cell in cells:
-            if cell.cell_type == "code" and marker in cell.source:
-                for out in cell.get("outputs", []):
-                    if "image/png" in out.get("data", {}):
-                        display(Image(data=base64.b64decode(out["data"]["image/png"])))
-                        return
-        print(f"(the published chapter has no such figure: {path.name})")
+        published_output(self.chapter, marker, what)
 
     def record_notes(self) -> dict | None:
         """Fields for the run record (`show_run_record`'s `notes`): where the numbers come from."""
@@ -265,6 +277,50 @@ class ChapterFrames:
         date, commit = PUBLISHED_RUN[self.chapter]
         return {"source": f"published results of {date} (commit {commit}), re-rendered; nothing trained",
                 "training devices": f"{PUBLISHED_DEVICE} (the published run)"}
+
+
+def not_rendered(chapter: str, what: str, needs: str = "the trained models") -> str:
+    """The one line a part of `chapter` that only the runs can draw shows instead, from the published chapter."""
+    date, commit = PUBLISHED_RUN[chapter]
+    return (f"{what} needs {needs}, which the published results do not hold: shown as published on {date} "
+            f"(commit {commit}), not redrawn.")
+
+
+def published_output(chapter: str, marker: str, what: str, needs: str = "the trained models",
+                     tables: bool = False) -> None:
+    """Show what the published chapter (book/dufter2020/<chapter>.ipynb) displayed in its cell whose code holds
+    `marker`, under the line `not_rendered(chapter, what, needs)`: its first figure, or with `tables` every table
+    (HTML) it displayed; a line saying so where it has none."""
+    import base64
+
+    import nbformat
+    from IPython.display import HTML, Image, display
+
+    from xlrepro.paths import repo_root
+
+    print(not_rendered(chapter, what, needs))
+    path = repo_root() / "book" / "dufter2020" / f"{chapter}.ipynb"
+    cells = nbformat.read(path, as_version=4).cells if path.exists() else []
+    mime = "text/html" if tables else "image/png"
+    for cell in cells:
+        if cell.cell_type == "code" and marker in cell.source:
+            shown = [out["data"][mime] for out in cell.get("outputs", []) if mime in out.get("data", {})]
+            for data in shown if tables else shown[:1]:
+                display(HTML(data) if tables else Image(data=base64.b64decode(data)))
+            if shown:
+                return
+    print(f"(the published chapter has no such {'table' if tables else 'figure'}: {path.name})")
+
+
+def rows_of(run: ChapterRun, frame: pd.DataFrame, ids) -> pd.DataFrame:
+    """The rows of a published long frame whose experiment is one of `ids` (all, for None); the models of the
+    experiments it lacks join `run.pending` (their claims pending)."""
+    if ids is None:
+        return frame
+    frame = frame[frame["experiment"].astype(str).isin([str(i) for i in ids])].reset_index(drop=True)
+    have = set(frame["experiment"].astype(str))
+    run.pending += [m for m in run.members([i for i in ids if str(i) not in have]) if m not in run.pending]
+    return frame
 
 
 def timings_from_runtime(runtime: pd.DataFrame, chapter: Chapter | None = None) -> pd.DataFrame:
@@ -288,7 +344,8 @@ def timings_from_runtime(runtime: pd.DataFrame, chapter: Chapter | None = None) 
 
 
 def chapter_frames(run: ChapterRun, chapter: str, ids=None, time_limit: float | None = None) -> ChapterFrames:
-    """The frame `chapter` (setup, architecture, comparability, training_dynamics) shows, from `run.source`.
+    """The frame `chapter` (setup, architecture, comparability, training_dynamics, knn_replace) shows, from
+    `run.source`.
 
     "runs": the models of `ids` are trained where missing (`ChapterRun.train`) and read from the run folder
     (`load_results`, `load_curves`; setup: `load_timings`). "published": the same frame read from the chapter's
@@ -303,7 +360,7 @@ def chapter_frames(run: ChapterRun, chapter: str, ids=None, time_limit: float | 
             frame = load_timings(run.root)
         else:
             run.train(ids, time_limit)
-            frame = run.curves_frame(ids) if chapter == "training_dynamics" else run.results_frame(ids)
+            frame = run.curves_frame(ids) if chapter in ("training_dynamics", "knn_replace") else run.results_frame(ids)
         return ChapterFrames(run, chapter, frame)
     path = run.published / f"{PUBLISHED_FILES[chapter]}.csv"
     if not path.exists():
@@ -311,10 +368,8 @@ def chapter_frames(run: ChapterRun, chapter: str, ids=None, time_limit: float | 
     frame = read_csv(path)
     if chapter == "setup":
         frame = timings_from_runtime(frame, run.chapter)
-    elif ids is not None:
-        frame = frame[frame["experiment"].isin([str(i) for i in ids])].reset_index(drop=True)
-        have = set(frame["experiment"])
-        run.pending += [m for m in run.members([i for i in ids if str(i) not in have]) if m not in run.pending]
+    else:
+        frame = rows_of(run, frame, ids)
     data = ChapterFrames(run, chapter, frame)
     print(data.notice())
     return data
