@@ -169,3 +169,19 @@ def read_health(folder: str | os.PathLike) -> pd.DataFrame | None:
         return None
     return pd.read_csv(path, dtype={"experiment": str, "rule": str, "reason": str, "covers": str},
                        keep_default_na=False)
+
+
+def without_failed(frame: pd.DataFrame, folder: str | os.PathLike, artifact: str) -> tuple[pd.DataFrame, str | None]:
+    """`frame` (long: experiment, seed, ...) without the runs that health.csv in `folder` marks failed for
+    `artifact` (a results file or chapter its rows cover: table1, fig6, architecture, ...), and one line naming each
+    run left out and why (None: nothing left out, or no health record). The chapters show means and figures over what
+    is kept; their CSVs keep every run."""
+    health = read_health(folder)
+    bad = exclusions(health).get(artifact, {}) if health is not None else {}
+    keys = list(zip(frame["experiment"].astype(str), frame["seed"].astype(int)))
+    drop = pd.Series([k in bad for k in keys], index=frame.index, dtype=bool)
+    if not drop.any():
+        return frame, None
+    left = sorted({k for k, d in zip(keys, drop) if d}, key=lambda k: (k[0], k[1]))
+    return frame[~drop], ("Left out of the means and figures below (failed runs, health.csv; the CSV keeps them): "
+                          + "; ".join(f"model {e}, seed {s} ({bad[(e, s)]})" for e, s in left))

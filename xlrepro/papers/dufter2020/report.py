@@ -15,6 +15,7 @@ import torch
 
 from xlrepro.config import ConfigError, check_profile, check_seeds, plural
 from xlrepro.devices import default_device
+from xlrepro.health import without_failed  # noqa: F401 - the chapters leave failed runs out of their means
 from xlrepro.results import MISSING, results_dir, stats
 
 from .config import Chapter, load_chapter
@@ -526,18 +527,3 @@ def load_model(root: Path, chapter: Chapter, member, vocab_size: int, tokenizer)
 from .figures import figure1 as plot_summary, figure4 as plot_token_pca, figure6 as plot_curves  # noqa: E402,F401
 from .figures import position_similarity  # noqa: E402,F401
 
-
-def without_failed(frame: pd.DataFrame, folder: str | Path, artifact: str) -> tuple[pd.DataFrame, str | None]:
-    """`frame` (long: experiment, seed, ...) without the runs that health.csv in `folder` marks failed for
-    `artifact` (table1, table2, fig6, ...), and one line naming each run left out and why (None: nothing left out,
-    or no health record). The chapters show means and figures over what is kept; their CSVs keep every run."""
-    from xlrepro.health import exclusions, read_health
-    health = read_health(folder)
-    bad = exclusions(health).get(artifact, {}) if health is not None else {}
-    keys = list(zip(frame["experiment"].astype(str), frame["seed"].astype(int)))
-    drop = pd.Series([k in bad for k in keys], index=frame.index, dtype=bool)
-    if not drop.any():
-        return frame, None
-    left = sorted({k for k, d in zip(keys, drop) if d}, key=lambda k: (k[0], k[1]))
-    return frame[~drop], ("Left out of the means and figures below (failed runs, health.csv; the CSV keeps them): "
-                          + "; ".join(f"model {e}, seed {s} ({bad[(e, s)]})" for e, s in left))

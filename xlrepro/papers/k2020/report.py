@@ -497,7 +497,7 @@ COST_CAPTION = ("**What each table cost** (minutes of the workers that ran them:
 def failed_seeds(results: pd.DataFrame) -> pd.DataFrame:
     """(experiment, seed, source accuracy, majority) of every seed whose test accuracy on its own fine-tuning language
     is within LEARNED_MARGIN of the majority class: it learnt nothing of the source task, so its pre-training or
-    its fine-tuning failed. Such seeds stay in the means of the chapter's tables; the claims leave them out
+    its fine-tuning failed. The chapters leave them out of their tables and figures and the claims leave them out
     (the health rule never_left_majority of claims.yaml, on `source_over_majority`, names them in health.csv)."""
     rows = [{"experiment": name, "seed": seed, "source_accuracy": v, "majority": major}
             for name, seed, _, v, major in _source_accuracies(results) if v < major + LEARNED_MARGIN]
@@ -560,8 +560,8 @@ def architecture_reading(results: pd.DataFrame, experiments, profile: str = "lab
                           for n, g in failed.groupby("experiment", sort=False))
         out.append(f"{len(failed)} seed(s) score within {100 * LEARNED_MARGIN:.0f} points of the majority class on "
                    f"Fake-English, their own fine-tuning language ({names}): they learnt nothing of the task, so "
-                   f"their pre-training or fine-tuning failed. They stay in the means and in the claims, whose "
-                   f"criteria were fixed with every seed.")
+                   f"their pre-training or fine-tuning failed. The health rule never_left_majority names such seeds "
+                   f"in health.csv, and the chapters and claims leave the seeds it names out.")
     return " ".join(out)
 
 
