@@ -259,10 +259,7 @@ class ParsingLab(TaggingLab):
 
     def run_config(self, config: FinetuneConfig) -> dict:
         """Everything that sets a run's numbers; its hash names the run's file."""
-        files = {}
-        for lang, split in [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in self.languages]:
-            path = treebank_file(self.paths.ud, lang, split)
-            files[path.name] = path.stat().st_size
+        files = pos.treebank_sizes(self.paths.ud, self.languages, treebank_file)
         return {"finetune": config.to_json(), "task": "parsing", "encoder": self.paths.encoder,
                 "encoder_config": self.encoder.config.to_dict(), "files": files, "relations": list(RELATIONS),
                 "head": "biaffine 500/100, dropout 0.33", "max_train_sentences": self.max_train,

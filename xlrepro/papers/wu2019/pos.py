@@ -60,6 +60,15 @@ def treebank_file(ud: Path, lang: str, split: str, treebanks: dict | None = None
     return Path(ud) / f"{treebanks[choose(f'{what} language', lang, treebanks)]}-ud-{split}.conllu"
 
 
+def treebank_sizes(ud: Path, languages, file=None) -> dict[str, int]:
+    """File name -> size in bytes of the English train and dev treebanks and each of `languages`' test treebank
+    (`file(ud, lang, split)`, default `treebank_file`): what a run's key records of its data."""
+    file = file or treebank_file
+    paths = [file(ud, lang, split) for lang, split in [("en", "train"), ("en", "dev")]
+             + [(lang, "test") for lang in languages]]
+    return {path.name: path.stat().st_size for path in paths}
+
+
 def resolve_ud(ud, languages, treebanks: dict, what: str, table: str) -> Path:
     """The UD folder (`ud`, else $XLREPRO_UD_DIR, then the prepared cache) holding English train and dev and the test
     file of English and each of `languages` (default: all of `treebanks`), else a one-line ConfigError naming the
@@ -113,10 +122,7 @@ class PosLab(TaggingLab):
 
     def run_config(self, config: FinetuneConfig) -> dict:
         """Everything that sets a run's numbers; its hash names the run's file."""
-        files = {}
-        for lang, split in [("en", "train"), ("en", "dev")] + [(lang, "test") for lang in self.languages]:
-            path = treebank_file(self.paths.ud, lang, split)
-            files[path.name] = path.stat().st_size
+        files = treebank_sizes(self.paths.ud, self.languages)
         return {"finetune": config.to_json(), "task": "pos", "encoder": self.paths.encoder,
                 "encoder_config": self.encoder.config.to_dict(), "files": files, "tags": list(self.tags),
                 "max_train_sentences": self.max_train, "max_test_sentences": self.max_test}
