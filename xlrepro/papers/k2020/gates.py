@@ -29,8 +29,9 @@ def load_gates(path: str | Path = GATES_FILE) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
-def _accuracy(df: pd.DataFrame, exp: str, lang: str) -> pd.Series:
-    rows = df[(df["experiment"] == exp) & (df["metric"] == "accuracy") & (df["language"] == lang)
+def _accuracy(df: pd.DataFrame, exp: str, lang: str, metric: str = "accuracy") -> pd.Series:
+    """The section task's `metric` (accuracy on test, dev_accuracy on dev) of `exp` on `lang`, one value a seed."""
+    rows = df[(df["experiment"] == exp) & (df["metric"] == metric) & (df["language"] == lang)
               & (df["task"] == "sections")]
     return rows.drop_duplicates(["seed"])["value"]
 
@@ -81,12 +82,6 @@ def ablations_learn_source(g: dict, results: dict[str, pd.DataFrame]) -> dict:
             "detail": "failing: " + "; ".join(failed) if failed else "every model passes"}
 
 
-def _dev_accuracy(df: pd.DataFrame, exp: str, lang: str) -> pd.Series:
-    rows = df[(df["experiment"] == exp) & (df["metric"] == "dev_accuracy") & (df["language"] == lang)
-              & (df["task"] == "sections")]
-    return rows.drop_duplicates(["seed"])["value"]
-
-
 def alltext_pilot_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     """The pilot's gate on dev (one seed, so no SE): the target's mean dev accuracy at least `points` above the
     majority class's dev accuracy, for every base pair cell."""
@@ -102,7 +97,7 @@ def alltext_pilot_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     failed, margins = [], []
     for exp in cells:
         target = exp.split("-")[1]
-        acc, major = _dev_accuracy(df, exp, target), _dev_accuracy(df, f"majority/{exp}", target)
+        acc, major = (_accuracy(df, e, target, "dev_accuracy") for e in (exp, f"majority/{exp}"))
         if acc.empty or major.empty:
             failed.append(f"{exp} (no results)")
             continue
