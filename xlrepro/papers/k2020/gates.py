@@ -8,6 +8,7 @@
   part) is at least `points` above its majority class.
 - ``alltext_pilot_transfers``: the pilot on all the offline text (profile ``alltext``, one seed; pilot_alltext.csv)
   transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
+  ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``).
 
 `gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
 book/results/k2020/gates.csv from the published results:
@@ -114,7 +115,7 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
     """gates.csv's rows from the chapters' result frames (name -> long frame; a missing name: its gate pending)."""
     spec = spec or load_gates()
     check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source,
-             "alltext_pilot_transfers": alltext_pilot_transfers}
+             "alltext_pilot_transfers": alltext_pilot_transfers, "alltext2x_pilot_transfers": alltext_pilot_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
     return pd.DataFrame(rows, columns=COLUMNS)
 
