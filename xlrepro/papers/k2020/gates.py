@@ -8,7 +8,9 @@
   part) is at least `points` above its majority class.
 - ``alltext_pilot_transfers``: the pilot on all the offline text (profile ``alltext``, one seed; pilot_alltext.csv)
   transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
-  ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``).
+  ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``). A pilot
+  gate's ``seeds`` restricts it to its declared seeds.
+- ``alltext_base_transfers``: ``base_transfers``' check on the alltext runs of all the base cells (pilot_alltext.csv).
 
 `gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
 book/results/k2020/gates.csv from the published results:
@@ -95,6 +97,8 @@ def alltext_pilot_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
                 f"{r.model} {r.steps:,} steps, final MLM loss {r.final_loss:.2f}" for r in trained.itertuples())
             + "), the fine-tunings did not run")
         return {"value": None, "threshold": len(cells), "passed": None, "detail": detail}
+    if "seeds" in g:  # the pilot's declared seeds (majority rows carry seed -1 and stay)
+        df = df[df["seed"].isin(list(g["seeds"]) + [-1])]
     failed, margins = [], []
     for exp in cells:
         target = exp.split("-")[1]
@@ -115,7 +119,8 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
     """gates.csv's rows from the chapters' result frames (name -> long frame; a missing name: its gate pending)."""
     spec = spec or load_gates()
     check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source,
-             "alltext_pilot_transfers": alltext_pilot_transfers, "alltext2x_pilot_transfers": alltext_pilot_transfers}
+             "alltext_pilot_transfers": alltext_pilot_transfers, "alltext_base_transfers": base_transfers,
+             "alltext2x_pilot_transfers": alltext_pilot_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -1,0 +1,204 @@
+"""The scaling pilots of the K et al. 2020 chapters: the base B-BERT's pair cells on more text and more steps.
+
+The lab recipe's base B-BERT fails its transfer gate (gates.yaml, ``base_transfers``). The levers are tried on the
+base pair cells alone, each profile of experiments.yaml declared with its gate before its cells ran:
+
+- ``alltext``: every Bible edition of a language plus its LibreOffice help paragraphs (same chapter half, same
+  recipe), trained with ``--part base`` (es, hi, ru; 3 seeds);
+- ``alltext2x``: the same text with twice the pre-training steps, ``--part pilot`` (es, ru), seed 0.
+
+`publish` copies a profile's trained cells into the book (``pilot_<profile>.csv`` in the chapters' long format, with
+each cell's ``majority/<cell>`` rows; ``pilot_<profile>/stack_<key>.json``, the stacks' timing records with their MLM
+loss curves; ``pilot_<profile>/config_<cell>.json``; ``pilot_<profile>_corpus.csv``, the corpus card). The linguistic
+chapter reads them back with `recipe_table` and `loss_curves`:
+
+    python -m xlrepro.papers.k2020.pilots alltext alltext2x
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from xlrepro import atomic
+from xlrepro.config import ConfigError, choose
+
+from .config import PROFILES, experiments_of, load_plan
+
+PILOTS = {"alltext": "base", "alltext2x": "pilot"}  # each scaling profile and the part its pilot trained
+RECIPES = {"lab": "one edition, 4,000 steps", "alltext": "all the text, 4,000 steps",
+           "alltext2x": "all the text, 8,000 steps"}
+
+
+def publish(profile: str, results: Path | None = None) -> Path:
+    """Copy `profile`'s trained pilot cells (`PILOTS`) from runs/k2020/<profile> into `results` (book/results/k2020):
+    their results with the majority baselines, the stacks' timing records and the cells' configs, and the corpus
+    card. Returns the CSV written. Fails, naming the cells, when none of them has results."""
+    from xlrepro.results import results_dir
+
+    from . import report as R
+    choose("profile", profile, list(PILOTS))
+    results = Path(results) if results is not None else results_dir("k2020")
+    names = experiments_of(load_plan(), PILOTS[profile])
+    frame = R.collect(names, profile)
+    if frame.empty:
+        raise ConfigError(f"no trained cell of profile {profile} ({', '.join(names)}) under {R.run_folder(profile)}: "
+                          f"run `xlrepro train k2020 --part {PILOTS[profile]} --profile {profile}` first")
+    out = results / f"pilot_{profile}.csv"
+    with atomic.atomic_path(out) as tmp:
+        frame.to_csv(tmp, index=False)
+    folder = results / f"pilot_{profile}"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    trained = set(frame["experiment"])
+    for timing in sorted(R.run_folder(profile).glob("stacks/*/timing.json")):
+        record = json.loads(timing.read_text())
+        if {m.rsplit("/", 1)[0] for m in record["members"]} & trained:
+            atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
+    for config in sorted(R.run_folder(profile).glob("*/config.json")):
+        name = config.parent.name.rsplit("-", 1)[0].replace("__", "/")  # <cell>-<run key>, "/" written "__"
+        if name in trained:
+            atomic.write_json(folder / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
+    with atomic.atomic_path(results / f"pilot_{profile}_corpus.csv") as tmp:
+        R.corpus_card(profile).to_csv(tmp, index=False)
+    return out
+
+
+def _cells(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per (experiment, seed): the section task's `metric` on the cell's target (its second part) and on its source,
+    and the majority class's on the target (from ``majority/<cell>``)."""
+    sec = frame[(frame["task"] == "sections") & (frame["metric"] == metric)]
+    rows = []
+    for name in dict.fromkeys(sec["experiment"]):
+        if name.startswith("majority/"):
+            continue
+        source, target = name.split("/")[0].split("-")[:2]
+        major = sec[(sec["experiment"] == f"majority/{name}") & (sec["language"] == target)]["value"]
+        cell = sec[sec["experiment"] == name]
+        for seed in sorted(cell["seed"].unique()):
+            s = cell[cell["seed"] == seed]
+            rows.append({"experiment": name, "seed": int(seed),
+                         "target": float(s[s["language"] == target]["value"].iloc[0]),
+                         "source": float(s[s["language"] == source]["value"].iloc[0]),
+                         "majority": float(major.mean()) if len(major) else float("nan")})
+    return pd.DataFrame(rows, columns=["experiment", "seed", "target", "source", "majority"])
+
+
+def recipe_table(frames: dict[str, pd.DataFrame], cells=None) -> pd.DataFrame:
+    """recipe -> long results frame (the linguistic chapter's for ``lab``, pilot_<profile>.csv for the others) ->
+    one row per (cell, recipe): seeds, the target's test and dev accuracy (mean and sample sd over seeds, %), the
+    majority class's on the target's dev pairs, the source's test accuracy and the majority class's on the target's
+    test pairs (%), and the test margin over the
+    majority class minus 2 SE (points; blank with one seed), the quantity of the ``base_transfers`` gate. `cells`
+    (default: experiments.yaml's part ``base``) restricts the frames to those cells."""
+    cells = list(cells) if cells is not None else experiments_of(load_plan(), "base")
+    keep = cells + [f"majority/{c}" for c in cells]
+    rows = []
+    for recipe, frame in frames.items():
+        frame = frame[frame["experiment"].isin(keep)]
+        test, dev = _cells(frame, "accuracy"), _cells(frame, "dev_accuracy")
+        for name in dict.fromkeys(test["experiment"]):
+            t, d = test[test["experiment"] == name], dev[dev["experiment"] == name]
+            n = len(t)
+            sd = t["target"].std(ddof=1) if n > 1 else float("nan")
+            rows.append({"cell": name, "recipe": RECIPES.get(recipe, recipe), "seeds": n,
+                         "target test": 100 * t["target"].mean(), "target test sd": 100 * sd,
+                         "target dev": 100 * d["target"].mean() if len(d) else float("nan"),
+                         "majority dev": 100 * d["majority"].mean() if len(d) else float("nan"),
+                         "source test": 100 * t["source"].mean(), "majority": 100 * t["majority"].mean(),
+                         "margin - 2 SE": 100 * (t["target"].mean() - 2 * sd / n ** 0.5 - t["majority"].mean())})
+    order = {r: i for i, r in enumerate(RECIPES.values())} | {c: i for i, c in enumerate(cells)}
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return table.sort_values(["cell", "recipe"], key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
+
+
+def scaling_reading(table: pd.DataFrame, gates: pd.DataFrame, points: float = 5.0) -> str:
+    """The pilots in words, from `recipe_table` and gates.csv: per recipe, the cells whose test margin minus 2 SE
+    (3 seeds) or dev margin (one seed) reaches `points`, the pilot gates' outcomes, and what the chapters' tables
+    therefore rest on."""
+    if table.empty:
+        return ""
+    parts = []
+    for recipe, t in table.groupby("recipe", sort=False):
+        if (t["seeds"] > 1).all():
+            ok = t[t["margin - 2 SE"] >= points]["cell"].tolist()
+            parts.append(f"*{recipe}* ({int(t['seeds'].min())} seeds): {len(ok)} of {len(t)} cells transfer by "
+                         f"the base gate's test ({', '.join(ok) or 'none'})")
+        else:
+            ok = t[t["target dev"] - t["majority dev"] >= points]["cell"].tolist()
+            parts.append(f"*{recipe}* (one seed, dev): {len(ok)} of {len(t)} cells at least {points:g} points above "
+                         f"the majority class ({', '.join(ok) or 'none'})")
+    text = "**Reading it.** " + "; ".join(parts) + ". "
+    pilot = gates[gates["gate"].str.endswith("pilot_transfers")] if len(gates) else gates
+    for g in pilot.itertuples():
+        text += f"Gate `{g.gate}`: {'passed' if g.passed is True or g.passed == 'True' else 'failed'} " \
+                f"({g.value:g} of {g.threshold:g}; {g.detail}). "
+    return text.strip()
+
+
+def loss_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
+    """recipe, cell, seed, step, loss: the MLM loss curves of the pilots' stacks (``pilot_<profile>/stack_*.json``;
+    each point the mean over the `loss_every` steps before it)."""
+    rows = []
+    for profile in profiles:
+        for path in sorted((Path(folder) / f"pilot_{profile}").glob("stack_*.json")):
+            record = json.loads(path.read_text())
+            for step, losses in record["mlm_loss_curve"].items():
+                for member, loss in zip(record["members"], losses):
+                    cell, seed = member.rsplit("/", 1)
+                    rows.append({"recipe": RECIPES[profile], "cell": cell, "seed": int(seed), "step": int(step),
+                                 "loss": float(loss)})
+    return pd.DataFrame(rows, columns=["recipe", "cell", "seed", "step", "loss"])
+
+
+def final_drop(curves: pd.DataFrame, points: int = 3) -> pd.DataFrame:
+    """recipe, cell, seed, steps, drop: how much each run's MLM loss fell between its last `points` recorded
+    points (drop in nats over `steps` steps; positive: still falling)."""
+    rows = []
+    for (recipe, cell, seed), c in curves.sort_values("step").groupby(["recipe", "cell", "seed"], sort=False):
+        tail = c.tail(points)
+        rows.append({"recipe": recipe, "cell": cell, "seed": seed,
+                     "steps": int(tail["step"].iloc[-1] - tail["step"].iloc[0]),
+                     "drop": float(tail["loss"].iloc[0] - tail["loss"].iloc[-1])})
+    return pd.DataFrame(rows, columns=["recipe", "cell", "seed", "steps", "drop"])
+
+
+def loss_figure(curves: pd.DataFrame):
+    """One panel per cell: MLM loss against pre-training step, a line per (recipe, seed), coloured by recipe."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    base = experiments_of(load_plan(), "base")
+    cells = sorted(dict.fromkeys(curves["cell"]), key=lambda c: (base.index(c) if c in base else len(base), c))
+    fig, axes = plt.subplots(1, len(cells), figsize=(2.6 * len(cells), 2.8), sharey=True, squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        sns.lineplot(data=curves[curves["cell"] == cell], x="step", y="loss", hue="recipe", units="seed",
+                     estimator=None, hue_order=[r for r in RECIPES.values() if r in set(curves["recipe"])],
+                     ax=ax, legend=ax is axes[0][-1], linewidth=1)
+        ax.set_title(cell)
+        ax.set_xlabel("pre-training step")
+    axes[0][0].set_ylabel("MLM loss (nats)")
+    if axes[0][-1].get_legend() is not None:
+        sns.move_legend(axes[0][-1], "upper left", bbox_to_anchor=(1, 1), frameon=False, title=None)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m xlrepro.papers.k2020.pilots", description=__doc__.split("\n")[0])
+    p.add_argument("profiles", nargs="+", help=f"scaling profiles to publish: {', '.join(PILOTS)}")
+    a = p.parse_args(argv)
+    for profile in a.profiles:
+        choose("profile", profile, [q for q in PROFILES if q in PILOTS])
+    for profile in a.profiles:
+        print(publish(profile))
+
+
+if __name__ == "__main__":
+    main()
