@@ -66,3 +66,14 @@ def test_alltext_pilot_without_evaluations_says_what_trained(tmp_path):
     assert g["passed"] is None or pd.isna(g["passed"])
     assert g["detail"] == ("no zero-shot results: pre-training finished (en-es/0 4,000 steps, final MLM loss 3.90; "
                            "enfake-es/0 4,000 steps, final MLM loss 3.80), the fine-tunings did not run")
+
+
+def test_pilot_gate_reads_only_its_declared_seeds():
+    rows = [dev("en-es", "es", 0.36), dev("majority/en-es", "es", 0.30) | {"seed": -1},  # seed 0: +6, passes
+            dev("en-es", "es", 0.10) | {"seed": 1}]  # seed 1 would pull the mean to 0.23 (fails) if it were read
+    spec = {"gates": [PILOT["gates"][0] | {"targets": ["es"], "sources": ["en"], "seeds": [0]}]}
+    g = gates.gate_frame({"pilot_alltext": pd.DataFrame(rows)}, spec).iloc[0]
+    assert [g["value"], g["threshold"], g["passed"]] == [1, 1, True]
+    unrestricted = gates.gate_frame({"pilot_alltext": pd.DataFrame(rows)}, PILOT | {"gates": [
+        PILOT["gates"][0] | {"targets": ["es"], "sources": ["en"]}]}).iloc[0]
+    assert unrestricted["passed"] is False or unrestricted["passed"] == False  # noqa: E712

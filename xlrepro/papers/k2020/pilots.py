@@ -81,9 +81,8 @@ def _cells(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
         cell = sec[sec["experiment"] == name]
         for seed in sorted(cell["seed"].unique()):
             s = cell[cell["seed"] == seed]
-            rows.append({"experiment": name, "seed": int(seed),
-                         "target": float(s[s["language"] == target]["value"].iloc[0]),
-                         "source": float(s[s["language"] == source]["value"].iloc[0]),
+            value = lambda lang: float(s[s["language"] == lang]["value"].mean())  # noqa: E731 - NaN when absent
+            rows.append({"experiment": name, "seed": int(seed), "target": value(target), "source": value(source),
                          "majority": float(major.mean()) if len(major) else float("nan")})
     return pd.DataFrame(rows, columns=["experiment", "seed", "target", "source", "majority"])
 

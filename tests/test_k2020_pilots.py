@@ -1,0 +1,70 @@
+"""K et al.'s scaling pilots (`xlrepro.papers.k2020.pilots`) on hand-made results and loss records."""
+import json
+
+import pandas as pd
+import pytest
+
+from xlrepro.papers.k2020 import pilots
+
+
+def row(exp, seed, lang, metric, value):
+    return {"experiment": exp, "seed": seed, "language": lang, "task": "sections", "metric": metric, "value": value}
+
+
+def cell_rows(exp, target, tests, devs, source=0.9, major=0.25, major_dev=0.2):
+    src = exp.split("-")[0]
+    rows = [row(f"majority/{exp}", -1, target, "accuracy", major), row(f"majority/{exp}", -1, target,
+                                                                      "dev_accuracy", major_dev)]
+    for seed, (t, d) in enumerate(zip(tests, devs)):
+        rows += [row(exp, seed, target, "accuracy", t), row(exp, seed, target, "dev_accuracy", d),
+                 row(exp, seed, src, "accuracy", source)]
+    return rows
+
+
+def test_recipe_table_gives_the_gate_quantity_per_cell_and_recipe():
+    lab = pd.DataFrame(cell_rows("en-es", "es", [0.40, 0.42, 0.44], [0.4, 0.4, 0.4])
+                       + cell_rows("en-xx/variant", "xx", [0.9], [0.9]))  # not a base cell: left out
+    more = pd.DataFrame(cell_rows("en-es", "es", [0.60], [0.50]))
+    t = pilots.recipe_table({"lab": lab, "alltext2x": more}, cells=["en-es"])
+    assert t["recipe"].tolist() == ["one edition, 4,000 steps", "all the text, 8,000 steps"]
+    first = t.iloc[0]
+    # mean 42, sd 2, SE 2/sqrt(3) = 1.1547; margin 42 - 2.3094 - 25 = 14.69
+    assert first["seeds"] == 3 and first["target test"] == pytest.approx(42.0)
+    assert first["target test sd"] == pytest.approx(2.0)
+    assert first["margin - 2 SE"] == pytest.approx(14.6906, abs=1e-3)
+    assert first["source test"] == pytest.approx(90.0) and first["majority dev"] == pytest.approx(20.0)
+    second = t.iloc[1]
+    assert second["seeds"] == 1 and pd.isna(second["margin - 2 SE"]) and second["target dev"] == pytest.approx(50.0)
+
+
+def test_reading_counts_cells_by_each_recipes_test():
+    lab = pd.DataFrame(cell_rows("en-es", "es", [0.40, 0.42, 0.44], [0.4] * 3)       # +14.7: transfers
+                       + cell_rows("en-ru", "ru", [0.20, 0.30, 0.40], [0.3] * 3))     # 30 - 11.5 - 25 < 5
+    more = pd.DataFrame(cell_rows("en-ru", "ru", [0.3], [0.24]))                      # dev 24 - 20 = +4: not 5
+    t = pilots.recipe_table({"lab": lab, "alltext2x": more}, cells=["en-es", "en-ru"])
+    gates = pd.DataFrame([{"gate": "alltext2x_pilot_transfers", "value": 0, "threshold": 1, "passed": False,
+                           "detail": "failing: en-ru"}])
+    text = pilots.scaling_reading(t, gates)
+    assert "*one edition, 4,000 steps* (3 seeds): 1 of 2 cells transfer by the base gate's test (en-es)" in text
+    assert "*all the text, 8,000 steps* (one seed, dev): 0 of 1 cells at least 5 points above" in text
+    assert "Gate `alltext2x_pilot_transfers`: failed (0 of 1; failing: en-ru)" in text
+
+
+def test_loss_curves_and_the_final_drop(tmp_path):
+    folder = tmp_path / "pilot_alltext"
+    folder.mkdir()
+    (folder / "stack_abc.json").write_text(json.dumps({
+        "members": ["en-es/0", "enfake-es/1"],
+        "mlm_loss_curve": {"200": [7.0, 7.2], "400": [6.0, 6.4], "600": [5.5, 6.5]}}))
+    curves = pilots.loss_curves(tmp_path, profiles=("alltext",))
+    assert len(curves) == 6 and set(curves["recipe"]) == {"all the text, 4,000 steps"}
+    assert curves[(curves["cell"] == "enfake-es")]["seed"].unique().tolist() == [1]
+    drop = pilots.final_drop(curves, points=2).set_index("cell")
+    assert drop.loc["en-es", "drop"] == pytest.approx(0.5) and drop.loc["en-es", "steps"] == 200
+    assert drop.loc["enfake-es", "drop"] == pytest.approx(-0.1)  # rose at the end
+
+
+def test_publish_checks_its_profile_first(tmp_path):
+    from xlrepro.config import ConfigError
+    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x"):
+        pilots.publish("lab", tmp_path)
