@@ -84,6 +84,14 @@ def test_only_keeps_book_order_and_a_whole_paper_wins_over_its_chapter():
     assert wu[1].takes_time_limit is False  # `xlrepro train wu2019` has no --time-limit
 
 
+def test_a_training_several_papers_need_is_planned_once():
+    steps = R.make_plan(CLI, {"dufter2020": None, "multilingual": None, "wu2019": None})
+    trains = [s.argv for s in steps if s.kind == "train"]
+    assert trains.count(("pretrain", "mini-mbert")) == 1
+    # planned where the first paper (in book order) needs it: among Dufter & Schuetze's training steps
+    assert trains.index(("pretrain", "mini-mbert")) < trains.index(("train", "wu2019", "--part", "all"))
+
+
 def test_parameters_go_to_the_chapters_that_declare_them():
     declared = {"k2020/linguistic": {"seeds": {}}, "k2020/architecture": {}}
     cli = R.Cli(C.main, C.run_chapter, declared.__getitem__, C.build_parser, C._value)

@@ -133,11 +133,15 @@ def make_plan(cli: Cli, only: dict[str, set[str] | None], parameters: dict | Non
     parser = cli.build_parser()
     steps: list[Step] = []
     used: set[str] = set()
+    trains: set[tuple[str, ...]] = set()  # a training several papers need (mini-mBERT) is planned once, first
     for name, wanted in only.items():
         paper = get_paper(name)
         seconds, text = recorded_time(name)
         if not skip_train:
             for i, command in enumerate(paper.reproduce):
+                if tuple(command) in trains:
+                    continue
+                trains.add(tuple(command))
                 steps.append(Step("train", name, tuple(command), needs_gpu=True,
                                   takes_time_limit=takes_time_limit(parser, command),
                                   estimate=text if i == 0 else (
