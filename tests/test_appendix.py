@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from xlrepro.config import ConfigError
 from xlrepro.papers.appendix import engineering as E
 
 
@@ -79,6 +80,125 @@ def test_kernel_table_adds_all_kernels_per_case():
     assert table.loc[("base", "matrix products")].tolist() == ["3.00", "7.50"]
     assert table.loc[("base", "attention")].tolist() == ["1.25", ""]  # HF ran no attention kernel in that profile
     assert table.loc[("base", "all kernels")].tolist() == ["4.25", "7.50"]
+
+
+def profiler_table(rows: list[tuple[str, str, int]], total: str) -> str:
+    """A top-kernels table laid out as torch.profiler prints it (name right-aligned in 90 characters, ten columns
+    of 12, two spaces between): rows of (name, self CUDA time, calls)."""
+    columns = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "Self CUDA", "Self CUDA %",
+               "CUDA total", "CUDA time avg", "# of Calls"]
+    rule = "-" * 90 + "  " + "  ".join(["-" * 12] * 10) + "  "
+    line = lambda name, cells: f"{name:>90}  " + "  ".join(f"{c:>12}" for c in cells) + "  "
+    body = [line(name, ["0.00%", "0.000us", "0.00%", "0.000us", "0.000us", cuda, "1.00%", cuda, "1.000us", calls])
+            for name, cuda, calls in rows]
+    return "\n".join(["small, ours-stack: GPU time by kind of kernel (ms per step, share)",
+                      "  matrix products                            6.00 ms   30.0%", "", rule,
+                      line("Name", columns), rule, *body, rule, "Self CPU time total: 1.000ms",
+                      f"Self CUDA time total: {total}", ""])
+
+
+def stack_folder(tmp_path):
+    """A stack of 4 models: 20 ms a stack-step (5 a model-step, MFU 5% of 1,000 TFLOP/s: 0.25 TFLOP a model-step),
+    kernels of 20 ms a step (Triton 10, products 6, ATen 4), profiled for 5 steps (100 ms in the table)."""
+    pd.DataFrame([bench_row("small", "ours-stack", "ours, 4 stacked", models=4, ms_per_step=20.0, ms_per_model_step=5.0,
+                            mfu=0.05, peak_tflops=1000.0, width=8, date="2026-01-02T03:04:05+00:00")]).to_csv(
+        tmp_path / "bench_small_stack.csv", index=False)
+    pd.DataFrame({"case": ["base", "small", "small", "small"], "engine_key": ["ours"] + ["ours-stack"] * 3,
+                  "kind": ["matrix products", "fused element-wise (Triton)", "matrix products",
+                           "element-wise and reductions (ATen)"],
+                  "ms_per_step": [50.0, 10.0, 6.0, 4.0], "share": [1.0, 0.5, 0.3, 0.2]}).to_csv(
+        tmp_path / "profile.csv", index=False)
+    (tmp_path / "profile-small-ours-stack.txt").write_text(profiler_table([
+        ("triton_red_fused__softmax__to_copy_masked_fill_native_dropout_0", "30.000ms", 10),
+        ("triton_poi_fused_gelu_gelu_backward_1", "10.000ms", 10),
+        ("nvjet_sm90_tst_64x64_64x13_1x2_h_bz_NNT", "8.000ms", 50),
+        ("triton_per_fused__to_copy_add_baddbmm_mul_native_dropout_native_layer_norm_2", "5.000ms", 10),
+        ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::nati...", "4000.000us",
+         35),
+    ], "100.000ms"))
+    return tmp_path
+
+
+def test_read_top_kernels_reads_names_with_spaces_and_every_unit(tmp_path):
+    table, total = E.read_top_kernels(stack_folder(tmp_path) / "profile-small-ours-stack.txt")
+    assert total == 100.0 and table["calls"].tolist() == [10, 10, 50, 10, 35]
+    assert table["name"].iloc[4] == ("void at::native::elementwise_kernel<128, 4, "
+                                     "at::native::gpu_kernel_impl_nocast<at::nati...")
+    assert table["self_cuda_ms"].tolist() == pytest.approx([30.0, 10.0, 8.0, 5.0, 4.0])
+    (tmp_path / "bad.txt").write_text("no table here\n")
+    with pytest.raises(ValueError, match="no profiler table"):
+        E.read_top_kernels(tmp_path / "bad.txt")
+
+
+def test_kernel_role_names_the_fused_kernels_of_a_bert_step():
+    assert E.kernel_role("triton_red_fused__softmax__softmax_backward_data__to_copy_n...") == \
+        "attention softmax + dropout, backward"
+    assert E.kernel_role("triton_red_fused__log_softmax__to_copy_prepare_softmax_online_view_5") == \
+        "MLM loss (log-softmax), forward"
+    assert E.kernel_role("triton_poi_fused_gelu_7") == "GELU, forward"
+    assert E.kernel_role("triton_per_fused__to_copy_add_mul_native_dropout_native_dropout_backward_native_layer_n...") \
+        == "LayerNorm + dropout + residual, backward"
+    # a Triton kernel named after the product it reads from is element-wise; cuBLAS's kernels are products
+    assert E.kernel_role("triton_poi_fused__unsafe_view_bmm_clone_transpose_view_15") == "fused element-wise (Triton)"
+    assert E.kernel_role("nvjet_sm90_tst_64x512_64x2_1x2_h_badd_coopB_TNT") == "matrix products"
+
+
+def test_small_stack_profile_per_stack_and_per_model_step(tmp_path):
+    prof = E.small_stack_profile(stack_folder(tmp_path))
+    assert prof.kinds.index.tolist() == ["fused element-wise (Triton)", "matrix products",
+                                         "element-wise and reductions (ATen)", "all kernels"]
+    assert prof.kinds.loc["fused element-wise (Triton)"].tolist() == ["10.00", "2.500", "50.0%"]
+    assert prof.kinds.loc["all kernels"].tolist() == ["20.00", "5.000", "100.0%"]
+    first = prof.kernels.iloc[0]  # 30 ms over 5 steps, 10 calls over 5 steps, 30 of the table's 100 ms
+    assert first.tolist() == ["attention softmax + dropout, forward", "fused element-wise (Triton)", "6.00", "1.500",
+                              "30.0%", "2"]
+    norm = prof.kernels.iloc[3]  # filed under products by the benchmark, for the baddbmm in its name
+    assert norm.tolist()[:3] == ["LayerNorm + dropout + residual, forward", "matrix products", "1.00"]
+    assert prof.run == ("small, 4 models stacked (ours-stack): H200, torch 2.9, commit 0123456, 2026-01-02; kernel "
+                        "profile of 5 steps after the timed ones")
+    r = prof.reading
+    assert "step at 20.00 ms per stack-step, 5.00 ms per model-step (5.0% MFU)" in r
+    assert "fused element-wise (Triton) 10.00 ms (50.0%), matrix products 6.00 ms (30.0%)" in r
+    assert "comes 1st (forward, 6.00 ms per stack-step)" in r and "GELU 0.00 ms forward and 2.00 ms backward" in r
+    assert "the kernels that fuse LayerNorm, dropout and the residual (1 of them, forward and backward) 1.00 ms" in r
+    assert "the largest ATen element-wise kernel (7 calls a step, its name cut by the profiler) 0.80 ms" in r
+    # products: 6.00 ms less the 1.00 of the Triton kernel = 5.00 at most (1.25 a model-step); cuBLAS's 1.60 (0.40)
+    assert "1 such kernels among the top 5, 1.00 ms per stack-step" in r and "take 5.00 ms per stack-step at most" in r
+    # 1 ms a model-step: 0.25 TFLOP in 1 ms = 250 TFLOP/s, 25% of 1,000; the products alone need 1.25 ms
+    assert "0.250 TFLOP of useful work at 250 TFLOP/s, 25.0% MFU" in r
+    assert "take 0.40-1.25 ms per model-step" in r and "run 1.25x faster with every other kernel, now 3.75 ms" in r
+    # 2 ms a model-step: everything else has 2 - 1.25 = 0.75 ms against 5 - 1.25 = 3.75 now, 5-fold less
+    assert "fit in 0.75 ms per model-step, against 3.75 ms now (5.0-fold less)" in \
+        E.small_stack_profile(tmp_path, target_ms=2.0).reading
+
+
+def test_small_stack_profile_checks_its_arguments(tmp_path):
+    folder = stack_folder(tmp_path)
+    with pytest.raises(ConfigError, match="target_ms must be positive"):
+        E.small_stack_profile(folder, target_ms=0)
+    with pytest.raises(ConfigError, match="top must be a positive whole number"):
+        E.small_stack_profile(folder, top=0)
+    pd.DataFrame({"case": ["base"], "engine_key": ["ours"], "kind": ["other"], "ms_per_step": [1.0],
+                  "share": [1.0]}).to_csv(folder / "profile.csv", index=False)
+    with pytest.raises(ValueError, match="no rows for small, ours-stack; valid choices: base, ours"):
+        E.small_stack_profile(folder)
+    with pytest.raises(FileNotFoundError, match="bench_small_stack.csv"):
+        E.small_stack_profile(tmp_path / "missing")
+
+
+def test_step_profile_reads_the_base_and_mbert_rows_only(tmp_path):
+    extra = {"device": "H200", "torch": "2.9", "commit": "abc1234", "date": "2026-01-02"}
+    pd.DataFrame([{"case": "base", "engine_key": "ours", "kind": "matrix products", "ms_per_step": 30.0, **extra},
+                  {"case": "base", "engine_key": "ours", "kind": "other", "ms_per_step": 10.0, **extra},
+                  {"case": "small", "engine_key": "ours-stack", "kind": "other", "ms_per_step": 70.0,
+                   **{**extra, "commit": "def5678"}}]).to_csv(tmp_path / "profile.csv", index=False)
+    row = {"ms_per_step": 20.0, "min": 19.0, "max": 21.0, "tflops": 500.0, "warmup_s": 1.0}
+    (tmp_path / "base_probe.json").write_text(json.dumps({**extra, "rows": [
+        {"variant": v, **row} for v in ("gemm", "nodrop", "nomask-flash", "autotune")]}))
+    step = E.step_profile(tmp_path)
+    assert step.kernels.index.get_level_values(0).unique().tolist() == ["base"]
+    assert step.kernels.loc[("base", "all kernels")].tolist() == ["40.00"]
+    assert step.kernels_run == "H200, torch 2.9, commit abc1234, 2026-01-02"
 
 
 def test_compile_check_counts_the_shapes_without_a_failed_step(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from xlrepro.config import ConfigError
 from xlrepro.paths import repo_root
 from xlrepro.tables import fixed, readable
 
@@ -160,12 +161,16 @@ def kernel_table(prof: pd.DataFrame) -> pd.DataFrame:
     return wide.sort_index(level=0, sort_remaining=False).map(_text)
 
 
+STEP_PROFILE_CASES = ("base", "mbert")  # the cases of profile.csv that `step_profile` reads
+
+
 def step_profile(folder: Path) -> StepProfile:
-    """Reads ``<folder>/profile.csv`` (`xlrepro bench --profile`), ``base_probe.json`` (`python -m xlrepro.probes.base`) and
-    the autotuning runs ``../autotune/bench-*.csv``."""
+    """Reads the base and mBERT rows of ``<folder>/profile.csv`` (`xlrepro bench --profile`), ``base_probe.json``
+    (`python -m xlrepro.probes.base`) and the autotuning runs ``../autotune/bench-*.csv``."""
     from xlrepro.bench import CASES, ENGINES, PEAK_BF16, model_flops
 
     prof = pd.read_csv(folder / "profile.csv")
+    prof = prof[prof["case"].isin(STEP_PROFILE_CASES)]  # the stacked BERT-small rows: `small_stack_profile`
     first = prof.iloc[0]
     kernels_run = f"{first['device']}, torch {first['torch']}, commit {first['commit']}, {first['date']}"
     probe = json.loads((folder / "base_probe.json").read_text())
@@ -222,6 +227,221 @@ def step_profile(folder: Path) -> StepProfile:
         f"none of the levers measured here comes near that. The gap to Hugging Face's compiled model is larger on "
         f"mBERT, whose 119,547-piece output layer we compute at the masked pieces only.")
     return StepProfile(kernel_table(prof), kernels_run, bounds, bounds_run, reading, matmul_share)
+
+
+# ----------------------------------------------------------------------------------- where a stacked BERT-small step goes
+STACK_BENCH = "bench_small_stack.csv"  # the bench row of the profiled stack, beside profile.csv
+KERNEL_ROLES = (  # (what a kernel computes, substrings all in its name), first match wins; Inductor names a Triton
+    # kernel after the operators it fuses, in alphabetical order, and the profiler cuts long names at 87 characters
+    ("MLM loss (log-softmax), backward", ("log_softmax_backward",)),
+    ("MLM loss (log-softmax), forward", ("log_softmax",)),
+    ("attention softmax + dropout, backward", ("softmax_backward",)),
+    ("attention softmax + dropout, forward", ("softmax",)),
+    ("GELU, backward", ("gelu_backward",)),
+    ("GELU, forward", ("gelu",)),
+    ("embeddings' gradient + LayerNorm backward", ("embedding", "backward")),
+    ("LayerNorm + dropout + residual, backward", ("layer_n", "backward")),
+    ("LayerNorm + dropout + residual, forward", ("layer_n",)),
+)
+
+
+def kernel_role(name: str) -> str:
+    """What a kernel of the fused BERT step computes, by its name (`KERNEL_ROLES`); else its kind
+    (`xlrepro.bench.kernel_kind`), except that a Triton kernel other than a matrix-product template stays fused
+    element-wise even where its name mentions a product (bmm, baddbmm) that it takes its operands from."""
+    from xlrepro.bench import kernel_kind
+
+    low = name.lower()
+    if low.startswith("triton_") and not low.startswith("triton_tem"):
+        fallback = "fused element-wise (Triton)"
+    else:
+        fallback = kernel_kind(name)
+    return next((role for role, keys in KERNEL_ROLES if all(k in low for k in keys)), fallback)
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _duration_ms(text: str) -> float:
+    """A duration as torch.profiler prints it ('42.527ms', '708.789us', '1.2s') in ms."""
+    found = re.fullmatch(r"([\d.]+)(us|ms|s)", text.strip())
+    if found is None:
+        raise ValueError(f"not a duration: {text!r} (expected a number then us, ms or s)")
+    return float(found[1]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[found[2]]
+
+
+def read_top_kernels(path: Path) -> tuple[pd.DataFrame, float]:
+    """The profiler's table of top kernels in a profile-<case>-<engine>.txt (`xlrepro.bench.profile_step`, torch's
+    `key_averages().table`): (one row per kernel: name, self_cuda_ms, calls, over all the profiled steps; the table's
+    'Self CUDA time total' in ms). A row's name fills the width of the first rule of dashes (names may hold single
+    spaces); its other cells hold none. Hand-written: torch.profiler prints this table as text only, and no library
+    reads it back."""
+    text = path.read_text()
+    lines = text.splitlines()
+    rules = [i for i, line in enumerate(lines) if "-" in line and set(line.strip()) <= {"-", " "}]
+    total = re.search(r"Self CUDA time total:\s*(\S+)", text)
+    if len(rules) < 3 or total is None:
+        raise ValueError(f"{path.name}: no profiler table (three rules of dashes and 'Self CUDA time total') in it")
+    name_end = re.match(r"\s*-+", lines[rules[0]]).end()
+    header = re.split(r"\s{2,}", lines[rules[0] + 1].strip())  # the headers are longer than some columns are wide
+    missing = [c for c in ("Name", "Self CUDA", "# of Calls") if c not in header]
+    if missing:
+        raise ValueError(f"{path.name}: the table has no column {', '.join(missing)}; its columns: {', '.join(header)}")
+    rows = [dict(zip(header, [line[:name_end].strip(), *line[name_end:].split()]))
+            for line in lines[rules[1] + 1:rules[2]] if line.strip()]
+    table = pd.DataFrame({"name": [r["Name"] for r in rows],
+                          "self_cuda_ms": [_duration_ms(r["Self CUDA"]) for r in rows],
+                          "calls": [int(r["# of Calls"]) for r in rows]})
+    return table, _duration_ms(total[1])
+
+
+@dataclass
+class StackProfile:
+    """The kernel profile of a stack of BERT-small models (`small_stack_profile`)."""
+    kinds: pd.DataFrame     # kind of kernel (and 'all kernels') -> ms per stack-step, ms per model-step, share: text
+    kernels: pd.DataFrame   # the largest kernels: what each computes, its kind, ms per stack- and model-step, share,
+    #                         calls per step (text)
+    run: str                # where and how the profile ran
+    reading: str            # Markdown
+
+
+def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> StackProfile:
+    """Where the step of a stack of BERT-small models goes, from ``<folder>/bench_small_stack.csv`` (the bench row of
+    the stack: its step and model count), its rows of ``profile.csv`` (GPU time by kind of kernel) and its
+    ``profile-<case>-<engine>.txt`` (the profiler's top kernels): the kinds and the `top` largest kernels per
+    stack-step and per model-step, and a reading that includes what a step of `target_ms` per model-step needs."""
+    from xlrepro.bench import CASES, kernel_kind
+
+    if not target_ms > 0:
+        raise ConfigError(f"target_ms must be positive, got {target_ms}")
+    if not (isinstance(top, int) and top > 0):
+        raise ConfigError(f"top must be a positive whole number, got {top!r}")
+    bench_path, prof_path = folder / STACK_BENCH, folder / "profile.csv"
+    absent = [p.name for p in (bench_path, prof_path) if not p.exists()]
+    if absent:
+        raise FileNotFoundError(f"{folder}: no {', '.join(absent)}")
+    bench = pd.read_csv(bench_path)
+    if len(bench) != 1 or bench["status"].iloc[0] != "ok":
+        raise ValueError(f"{STACK_BENCH}: expected one row with status ok, found {len(bench)} row(s), status "
+                         f"{', '.join(map(str, bench['status']))}")
+    b = bench.iloc[0]
+    case, key, models = b["case"], b["engine_key"], int(b["models"])
+    prof = pd.read_csv(prof_path)
+    prof = prof[(prof["case"] == case) & (prof["engine_key"] == key)]
+    if prof.empty:
+        pairs = pd.read_csv(prof_path)[["case", "engine_key"]].drop_duplicates()
+        raise ValueError(f"profile.csv has no rows for {case}, {key}; valid choices: "
+                         + ", ".join(f"{c}, {e}" for c, e in pairs.itertuples(index=False)))
+    txt = folder / f"profile-{case}-{key}.txt"
+    if not txt.exists():
+        raise FileNotFoundError(f"{folder}: no {txt.name}")
+    top_kernels, total_ms = read_top_kernels(txt)
+    gpu_ms = prof["ms_per_step"].sum()  # kernel time per stack-step
+    steps = round(total_ms / gpu_ms)    # the profiled steps: the table sums them, profile.csv divides by them
+    if steps < 1 or abs(total_ms / gpu_ms - steps) > 0.01 * steps:
+        raise ValueError(f"{txt.name}: its total ({total_ms:.3f} ms) is not a whole number of profile.csv's steps "
+                         f"({gpu_ms:.3f} ms each)")
+
+    kinds = prof.set_index("kind")[["ms_per_step", "share"]]
+    kinds.loc["all kernels"] = [gpu_ms, kinds["share"].sum()]
+    kinds_view = pd.DataFrame({"ms per stack-step": kinds["ms_per_step"].map("{:.2f}".format),
+                               "ms per model-step": (kinds["ms_per_step"] / models).map("{:.3f}".format),
+                               "share": kinds["share"].map("{:.1%}".format)}).rename_axis("kind of kernel")
+
+    k = top_kernels.assign(role=top_kernels["name"].map(kernel_role), kind=top_kernels["name"].map(kernel_kind),
+                           ms=top_kernels["self_cuda_ms"] / steps, share=top_kernels["self_cuda_ms"] / total_ms,
+                           per_step=top_kernels["calls"] / steps)
+    shown = k.head(top)
+    kernels_view = pd.DataFrame({
+        "what it computes": shown["role"].values, "kind (as the benchmark files it)": shown["kind"].values,
+        "ms per stack-step": shown["ms"].map("{:.2f}".format).values,
+        "ms per model-step": (shown["ms"] / models).map("{:.3f}".format).values,
+        "share": shown["share"].map("{:.1%}".format).values,
+        "calls per step": shown["per_step"].map("{:g}".format).values},
+        index=pd.Index(shown["name"].values, name="kernel (name as the profiler cut it)"))
+    run = (f"{case}, {models} models stacked ({key}): {b['device']}, torch {b['torch']}, commit "
+           f"{str(b['commit'])[:7]}, {str(b['date'])[:10]}; kernel profile of {steps} steps after the timed ones")
+
+    ms = kinds["ms_per_step"].drop("all kernels").sort_values(ascending=False)
+    share = kinds["share"]
+
+    def role_ms(prefix: str) -> float:
+        return k.loc[k["role"].str.startswith(prefix), "ms"].sum()
+    fwd_role, bwd_role = "attention softmax + dropout, forward", "attention softmax + dropout, backward"
+    fwd, bwd = role_ms(fwd_role), role_ms(bwd_role)
+
+    def rank(role: str) -> int:  # 1 for the largest kernel of the table
+        return int((k["role"] == role).to_numpy().argmax()) + 1
+    gelu_f, gelu_b = role_ms("GELU, forward"), role_ms("GELU, backward")
+    norms = k[k["role"].str.startswith("LayerNorm")]
+    emb = k[k["role"].str.startswith("embeddings")]
+    aten = k[k["kind"] == "element-wise and reductions (ATen)"]
+    triton_mm = k[(k["kind"] == "matrix products") & k["name"].str.startswith("triton_")
+                  & ~k["name"].str.startswith("triton_tem")]
+    mm = kinds.loc["matrix products", "ms_per_step"] if "matrix products" in kinds.index else 0.0
+    mm_high = (mm - triton_mm["ms"].sum()) / models  # profile.csv's products less the Triton kernels named after them
+    mm_low = k.loc[(k["kind"] == "matrix products") & ~k["name"].str.startswith("triton_"), "ms"].sum() / models
+    size = CASES[case].size
+    tflop = b["mfu"] * b["peak_tflops"] * b["ms_per_model_step"] / 1e3  # the useful TFLOP of one model-step
+    at_target = tflop / (target_ms / 1e3)
+
+    def of_kinds(names) -> str:
+        return ", ".join(f"{n} {ms[n]:.2f} ms ({share[n]:.1%})" for n in names)
+    parts = [
+        f"**Reading it.** {models} BERT-small models stacked step at {b['ms_per_step']:.2f} ms per stack-step, "
+        f"{b['ms_per_model_step']:.2f} ms per model-step ({b['mfu']:.1%} MFU). Their kernels add up to "
+        f"{gpu_ms:.2f} ms per stack-step ({gpu_ms / b['ms_per_step']:.1%} of the step): the GPU is hardly ever "
+        f"idle, and the time is the kernels' own. By kind, per stack-step: {of_kinds(ms.index[:2])}; then "
+        f"{of_kinds(ms.index[2:])}."]
+    if fwd or bwd:
+        parts.append(
+            f"Of the single kernels, the attention's softmax with its dropout comes {_ordinal(rank(fwd_role))} "
+            f"(forward, {fwd:.2f} ms per stack-step) and {_ordinal(rank(bwd_role))} (backward, {bwd:.2f} ms), "
+            f"together {(fwd + bwd) / gpu_ms:.1%} of the kernel time. The stack's attention is written as plain math "
+            f"(scores, mask, float32 softmax, then dropout drawn from each model's own hash, which PyTorch's fused "
+            f"attention, SDPA, cannot take), so every layer writes and reads "
+            f"the {b['width']} x {b['width']} probabilities of each sentence and head: "
+            f"{b['width'] * size.heads / size.hidden:g} times the size of its {b['width']} x {size.hidden} hidden "
+            f"states.")
+    others = []
+    if len(aten):
+        a = aten.iloc[0]
+        others.append(f"the largest ATen element-wise kernel ({a['per_step']:g} calls a step, its name cut by the "
+                      f"profiler) {a['ms']:.2f} ms")
+    if gelu_f or gelu_b:
+        others.append(f"GELU {gelu_f:.2f} ms forward and {gelu_b:.2f} ms backward")
+    if len(norms):
+        others.append(f"the kernels that fuse LayerNorm, dropout and the residual ({len(norms)} of them, forward "
+                      f"and backward) {norms['ms'].sum():.2f} ms")
+    if len(emb):
+        calls = emb["per_step"].iloc[0]
+        others.append(f"the embeddings' gradient with the first LayerNorm's backward "
+                      f"({'once' if calls == 1 else f'{calls:g} times'} a step) {emb['ms'].sum():.2f} ms")
+    if others:
+        parts.append(f"Among the profiler's top {len(k)} kernels, per stack-step: " + "; ".join(others) + ".")
+    if len(triton_mm):
+        parts.append(
+            f"The benchmark files a Triton kernel under matrix products when its fused name mentions one (bmm, "
+            f"baddbmm): {len(triton_mm)} such kernels among the top {len(k)}, {triton_mm['ms'].sum():.2f} ms per "
+            f"stack-step. Without them the products take {mm_high * models:.2f} ms per stack-step at most "
+            f"(cuBLAS's kernels among the top {len(k)}: {mm_low * models:.2f} ms).")
+    target = (f"**A step of {target_ms:.1f} ms per model-step** would do a model-step's {tflop:.3f} TFLOP of useful "
+              f"work at {at_target:.0f} TFLOP/s, {at_target / b['peak_tflops']:.1%} MFU. ")
+    rest = (gpu_ms / models) - mm_high
+    if mm_high >= target_ms:
+        target += (f"The matrix products alone take {mm_low:.2f}-{mm_high:.2f} ms per model-step "
+                   f"({tflop / mm_high * 1e3:.0f}-{tflop / mm_low * 1e3:.0f} TFLOP/s, "
+                   f"{tflop / mm_low * 1e3 / b['peak_tflops']:.0%} of the dense peak at most, with a hidden size of "
+                   f"{size.hidden}), more than the whole target: they would have to run "
+                   f"{mm_high / target_ms:.2f}x faster with every other kernel, now {rest:.2f} ms per model-step, gone.")
+    else:
+        target += (f"The matrix products take {mm_low:.2f}-{mm_high:.2f} ms per model-step, so everything else "
+                   f"would have to fit in {target_ms - mm_high:.2f} ms per model-step, against {rest:.2f} ms now "
+                   f"({rest / (target_ms - mm_high):.1f}-fold less).")
+    parts.append(target)
+    return StackProfile(kinds_view, kernels_view, run, "\n\n".join(parts))
 
 
 # ------------------------------------------------------------------------------------------ fused, compiled stacks
