@@ -376,6 +376,8 @@ def test_two_ranks_time_the_reference_alone_then_data_parallel(tmp_path):
     ("void at::native::(anonymous namespace)::fused_adamw_kernel", "optimizer"),
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication"),
     ("triton_per_fused_native_layer_norm_add_3", "fused element-wise (Triton)"),
+    ("triton_per_fused__to_copy_add_baddbmm_mul_native_dropout_native_layer_norm_3", "fused element-wise (Triton)"),
+    ("triton_poi_fused__unsafe_view_bmm_clone_transpose_view_15", "fused element-wise (Triton)"),
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", "element-wise and reductions (ATen)"),
     ("Memcpy DtoD (Device -> Device)", "other"),
 ])

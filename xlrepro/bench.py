@@ -383,8 +383,12 @@ KERNEL_KINDS = (  # (kind, substrings of a kernel's name, lower case), first mat
 
 
 def kernel_kind(name: str) -> str:
-    """The kind of a GPU kernel by its name (`KERNEL_KINDS`)."""
+    """The kind of a GPU kernel by its name (`KERNEL_KINDS`). A Triton kernel is a matrix product only when it is a
+    template (``triton_tem_*``); Inductor's other kernels name the operations they fused, so one called
+    ``triton_per_fused_..._baddbmm_...`` is the element-wise work around a product, not the product."""
     low = name.lower()
+    if low.startswith("triton_") and not low.startswith("triton_tem"):
+        return "fused element-wise (Triton)"
     return next((kind for kind, keys in KERNEL_KINDS if any(k in low for k in keys)), "other")
 
 
