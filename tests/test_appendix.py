@@ -152,8 +152,8 @@ def test_small_stack_profile_per_stack_and_per_model_step(tmp_path):
     first = prof.kernels.iloc[0]  # 30 ms over 5 steps, 10 calls over 5 steps, 30 of the table's 100 ms
     assert first.tolist() == ["attention softmax + dropout, forward", "fused element-wise (Triton)", "6.00", "1.500",
                               "30.0%", "2"]
-    norm = prof.kernels.iloc[3]  # filed under products by the benchmark, for the baddbmm in its name
-    assert norm.tolist()[:3] == ["LayerNorm + dropout + residual, forward", "matrix products", "1.00"]
+    norm = prof.kernels.iloc[3]  # fused element-wise, though its name holds the baddbmm it was fused around
+    assert norm.tolist()[:3] == ["LayerNorm + dropout + residual, forward", "fused element-wise (Triton)", "1.00"]
     assert prof.run == ("small, 4 models stacked (ours-stack): H200, torch 2.9, commit 0123456, 2026-01-02; kernel "
                         "profile of 5 steps after the timed ones")
     r = prof.reading
