@@ -122,7 +122,7 @@ def predict(model: PairClassifier, data: EncodedPairs, device="cpu", batch_size:
 
 def macro_f1(gold: np.ndarray, pred: np.ndarray, n_labels: int) -> float:
     """Mean over the labels of F1 (a label that is neither gold nor predicted counts as F1 = 0, as in sklearn's
-    default). Written out here because scikit-learn is not otherwise a dependency."""
+    default). Written out here so that fine-tuning does not import scikit-learn."""
     scores = []
     for c in range(n_labels):
         tp = int(((pred == c) & (gold == c)).sum())
