@@ -4,7 +4,7 @@ An example is a pair of consecutive verses of one chapter (verse v and v+1: a se
 in XNLI); its label is the canonical section of the book the chapter belongs to. Train on the
 English train chapters, select on English dev, test on every language's test chapters (zero-shot
 transfer); the majority baseline and an in-language supervised model bound the zero-shot numbers
-(`xlrepro.tasks.sections_card`: those and lexical baselines applied zero-shot, per test language).
+(the task card of docs/section_task.md: those and lexical baselines applied zero-shot, per test language).
 
 Why these six sections (`SECTIONS`):
 

@@ -42,8 +42,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data.multilingual import LANGUAGES, SPLITS, check_language, tokenize
-from .sections import SECTIONS, majority_class, parallel_keys, verse_pairs
+from xlrepro.data.multilingual import LANGUAGES, SPLITS, check_language, tokenize
+from xlrepro.tasks.sections import SECTIONS, majority_class, parallel_keys, verse_pairs
 
 FAKE = "enfake"  # K et al.'s Fake-English: the English pairs with every character shifted (xlrepro.papers.k2020.data)
 FEATURES = ("word", "char")
@@ -54,7 +54,7 @@ MIN_DF = 2            # a feature must occur in at least 2 train pairs
 CHAR_NGRAMS = (3, 5)  # character n-grams within words (char_wb)
 MAX_ITER = 2000
 CARD_COLUMNS = ("baseline", "train_language", "test_language", "split", "metric", "value")
-DEFAULT_OUT = "book/results/tasks/sections_card.csv"
+CARD_FILE = "task_card.csv"  # in book/results/k2020 (`xlrepro.results.results_dir`)
 
 
 def check_features(features: str) -> str:
@@ -64,7 +64,7 @@ def check_features(features: str) -> str:
 
 
 def _fake(text: str) -> str:
-    from ..papers.k2020.data import to_fake_unicode
+    from .data import to_fake_unicode
     return to_fake_unicode(text)
 
 
@@ -147,7 +147,7 @@ def predict_bow(vec, clf, docs, fallback: int):
 
 def scores(gold, pred, majority: int) -> dict[str, float]:
     """accuracy, macro_f1 (over the six sections), pairs and majority_share of predictions `pred`."""
-    from ..training.finetune import macro_f1
+    from xlrepro.training.finetune import macro_f1
 
     gold, pred = np.asarray(gold), np.asarray(pred)
     if not len(gold):
@@ -218,7 +218,7 @@ def baseline_card(langs: Sequence[str] = ("en", "es", "hi", "ru"), cache_dir: st
     sources = [train_lang] + ([FAKE] if fake and train_lang != FAKE else [])
     chosen = {}
     jobs = [(s, f) for s in sources for f in FEATURES]
-    from ..progress import progress as progress_bar
+    from xlrepro.progress import progress as progress_bar
     bar = progress_bar(total=len(jobs) + len(langs), desc="section task baselines", disable=not progress)
     for source, features in jobs:
         train, dev = pairs(source, "train"), pairs(source, "dev")
@@ -296,21 +296,26 @@ def comparison_sentence(comparison) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m xlrepro.tasks.sections_card [--out CSV] [--languages ...]`: the section task's baselines card on
+    """`python -m xlrepro.papers.k2020.task_card [--out CSV] [--languages ...]`: the section task's baselines card on
     K et al.'s test pairs, printed and written (long form) to --out."""
     import time
 
     import pandas as pd
 
-    from ..atomic import atomic_path
+    from xlrepro.atomic import atomic_path
 
-    p = argparse.ArgumentParser(prog="python -m xlrepro.tasks.sections_card", description=main.__doc__)
-    p.add_argument("--out", default=DEFAULT_OUT, help="where to write the card")
+    p = argparse.ArgumentParser(prog="python -m xlrepro.papers.k2020.task_card", description=main.__doc__)
+    p.add_argument("--out", default=None, help=f"where to write the card (default: book/results/k2020/{CARD_FILE})")
     p.add_argument("--languages", nargs="+", default=["en", "es", "hi", "ru"], choices=LANGUAGES)
     p.add_argument("--train-language", default="en", choices=LANGUAGES)
     p.add_argument("--max-train-pairs", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
+    if a.out is None:
+        from xlrepro.results import results_dir
+        a.out = results_dir("k2020") / CARD_FILE
+    if a.max_train_pairs is not None and a.max_train_pairs < 1:
+        p.error(f"--max-train-pairs must be a positive number of pairs; got {a.max_train_pairs}")
     t0 = time.time()
     card = baseline_card(a.languages, train_lang=a.train_language, max_train_pairs=a.max_train_pairs, seed=a.seed,
                          progress=True)

@@ -1,4 +1,4 @@
-"""The section task's baselines card (xlrepro/tasks/sections_card.py) on hand-made verse pairs.
+"""The section task's baselines card (xlrepro/papers/k2020/task_card.py) on hand-made verse pairs.
 
 The pairs are made here (no Bible): in every language a name decides the label (Moses: law, David: history, Paul:
 wisdom); en and es spell the names alike, ru spells them in Cyrillic, and the three share no other word or letter
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xlrepro.tasks import sections_card as card_mod
+from xlrepro.papers.k2020 import task_card as card_mod
 
 NAMES = {"en": ("Moses", "David", "Paul"), "es": ("Moses", "David", "Paul"), "ru": ("Моисей", "Давид", "Павел")}
 FILLER = {"en": ("and the", "went up"), "es": ("y el", "subió"), "ru": ("и он", "пошёл")}
