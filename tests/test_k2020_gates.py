@@ -77,3 +77,14 @@ def test_pilot_gate_reads_only_its_declared_seeds():
     unrestricted = gates.gate_frame({"pilot_alltext": pd.DataFrame(rows)}, PILOT | {"gates": [
         PILOT["gates"][0] | {"targets": ["es"], "sources": ["en"]}]}).iloc[0]
     assert unrestricted["passed"] is False or unrestricted["passed"] == False  # noqa: E712
+
+
+def test_base_gate_with_declared_seeds_is_pending_until_every_cell_has_them():
+    spec = {"gates": [SPEC["gates"][0] | {"artifact": "pilot_alltext2x", "seeds": [0, 1]}]}
+    rows = (acc("en-es", "es", [0.40, 0.42]) + acc("majority/en-es", "es", [0.25])
+            + acc("en-hi", "hi", [0.50]) + acc("majority/en-hi", "hi", [0.25]))  # en-hi has seed 0 only
+    g = gates.gate_frame({"pilot_alltext2x": pd.DataFrame(rows)}, spec).iloc[0]
+    assert g["passed"] is None and g["detail"] == "pending: en-hi has seeds 0 of 0, 1"
+    rows += [r | {"seed": 1, "value": 0.52} for r in acc("en-hi", "hi", [0.0])]
+    g = gates.gate_frame({"pilot_alltext2x": pd.DataFrame(rows)}, spec).iloc[0]
+    assert [g["value"], g["threshold"], g["passed"]] == [2, 2, True]  # en-hi 0.51 - 2 SE 0.02 >= 0.30

@@ -44,7 +44,10 @@ def test_reading_counts_cells_by_each_recipes_test():
     t = pilots.recipe_table({"lab": lab, "alltext2x": more}, cells=["en-es", "en-ru"])
     gates = pd.DataFrame([{"gate": "alltext2x_pilot_transfers", "value": 0, "threshold": 1, "passed": False,
                            "detail": "failing: en-ru"}])
+    gates = pd.concat([gates, pd.DataFrame([{"gate": "alltext4x_pilot_transfers", "value": None, "threshold": 4,
+                                             "passed": None, "detail": "no results"}])], ignore_index=True)
     text = pilots.scaling_reading(t, gates)
+    assert "Gate `alltext4x_pilot_transfers`: pending (no results)." in text
     assert "*one edition, 4,000 steps* (3 seeds): 1 of 2 cells transfer by the base gate's test (en-es)" in text
     assert "*all the text, 8,000 steps* (one seed, dev): 0 of 1 cells at least 5 points above" in text
     assert "Gate `alltext2x_pilot_transfers`: failed (0 of 1; failing: en-ru)" in text
@@ -66,5 +69,5 @@ def test_loss_curves_and_the_final_drop(tmp_path):
 
 def test_publish_checks_its_profile_first(tmp_path):
     from xlrepro.config import ConfigError
-    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x"):
+    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):
         pilots.publish("lab", tmp_path)

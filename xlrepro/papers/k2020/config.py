@@ -19,7 +19,7 @@ from .data import FAKE, TEXTS, TOKENIZATIONS, check_corpus_language
 
 FAKE_WAYS = ("unicode", "id")
 TASKS = ("sections", "ner")  # the XNLI stand-in (xlrepro.tasks.sections) and the NER stand-in (xlrepro.tasks.entities)
-PROFILES = ("lab", "alltext", "alltext2x", "smoke")
+PROFILES = ("lab", "alltext", "alltext2x", "alltext4x", "smoke")
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Profile:
 class Plan:
     seeds: tuple[int, ...] = field(metadata={"help": "seeds of every cell (pre-training and fine-tuning)"})
     half_seed: int = field(metadata={"help": "seed of the source/target chapter halves"})
-    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run), alltext (its pilot on all the offline text), alltext2x (the same with twice the steps) and smoke (CI)", "keys": list(PROFILES)})
+    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run), alltext (its pilot on all the offline text), alltext2x and alltext4x (the same with twice and four times the steps) and smoke (CI)", "keys": list(PROFILES)})
     experiments: dict[str, Experiment] = field(metadata={"help": "experiment name -> declaration"})
     parts: dict[str, tuple[str, ...]] = field(metadata={"help": "part name -> experiments, in order"})
 

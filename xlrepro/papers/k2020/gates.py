@@ -10,7 +10,9 @@
   transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
   ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``). A pilot
   gate's ``seeds`` restricts it to its declared seeds.
-- ``alltext_base_transfers``: ``base_transfers``' check on the alltext runs of all the base cells (pilot_alltext.csv).
+- ``alltext_base_transfers``, ``alltext2x_base_transfers``: ``base_transfers``' check on a scaling profile's runs of
+  all the base cells (pilot_<profile>.csv); with ``seeds``, pending until every cell has all of them.
+- ``alltext4x_pilot_transfers``: the pilot gate with four times the steps (profile ``alltext4x``).
 
 `gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
 book/results/k2020/gates.csv from the published results:
@@ -48,6 +50,15 @@ def base_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     cells = [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
     if df is None:
         return {"value": None, "threshold": len(cells), "passed": None, "detail": "no results"}
+    if "seeds" in g:  # every cell needs all of its declared seeds; until then the gate is pending
+        have = {e: set(df[df["experiment"] == e]["seed"]) for e in cells}
+        short = [e for e in cells if not set(g["seeds"]) <= have[e]]
+        if short:
+            return {"value": None, "threshold": len(cells), "passed": None,
+                    "detail": "pending: " + "; ".join(
+                        f"{e} has seeds {', '.join(map(str, sorted(have[e]))) or 'none'} of "
+                        f"{', '.join(map(str, g['seeds']))}" for e in short)}
+        df = df[df["seed"].isin(list(g["seeds"]) + [-1])]
     failed = []
     for exp in cells:
         target = exp.split("-")[1]
@@ -120,7 +131,8 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
     spec = spec or load_gates()
     check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source,
              "alltext_pilot_transfers": alltext_pilot_transfers, "alltext_base_transfers": base_transfers,
-             "alltext2x_pilot_transfers": alltext_pilot_transfers}
+             "alltext2x_pilot_transfers": alltext_pilot_transfers, "alltext2x_base_transfers": base_transfers,
+             "alltext4x_pilot_transfers": alltext_pilot_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
     return pd.DataFrame(rows, columns=COLUMNS)
 

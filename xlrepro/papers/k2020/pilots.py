@@ -5,7 +5,8 @@ base pair cells alone, each profile of experiments.yaml declared with its gate b
 
 - ``alltext``: every Bible edition of a language plus its LibreOffice help paragraphs (same chapter half, same
   recipe), trained with ``--part base`` (es, hi, ru; 3 seeds);
-- ``alltext2x``: the same text with twice the pre-training steps, ``--part pilot`` (es, ru), seed 0.
+- ``alltext2x``: the same text with twice the pre-training steps, ``--part pilot`` (es, ru), seed 0;
+- ``alltext4x``: four times the steps, ``--part pilot``, seed 0 (declared, not run yet).
 
 `publish` copies a profile's trained cells into the book (``pilot_<profile>.csv`` in the chapters' long format, with
 each cell's ``majority/<cell>`` rows; ``pilot_<profile>/stack_<key>.json``, the stacks' timing records with their MLM
@@ -28,13 +29,13 @@ from xlrepro.config import ConfigError, choose
 
 from .config import PROFILES, experiments_of, load_plan
 
-PILOTS = {"alltext": "base", "alltext2x": "pilot"}  # each scaling profile and the part its pilot trained
+PILOTS = ("alltext", "alltext2x", "alltext4x")  # the scaling profiles; each publishes whichever base cells it trained
 RECIPES = {"lab": "one edition, 4,000 steps", "alltext": "all the text, 4,000 steps",
-           "alltext2x": "all the text, 8,000 steps"}
+           "alltext2x": "all the text, 8,000 steps", "alltext4x": "all the text, 16,000 steps"}
 
 
 def publish(profile: str, results: Path | None = None) -> Path:
-    """Copy `profile`'s trained pilot cells (`PILOTS`) from runs/k2020/<profile> into `results` (book/results/k2020):
+    """Copy `profile`'s trained base cells (part ``base``) from runs/k2020/<profile> into `results` (book/results/k2020):
     their results with the majority baselines, the stacks' timing records and the cells' configs, and the corpus
     card. Returns the CSV written. Fails, naming the cells, when none of them has results."""
     from xlrepro.results import results_dir
@@ -42,11 +43,11 @@ def publish(profile: str, results: Path | None = None) -> Path:
     from . import report as R
     choose("profile", profile, list(PILOTS))
     results = Path(results) if results is not None else results_dir("k2020")
-    names = experiments_of(load_plan(), PILOTS[profile])
+    names = experiments_of(load_plan(), "base")
     frame = R.collect(names, profile)
     if frame.empty:
         raise ConfigError(f"no trained cell of profile {profile} ({', '.join(names)}) under {R.run_folder(profile)}: "
-                          f"run `xlrepro train k2020 --part {PILOTS[profile]} --profile {profile}` first")
+                          f"run `xlrepro train k2020 --part base --profile {profile}` (or --part pilot) first")
     out = results / f"pilot_{profile}.csv"
     with atomic.atomic_path(out) as tmp:
         frame.to_csv(tmp, index=False)
@@ -136,8 +137,11 @@ def scaling_reading(table: pd.DataFrame, gates: pd.DataFrame, points: float = 5.
     text = "**Reading it.** " + "; ".join(parts) + ". "
     pilot = gates[gates["gate"].str.endswith("pilot_transfers")] if len(gates) else gates
     for g in pilot.itertuples():
-        text += f"Gate `{g.gate}`: {'passed' if g.passed is True or g.passed == 'True' else 'failed'} " \
-                f"({g.value:g} of {g.threshold:g}; {g.detail}). "
+        if pd.isna(g.passed) or pd.isna(g.value):
+            text += f"Gate `{g.gate}`: pending ({g.detail}). "
+            continue
+        passed = g.passed is True or str(g.passed) == "True"
+        text += f"Gate `{g.gate}`: {'passed' if passed else 'failed'} ({g.value:g} of {g.threshold:g}; {g.detail}). "
     return text.strip()
 
 
