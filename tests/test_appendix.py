@@ -340,3 +340,18 @@ def test_gpu_cost_table_from_hand_made_records(tmp_path):
     with pytest.raises(ValueError, match="serves none of the chapters one"):
         E.grid_work(pd.read_csv(tmp_path / "dufter2020" / "runtime.csv", dtype={"experiment": str}), {"one": {"a"}},
                     {"a": (64, 12, None), "b": (64, 12, None), "c": (768, 12, None)}, "H200")
+
+
+def test_pilot_stack_work_sums_each_pilots_stacks(tmp_path):
+    for name, rec in {"stack_a.json": {"members": ["en-es/0", "en-es/1"], "shape": "L12H12d192", "train_seconds": 90,
+                                       "device": "NVIDIA H200"},
+                      "stack_b.json": {"members": ["en-ru/0"], "shape": "L12H12d192", "train_seconds": 30,
+                                       "device": "NVIDIA H100 80GB HBM3"}}.items():
+        _write(tmp_path / "pilot_alltext" / name, rec)
+    _write(tmp_path / "pilot_empty" / "config_x.json", {})  # no stack record: no work
+    _write(tmp_path / "pilot_alltext.csv", "not a folder")
+    work = E.pilot_stack_work(tmp_path, "k2020", "linguistic")
+    assert len(work) == 1
+    w = work[0]
+    assert (w.minutes, w.unit, w.card, w.shape) == (2.0, "GPU-minutes", "H100, H200", (192, 12, None))
+    assert w.what == "alltext pilot's pre-training: 2 stacks, 3 models (pilot_alltext/stack_*.json)"

@@ -1086,6 +1086,27 @@ def record_work(folder: Path, paper: str) -> list[GpuWork]:
     return out
 
 
+def pilot_stack_work(folder: Path, paper: str, chapter: str) -> list[GpuWork]:
+    """The pre-training of each published pilot of stacks (``<folder>/pilot_<profile>/stack_*.json``: the engine's
+    stack timing records, ``train_seconds``, ``members``, ``shape`` like ``L12H12d192``, ``device``), one piece of
+    work per pilot; the fine-tunings are not recorded there and are not counted."""
+    out = []
+    for pilot in sorted(p for p in folder.glob("pilot_*") if p.is_dir()):
+        records = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(pilot.glob("stack_*.json"))]
+        records = [r for r in records if "train_seconds" in r]
+        if not records:
+            continue
+        shapes = {r.get("shape") for r in records}
+        m = re.fullmatch(r"L(\d+)H\d+d(\d+)", shapes.pop()) if len(shapes) == 1 and None not in shapes else None
+        out.append(GpuWork(paper, chapter, f"{pilot.name.removeprefix('pilot_')} pilot's pre-training: {len(records)} "
+                                           f"stacks, {sum(len(r['members']) for r in records)} models "
+                                           f"({pilot.name}/stack_*.json)",
+                           sum(float(r["train_seconds"]) for r in records) / 60, "GPU-minutes",
+                           _card(", ".join(sorted({str(r.get("device", "")) for r in records}))),
+                           (int(m.group(2)), int(m.group(1)), None) if m else None))
+    return out
+
+
 def training_work(path: Path, paper: str, chapter: str, what: str, shape: tuple | None = None) -> GpuWork:
     """One training record: ``*training.json`` (``seconds``, ``device``) or a pilot's ``pilot.json``
     (``train_seconds`` + ``eval_seconds``, ``device``, ``config.model``: its shape, the vocabulary not recorded)."""
@@ -1112,7 +1133,8 @@ def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None 
     """Every piece of GPU work the published results record, paper by paper: Dufter & Schütze's grid stacks
     (``dufter2020/runtime.csv``, by chapter and shape), the multilingual lab's mini-mBERT (``multilingual/
     mini_mbert_training.json``, which Wu & Dredze's chapters fine-tune), Liu et al.'s pilots (``liu2020/*/pilot.json``)
-    and any training record under ``liu2020/``, and K et al.'s run records' lines. By default the grid's chapters and
+    and any training record under ``liu2020/``, K et al.'s run records' lines and its scaling pilots' stacks
+    (`pilot_stack_work`). By default the grid's chapters and
     shapes come from Dufter & Schütze's experiments file and the lab's shape from the mini-mBERT defaults."""
     if grid_chapters is None or grid_shapes is None:
         from xlrepro.papers.dufter2020 import TRAINS
@@ -1144,6 +1166,7 @@ def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None 
         what = "pilot" if path.name == "pilot.json" else "training"
         work.append(training_work(path, "liu2020", "pilot" if what == "pilot" else "GPU run", what))
     work += record_work(results / "k2020", "k2020")
+    work += pilot_stack_work(results / "k2020", "k2020", "linguistic")  # the scaling pilots the linguistic chapter shows
     return work
 
 
