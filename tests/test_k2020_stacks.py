@@ -461,3 +461,24 @@ def test_an_evaluation_that_cannot_finish_is_left_and_a_shorter_one_taken(tmp_pa
     assert ran == [[[shallow.name, 1]]]
     assert states == {0: LEFT, 1: DONE}
     assert "not started: eval" in capsys.readouterr().out
+
+
+def test_measured_speeds_pool_every_profiles_stacks(tmp_path):
+    import json
+
+    from xlrepro.papers.k2020.stacks import measured_step_ms, speed_folders
+
+    for profile, ms in (("lab", 10.0), ("alltext", 30.0), ("alltext2x", 20.0)):
+        folder = tmp_path / profile / "stacks" / "k1"
+        folder.mkdir(parents=True)
+        (folder / "timing.json").write_text(json.dumps({"shape": "s", "ms_per_model_step": ms, "device": "NVIDIA H200"}))
+
+    class Cell:  # a cell of the alltext4x profile, which has trained nothing yet
+        dir = tmp_path / "alltext4x" / "en-es-0123"
+    assert [f.parent.name for f in speed_folders(Cell, tmp_path)] == ["alltext", "alltext2x", "lab"]
+    assert measured_step_ms(speed_folders(Cell, tmp_path)) == {"s": 20.0}  # the median over the three profiles
+    assert measured_step_ms(tmp_path / "lab" / "stacks") == {"s": 10.0}  # one folder, as before
+
+    class Elsewhere:  # a cell kept outside the paper's run folders plans with its own folder's speeds only
+        dir = tmp_path / "elsewhere" / "cells" / "en-es-0123"
+    assert speed_folders(Elsewhere, tmp_path) == [tmp_path / "elsewhere" / "cells" / "stacks"]

@@ -54,15 +54,29 @@ def part_cells(part: str, profile: str, seeds=None, cache_dir=None, root=None) -
     return [Cell(plan, profile, n, seeds, cache_dir=cache_dir, root=root) for n in experiments_of(plan, part)]
 
 
-def measured_step_ms(folder: Path, gpu: str | None = None) -> dict[str, float]:
+def speed_folders(cell, runs_root: Path | None = None) -> list[Path]:
+    """Where the measured speeds for `cell`'s plan come from: for a cell of the paper's run folders
+    (`runs_root`, default runs/k2020/<profile>/), the stacks folders of every profile there, since a shape steps at
+    the same speed whatever text its profile reads (the batch and the width are the shape's); for a cell kept
+    anywhere else, its own folder's stacks only."""
+    from xlrepro.paths import runs_dir
+    own = cell.dir.parent
+    runs_root = Path(runs_root) if runs_root is not None else runs_dir() / "k2020"
+    if own.parent.resolve() != runs_root.resolve():
+        return [own / "stacks"]
+    return sorted(runs_root.glob("*/stacks"))
+
+
+def measured_step_ms(folder, gpu: str | None = None) -> dict[str, float]:
     """Median milliseconds per model-step of each shape (`ModelSize.name`) over the finished stacks' timing.json
-    files under `folder`; with `gpu` ("H100", "H200"), only those timed on such a GPU. The FLOP model
-    (`config.step_ms`) misses what kernels and launch overheads make of a shape: measured stacks ran 0.5 to 2.8 times
-    its estimate (L18H12 at width 156, head dim 13: 54 ms against 31)."""
+    files under `folder` (one folder or several); with `gpu` ("H100", "H200"), only those timed on such a GPU. The
+    FLOP model (`config.step_ms`) misses what kernels and launch overheads make of a shape: measured stacks ran 0.5
+    to 2.8 times its estimate (L18H12 at width 156, head dim 13: 54 ms against 31)."""
     if gpu is not None:
         choose("gpu", gpu, GPUS)
     times: dict[str, list[float]] = {}
-    for f in Path(folder).glob("*/timing.json"):
+    folders = [folder] if isinstance(folder, (str, Path)) else list(folder)
+    for f in (f for d in folders for f in Path(d).glob("*/timing.json")):
         t = json.loads(f.read_text())
         if gpu is None or gpu in t.get("device", ""):
             times.setdefault(t["shape"], []).append(t["ms_per_model_step"])
@@ -152,7 +166,7 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     counted from its last checkpoint (`stack_seconds_left`). `gpu` ("H100", "H200") uses only the speeds measured on
     such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200)."""
     by_name = {c.name: c for c in cells}
-    measured = measured_step_ms(cells[0].dir.parent / "stacks", gpu) if cells else {}
+    measured = measured_step_ms(speed_folders(cells[0]), gpu) if cells else {}
     jobs = jobs_of(cells, slots, max_stack)
     loads, rows = [0.0] * slots, []
     for job in (j for j in jobs if j["kind"] == "stack"):
@@ -195,7 +209,7 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[d
     members = [(c, s) for c in cells for s in c.seeds]
     needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
     stacks = [[m for m in st if needs(*m)] for st in plan_stacks(members, slots, max_stack)]
-    measured = measured_step_ms(cells[0].dir.parent / "stacks") if cells else {}
+    measured = measured_step_ms(speed_folders(cells[0])) if cells else {}
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
@@ -259,7 +273,7 @@ def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=N
     def run(spec: dict, left: float | None) -> bool | None:
         if last_call and left is not None and spec["kind"] != "eval":
             if not speeds:
-                speeds.extend(card_speeds(next(iter(cells.values())).dir.parent / "stacks", device))
+                speeds.extend(card_speeds(speed_folders(next(iter(cells.values()))), device))
             if too_long(spec, cells, left, speeds[1], speeds[0]):
                 leave(f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the {left:.0f} s left")
                 return None
@@ -354,7 +368,7 @@ def collect(cells: list[Cell]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
 
 
-def card_speeds(folder: Path, device) -> tuple[str, dict[str, float]]:
+def card_speeds(folder, device) -> tuple[str, dict[str, float]]:
     """The card `device` is (one of GPUS; "H200" for anything else, the FLOP model's reference) and the measured
     ms per model-step to plan with: that card's where a shape was timed on it, else every card's."""
     from xlrepro.engine.models import device_name
