@@ -276,6 +276,19 @@ def test_ours_table_shows_seed_counts_and_baselines_by_hand():
     assert "majority/en-ru" in ours_table(other, ["en-es", "en-ru"]).index  # 25.4 and 30.0 in es: kept apart
 
 
+def test_a_cell_whose_every_seed_failed_keeps_its_row():
+    from xlrepro.papers.k2020.report import ours_table, with_failed_rows
+    every = pd.DataFrame([{"experiment": e, "seed": s, "language": l, "task": "sections", "metric": "accuracy",
+                           "value": v} for e, s, l, v in [("a", 0, "ru", 0.5), ("a", 0, "enfake", 0.8),
+                                                          ("b", 0, "ru", 0.25), ("b", 1, "ru", 0.25),
+                                                          ("majority/a", -1, "ru", 0.25)]])
+    shown = every[every["experiment"] != "b"]  # both of b's seeds failed and were taken out
+    table = with_failed_rows(ours_table(shown, ["b", "a"]), ["b", "a", "c"], every, shown)
+    assert list(table.index) == ["b", "a", "majority/a"]  # the paper's order; c was never trained: no row
+    assert table.loc["b"].tolist() == ["all 2 seeds failed", ""]
+    assert with_failed_rows(ours_table(every, ["a", "b"]), ["a", "b"], every, every).equals(ours_table(every, ["a", "b"]))
+
+
 def test_ner_tables_give_the_papers_f1_then_ours_where_they_exist():
     """Table 8 reports NER (the paper's enfake-es/nsp F1 on es is 62.6), Table 11 does not; our F1 of two seeds
     (0.70, 0.74) reads 72.0 ± 2.8 (2 seeds); without our NER results only the paper's table is shown."""

@@ -166,6 +166,23 @@ def ours_table(results: pd.DataFrame, experiments, metric: str = "accuracy") -> 
     return table
 
 
+def with_failed_rows(table: pd.DataFrame, experiments, every: pd.DataFrame, shown: pd.DataFrame) -> pd.DataFrame:
+    """`ours_table`'s `table` with a row for each of `experiments` that has runs in `every` (all results) but none in
+    `shown` (the runs left after the failed ones were taken out): "every seed failed" across it, so that a reader
+    finds the cell under the paper's row rather than a missing line."""
+    have, kept = set(every["experiment"]), set(shown["experiment"])
+    gone = [e for e in experiments if e in have and e not in kept]
+    if not gone:
+        return table
+    n = {e: every[every["experiment"] == e]["seed"].nunique() for e in gone}
+    columns = table.columns if len(table.columns) else pd.Index(["ru"], name="language")
+    rows = pd.DataFrame([[f"all {n[e]} seeds failed"] + [""] * (len(columns) - 1) for e in gone],
+                        index=pd.Index(gone, name="experiment"), columns=columns)
+    out = pd.concat([table, rows]) if len(table) else rows
+    order = [e for e in experiments if e in out.index] + [i for i in out.index if i not in experiments]
+    return out.loc[order]
+
+
 NER_OURS = ("entity F1 of the NER stand-in on the fine-tuning language, %, mean ± sd over seeds; the targets have no "
             "labels, so this is how well each B-BERT learns the source task, not transfer")
 
