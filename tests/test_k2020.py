@@ -743,3 +743,9 @@ def test_chapter_claims_table_shows_every_claim_pending_where_no_selector_finds_
     assert not (tmp_path / "claims.csv").exists()
     with pytest.raises(ConfigError, match="valid choices: linguistic, architecture, input_objective, mixed_pairs"):
         chapter_claims_table("mixed", tmp_path)
+
+
+def test_prediction_shares_name_the_most_predicted_class():
+    from xlrepro.papers.k2020.bbert import prediction_shares
+    assert prediction_shares([2, 2, 2, 1], 6) == [("top_prediction_share", 0.75), ("top_prediction_class", 2.0)]
+    assert prediction_shares([3, 1, 1, 3], 6) == [("top_prediction_share", 0.5), ("top_prediction_class", 1.0)]  # tie

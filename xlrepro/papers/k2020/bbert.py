@@ -33,7 +33,7 @@ from xlrepro.data.collate import pad_batch
 from xlrepro.paths import runs_dir
 from xlrepro.runkeys import canonical, run_key, write_config
 from xlrepro.tasks.sections import SECTIONS, majority_baseline, parallel_keys, verse_pairs
-from xlrepro.training.finetune import EncodedPairs, FinetuneConfig, evaluate, finetune
+from xlrepro.training.finetune import EncodedPairs, FinetuneConfig, evaluate, finetune, macro_f1, predict
 
 from . import data as D
 from .config import PROFILES, Plan, load_plan, model_size
@@ -47,6 +47,15 @@ NER_LABELS_VERSION = "spacy-en_core_web_sm-3.8.0/per-loc-org-v1"  # bump when th
 # Bump when the training code changes numbers for the same configuration (a new key for every cell).
 ENGINE = "k2020-stack/length-bins/padded-vocab-v1"
 RESULT_COLUMNS = ["experiment", "seed", "language", "task", "metric", "value"]
+
+
+def prediction_shares(pred: np.ndarray, n_labels: int) -> list[tuple[str, float]]:
+    """The test predictions' make-up, as result rows (metric, value): ``top_prediction_share``, the share of the
+    most predicted class, and ``top_prediction_class``, its index (ties: the lower). A zero-shot classifier at or
+    below the majority class either predicts one class nearly always (share near 1) or spreads its errors."""
+    counts = np.bincount(np.asarray(pred, np.int64), minlength=n_labels)
+    top = int(counts.argmax())
+    return [("top_prediction_share", float(counts[top] / max(len(pred), 1))), ("top_prediction_class", float(top))]
 
 
 KEY_FREE_FIELDS = ("table", "tasks")  # Experiment fields left out of a cell's run key (see Cell.__init__)
@@ -431,9 +440,13 @@ class Cell:
         rows = []
 
         def add(language, split, data):
-            acc, f1 = evaluate(model, data, device, len(SECTIONS))
-            for metric, v in ((f"{split}_accuracy" if split != "test" else "accuracy", acc),
-                              (f"{split}_macro_f1" if split != "test" else "macro_f1", f1)):
+            pred = predict(model, data, device)
+            acc, f1 = float((pred == data.labels).mean()), macro_f1(data.labels, pred, len(SECTIONS))
+            values = [(f"{split}_accuracy" if split != "test" else "accuracy", acc),
+                      (f"{split}_macro_f1" if split != "test" else "macro_f1", f1)]
+            if split == "test":  # what a classifier at or below the majority class predicts (`prediction_shares`)
+                values += prediction_shares(pred, len(SECTIONS))
+            for metric, v in values:
                 rows.append({"experiment": self.name, "seed": seed, "language": language, "task": TASK,
                              "metric": metric, "value": v})
         add(src, "dev", dev)
