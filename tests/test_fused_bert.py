@@ -63,6 +63,21 @@ def test_fused_gradients_equal_the_vmap_path():
         torch.testing.assert_close(a.params[k].grad, b.params[k].grad, rtol=1e-4, atol=1e-6, msg=k)
 
 
+def test_a_model_with_no_masked_piece_gets_loss_zero_and_zero_gradients():
+    g = torch.Generator().manual_seed(2)
+    ids, attend, pos, types, sel, lab, _ = batch(g, 2)
+    lab = lab.clone()
+    lab[1] = -100  # model 1 drew no masked piece in this batch
+    stack = stack_of([tiny(6), tiny(7)])
+    stack.base.eval()
+    losses = stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab)
+    assert losses[1].item() == 0.0 and torch.isfinite(losses[0]) and losses[0].item() > 0
+    losses.sum().backward()
+    grads = [g for g in (p.grad for p in stack.params.values()) if g is not None]
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert all((g[1] == 0).all() for g in grads)  # nothing flows into the model without a masked piece
+
+
 def test_models_do_not_see_each_other():
     g = torch.Generator().manual_seed(2)
     ids, attend, pos, types, sel, lab, _ = batch(g, 2)

@@ -215,11 +215,12 @@ def mlm_head_logits(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel
 
 
 def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float):
-    """[M] mean cross-entropies at the masked positions; the decoder is tied to the word embeddings."""
+    """[M] mean cross-entropies at the masked positions; the decoder is tied to the word embeddings. A model with no
+    masked position in the batch (a tiny batch can draw none) gets loss 0 and zero gradients rather than 0/0 = NaN."""
     logits = mlm_head_logits(x, p, word_embeddings, sel_index, eps)
     nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), sel_labels.reshape(-1), ignore_index=-100,
                           reduction="none").view(x.shape[0], -1)
-    return nll.sum(1) / (sel_labels != -100).sum(1)
+    return nll.sum(1) / (sel_labels != -100).sum(1).clamp_min(1)
 
 
 @dataclass(frozen=True)
