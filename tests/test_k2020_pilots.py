@@ -71,3 +71,13 @@ def test_publish_checks_its_profile_first(tmp_path):
     from xlrepro.config import ConfigError
     with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):
         pilots.publish("lab", tmp_path)
+
+
+def test_a_run_that_never_learnt_its_source_task_is_left_out_and_counted():
+    learnt = cell_rows("en-es", "es", [0.40, 0.42, 0.44], [0.4] * 3)
+    # seed 3: source accuracy 0.26 against the source's majority 0.25, within the health rule's 2 points
+    failed = [row("en-es", 3, "es", "accuracy", 0.25), row("en-es", 3, "es", "dev_accuracy", 0.2),
+              row("en-es", 3, "en", "accuracy", 0.26)]
+    majority_en = [row("majority/en-es", -1, "en", "accuracy", 0.25)]
+    t = pilots.recipe_table({"lab": pd.DataFrame(learnt + failed + majority_en)}, cells=["en-es"]).iloc[0]
+    assert t["seeds"] == 3 and t["failed runs"] == 1 and t["target test"] == pytest.approx(42.0)

@@ -88,24 +88,43 @@ def _cells(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["experiment", "seed", "target", "source", "majority"])
 
 
+def run_health(frame: pd.DataFrame, rules=None) -> pd.DataFrame:
+    """The paper's health rules (claims.yaml, ``never_left_majority``: a run whose accuracy on its own source language
+    is within 2 points of the majority class there learnt nothing) on a results frame: experiment, seed, reason of
+    each failed run."""
+    from xlrepro.health import assess, failed_runs, load_rules
+
+    from .report import source_over_majority
+    rules = load_rules("k2020") if rules is None else rules
+    over = source_over_majority(frame)
+    if over.empty:  # no run with a majority row on its source language: nothing the rule can read
+        return pd.DataFrame(columns=["experiment", "seed", "reason"])
+    return failed_runs(assess(rules, {"source_over_majority": over}))
+
+
 def recipe_table(frames: dict[str, pd.DataFrame], cells=None) -> pd.DataFrame:
     """recipe -> long results frame (the linguistic chapter's for ``lab``, pilot_<profile>.csv for the others) ->
     one row per (cell, recipe): seeds, the target's test and dev accuracy (mean and sample sd over seeds, %), the
     majority class's on the target's dev pairs, the source's test accuracy and the majority class's on the target's
     test pairs (%), and the test margin over the
-    majority class minus 2 SE (points; blank with one seed), the quantity of the ``base_transfers`` gate. `cells`
+    majority class minus 2 SE (points; blank with one seed), the quantity of the ``base_transfers`` gate. Runs the
+    paper's health rule fails (`run_health`) are left out of every number and counted in ``failed runs``. `cells`
     (default: experiments.yaml's part ``base``) restricts the frames to those cells."""
     cells = list(cells) if cells is not None else experiments_of(load_plan(), "base")
     keep = cells + [f"majority/{c}" for c in cells]
     rows = []
     for recipe, frame in frames.items():
         frame = frame[frame["experiment"].isin(keep)]
+        failed = run_health(frame)
+        bad = set(zip(failed["experiment"], failed["seed"]))
+        frame = frame[[(e, s) not in bad for e, s in zip(frame["experiment"], frame["seed"])]]
         test, dev = _cells(frame, "accuracy"), _cells(frame, "dev_accuracy")
         for name in dict.fromkeys(test["experiment"]):
             t, d = test[test["experiment"] == name], dev[dev["experiment"] == name]
             n = len(t)
             sd = t["target"].std(ddof=1) if n > 1 else float("nan")
             rows.append({"cell": name, "recipe": RECIPES.get(recipe, recipe), "seeds": n,
+                         "failed runs": int((failed["experiment"] == name).sum()),
                          "target test": 100 * t["target"].mean(), "target test sd": 100 * sd,
                          "target dev": 100 * d["target"].mean() if len(d) else float("nan"),
                          "majority dev": 100 * d["majority"].mean() if len(d) else float("nan"),
