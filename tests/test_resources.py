@@ -221,6 +221,16 @@ def test_locate_reads_the_variable(monkeypatch):
     assert locate("xnli") is None
 
 
+def test_the_encoder_is_the_argument_else_the_local_mbert_else_the_hub_id(monkeypatch, tmp_path):
+    from xlrepro.resources import MBERT, mbert_encoder
+    monkeypatch.setenv("XLREPRO_MBERT", str(FIX / "tiny_bert"))
+    assert mbert_encoder(tmp_path / "mine") == str(tmp_path / "mine")  # given: taken as it is
+    assert mbert_encoder() == str(FIX / "tiny_bert")  # the variable's folder holds the encoder's files
+    monkeypatch.setenv("XLREPRO_MBERT", str(FIX / "xnli"))  # a folder without them
+    monkeypatch.setenv("XLREPRO_CACHE", str(tmp_path / "cache"))
+    assert mbert_encoder() == MBERT
+
+
 def test_prepare_dry_run_lists_sizes_and_total(capsys, monkeypatch):
     monkeypatch.setenv("XLREPRO_XNLI_DIR", str(FIX / "xnli"))
     assert main(["prepare", "--profile", "paper", "--only", "wu2019/q1_zero_shot", "--dry-run"]) == 0

@@ -23,11 +23,11 @@ from .encoders import MBERT, load_encoder
 from .mldoc import MLDOC_LABELS, read_mldoc
 from .ner import TaggedSentence, entity_f1, read_iob, to_iob2
 from .nli import NLI_LABELS, XNLI_LANGUAGES, read_multinli, read_xnli
-from .registry import RESOURCES, Resource, chapters_needing, get_resource, locate, resources_for
+from .registry import RESOURCES, Resource, chapters_needing, get_resource, locate, mbert_encoder, resources_for
 from .ud import Sentence, read_conllu
 from .wikipedia import Document, read_plain_text, read_wikiextractor
 
 __all__ = ["MBERT", "MLDOC_LABELS", "NLI_LABELS", "RESOURCES", "XNLI_LANGUAGES", "Document", "Resource",
-           "Sentence", "TaggedSentence", "chapters_needing", "entity_f1", "get_resource", "load_encoder", "locate",
+           "Sentence", "TaggedSentence", "chapters_needing", "entity_f1", "get_resource", "load_encoder", "locate", "mbert_encoder",
            "read_conllu", "read_iob", "read_mldoc", "read_multinli", "read_muse_gold", "read_pbc",
            "read_plain_text", "read_wikiextractor", "read_xnli", "resources_for", "to_iob2"]

@@ -125,6 +125,15 @@ def locate(name: str) -> Path | None:
     return None
 
 
+def mbert_encoder(encoder: str | os.PathLike | None = None) -> str:
+    """The encoder a paper-profile path loads: `encoder` where given, else $XLREPRO_MBERT or the prepared mBERT
+    (`locate`), else the released mBERT's hub id."""
+    if encoder is None:
+        found = locate("mbert")
+        encoder = str(found) if found is not None else MBERT
+    return os.fspath(encoder)
+
+
 def _hub_snapshot(res: Resource) -> Path | None:
     from huggingface_hub import snapshot_download
 

@@ -30,7 +30,7 @@ import pandas as pd
 
 from xlrepro.config import ConfigError, choose
 from xlrepro.paths import runs_dir
-from xlrepro.resources import MBERT, XNLI_LANGUAGES, locate, read_xnli
+from xlrepro.resources import XNLI_LANGUAGES, locate, mbert_encoder, read_xnli
 
 from .word_order import ACCURACY_EXPERIMENT, COLUMNS
 
@@ -56,10 +56,7 @@ def resolve_table4_paths(encoder: str | os.PathLike | None = None, xnli: str | o
         raise ConfigError(f"Table 4 on mBERT needs XNLI 1.0's xnli.dev.tsv ({where}): set XLREPRO_XNLI_DIR to its "
                           f"folder, or run `xlrepro prepare --profile paper --only dufter2020/paper_table4.mbert_table4` "
                           f"on a machine with a network")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return Table4Paths(os.fspath(encoder), folder)
+    return Table4Paths(mbert_encoder(encoder), folder)
 
 
 def parallel_premises(xnli_dev: Path, languages, max_sentences: int | None = MAX_SENTENCES) -> pd.DataFrame:

@@ -40,7 +40,7 @@ import torch
 
 from xlrepro.config import ConfigError, choose
 from xlrepro.paths import runs_dir
-from xlrepro.resources import MBERT, locate, read_muse_gold, read_wikiextractor
+from xlrepro.resources import locate, mbert_encoder, read_muse_gold, read_wikiextractor
 
 from .mds import check_layer, convert_rate, language_means, language_vocabulary, mds_hook
 from .retrieval import mrr_with_interval, word_retrieval
@@ -92,10 +92,7 @@ def resolve_liu_paths(encoder: str | os.PathLike | None = None, wiki: str | os.P
             where = "$XLREPRO_MUSE_DIR unset, not prepared" if dictionaries is None else f"not in {dictionaries}"
             raise ConfigError(f"word retrieval needs the MUSE dictionaries {', '.join(missing)} ({where}): set "
                               f"XLREPRO_MUSE_DIR as `{prepare}` describes (muse)")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return LiuPaths(os.fspath(encoder), folder, dictionaries, targets)
+    return LiuPaths(mbert_encoder(encoder), folder, dictionaries, targets)
 
 
 def paragraphs(folder: Path, n: int) -> list[str]:

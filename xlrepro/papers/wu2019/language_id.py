@@ -29,7 +29,7 @@ import torch
 
 from xlrepro.config import ConfigError, check_seeds, choose
 from xlrepro.paths import runs_dir
-from xlrepro.resources import MBERT, load_encoder, locate, read_wikiextractor
+from xlrepro.resources import load_encoder, locate, mbert_encoder, read_wikiextractor
 
 from .plan import TransferPlan, load_plan
 
@@ -62,10 +62,7 @@ def resolve_wiki_paths(encoder: str | os.PathLike | None = None, wiki: str | os.
     chosen = [choose("Wikipedia language", lang, present) for lang in (languages or present)]
     if len(set(chosen)) < 2:
         raise ConfigError(f"language identification needs at least two languages; {folder} gives {chosen}")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return WikiPaths(os.fspath(encoder), folder, tuple(dict.fromkeys(chosen)))
+    return WikiPaths(mbert_encoder(encoder), folder, tuple(dict.fromkeys(chosen)))
 
 
 def paragraphs(folder: Path, n: int) -> list[str]:

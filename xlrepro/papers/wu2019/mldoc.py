@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from xlrepro.config import ConfigError, choose
-from xlrepro.resources import MBERT, MLDOC_LABELS, locate, read_mldoc
+from xlrepro.resources import MLDOC_LABELS, locate, mbert_encoder, read_mldoc
 from xlrepro.resources.mldoc import MLDOC_LANGUAGES
 from xlrepro.training.finetune import EncodedPairs, FinetuneConfig, evaluate, finetune
 
@@ -72,10 +72,7 @@ def resolve_mldoc_paths(encoder: str | os.PathLike | None = None, mldoc: str | o
         raise ConfigError(f"the paper profile's Table 2 (MLDoc) needs the files {', '.join(missing)} ({where}): "
                           f"build them as `xlrepro prepare --profile paper --dry-run` describes (mldoc) and set "
                           f"XLREPRO_MLDOC_DIR to their folder")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return MldocPaths(os.fspath(encoder), folder, train_size)
+    return MldocPaths(mbert_encoder(encoder), folder, train_size)
 
 
 @lru_cache(maxsize=1)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from xlrepro.config import ConfigError, choose
-from xlrepro.resources import MBERT, entity_f1, locate, read_iob, to_iob2
+from xlrepro.resources import entity_f1, mbert_encoder, read_iob, to_iob2
 from xlrepro.training.finetune import FinetuneConfig
 from xlrepro.training.token_finetune import IGNORE, EncodedTokens, predict_tokens
 
@@ -58,10 +58,7 @@ def resolve_ner_paths(encoder: str | os.PathLike | None = None, conll: str | os.
                           f"({'XLREPRO_CONLL_DIR unset' if folder is None else f'not in {folder}'}): build them as "
                           f"`xlrepro prepare --profile paper --dry-run` describes (conll2002, conll2003) and set "
                           f"XLREPRO_CONLL_DIR to their folder")
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return NerPaths(os.fspath(encoder), folder)
+    return NerPaths(mbert_encoder(encoder), folder)
 
 
 def encode_tagged(tokenizer, sentences, tags, max_length: int, unseen: int = 0) -> tuple[EncodedTokens, list[int]]:

@@ -30,7 +30,7 @@ from torch import nn
 from xlrepro.config import ConfigError
 from xlrepro.data.collate import pad_batch
 from xlrepro.engine.finetune import autocast, finetune_loop
-from xlrepro.resources import read_conllu
+from xlrepro.resources import mbert_encoder, read_conllu
 from xlrepro.training.finetune import FinetuneConfig
 from xlrepro.training.token_finetune import IGNORE
 
@@ -78,7 +78,7 @@ def resolve_parsing_paths(encoder: str | os.PathLike | None = None, ud: str | os
     """The resources of Table 6: the arguments where given, else $XLREPRO_MBERT (or the hub id) and the UD folder
     ($XLREPRO_UD_DIR, then the prepared cache). English train and dev and the test file of each of `languages`
     (default: all of `TREEBANKS`) must be there, else a one-line ConfigError names them."""
-    return ParsingPaths(pos.default_encoder(encoder), pos.resolve_ud(ud, languages, TREEBANKS, "parsing", "Table 6"))
+    return ParsingPaths(mbert_encoder(encoder), pos.resolve_ud(ud, languages, TREEBANKS, "parsing", "Table 6"))
 
 
 def coarse(deprel: str) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from xlrepro.config import ConfigError, choose
-from xlrepro.resources import MBERT, locate, read_conllu
+from xlrepro.resources import locate, mbert_encoder, read_conllu
 from xlrepro.training.finetune import FinetuneConfig
 from xlrepro.training.token_finetune import predict_tokens
 
@@ -86,20 +86,12 @@ def resolve_ud(ud, languages, treebanks: dict, what: str, table: str) -> Path:
     return folder
 
 
-def default_encoder(encoder) -> str:
-    """`encoder` where given, else $XLREPRO_MBERT or the prepared mBERT, else the hub id."""
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
-    return os.fspath(encoder)
-
-
 def resolve_pos_paths(encoder: str | os.PathLike | None = None, ud: str | os.PathLike | None = None,
                       languages=None) -> PosPaths:
     """The resources of Table 5: the arguments where given, else $XLREPRO_MBERT (or the hub id) and the UD folder
     ($XLREPRO_UD_DIR, then the prepared cache). English train and dev and the test file of each of `languages`
     (default: every language of `TREEBANKS`) must be there, else a one-line ConfigError names them."""
-    return PosPaths(default_encoder(encoder), resolve_ud(ud, languages, TREEBANKS, "POS", "Table 5"))
+    return PosPaths(mbert_encoder(encoder), resolve_ud(ud, languages, TREEBANKS, "POS", "Table 5"))
 
 
 class PosLab(TaggingLab):

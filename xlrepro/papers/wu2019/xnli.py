@@ -36,7 +36,7 @@ from xlrepro import atomic
 from xlrepro.config import ConfigError, check_seeds, choose
 from xlrepro.models import device_name
 from xlrepro.paths import runs_dir
-from xlrepro.resources import MBERT, NLI_LABELS, XNLI_LANGUAGES, load_encoder, locate, read_multinli, read_xnli
+from xlrepro.resources import NLI_LABELS, XNLI_LANGUAGES, load_encoder, locate, mbert_encoder, read_multinli, read_xnli
 from xlrepro.runkeys import run_key
 from xlrepro.tasks.sections import majority_class
 from xlrepro.training.finetune import FinetuneConfig, encode_pairs, evaluate, finetune
@@ -72,13 +72,10 @@ def resolve_paths(encoder: str | os.PathLike | None = None, multinli: str | os.P
                               f"`xlrepro prepare --profile paper --only wu2019/q1_zero_shot` on a machine with a "
                               f"network")
         return path
-    if encoder is None:
-        found = locate("mbert")
-        encoder = str(found) if found is not None else MBERT
     multinli_dir = folder("multinli", Path(multinli).parent if multinli and Path(multinli).is_file() else multinli,
                           (TRAIN_FILE,))
     xnli_dir = folder("xnli", xnli, ("xnli.dev.tsv", "xnli.test.tsv"))
-    return XnliPaths(os.fspath(encoder), multinli_dir / TRAIN_FILE, xnli_dir)
+    return XnliPaths(mbert_encoder(encoder), multinli_dir / TRAIN_FILE, xnli_dir)
 
 
 def _shown(path_or_id: str | os.PathLike) -> str:
