@@ -81,3 +81,16 @@ def test_a_run_that_never_learnt_its_source_task_is_left_out_and_counted():
     majority_en = [row("majority/en-es", -1, "en", "accuracy", 0.25)]
     t = pilots.recipe_table({"lab": pd.DataFrame(learnt + failed + majority_en)}, cells=["en-es"]).iloc[0]
     assert t["seeds"] == 3 and t["failed runs"] == 1 and t["target test"] == pytest.approx(42.0)
+
+
+def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path):
+    rows = []
+    for step, (t, d, src) in {4000: (0.20, 0.22, 0.60), 16000: (0.35, 0.33, 0.88)}.items():
+        rows += [{**r, "step": step} for r in cell_rows("enfake-ru", "ru", [t], [d], source=src, major=0.254)]
+    pd.DataFrame(rows).to_csv(tmp_path / "pilot_alltext4x_curve.csv", index=False)
+    c = pilots.transfer_curves(tmp_path, profiles=("alltext2x", "alltext4x"))  # alltext2x published no curve
+    assert c["step"].tolist() == [4000, 16000] and set(c["recipe"]) == {"all the text, 16,000 steps"}
+    assert c["target test"].tolist() == pytest.approx([20.0, 35.0])
+    assert c["target dev"].tolist() == pytest.approx([22.0, 33.0])
+    assert c["source test"].tolist() == pytest.approx([60.0, 88.0]) and c["majority"].tolist() == pytest.approx([25.4] * 2)
+    assert len(pilots.transfer_figure(c).axes) == 1

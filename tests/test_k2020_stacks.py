@@ -482,3 +482,71 @@ def test_measured_speeds_pool_every_profiles_stacks(tmp_path):
     class Elsewhere:  # a cell kept outside the paper's run folders plans with its own folder's speeds only
         dir = tmp_path / "elsewhere" / "cells" / "en-es-0123"
     assert speed_folders(Elsewhere, tmp_path) == [tmp_path / "elsewhere" / "cells" / "stacks"]
+
+
+def test_snapshot_shares_are_checked_and_turned_into_steps_by_hand():
+    from xlrepro.papers.k2020.config import Pretrain
+    assert Pretrain(steps=16000, batch_size=8, snapshots=(0.25, 0.5, 0.75)).snapshot_steps == (4000, 8000, 12000)
+    # round(0.1 x 3) = 0 and round(0.9 x 3) = 3 are no steps between the first and the last; round(0.5 x 3) = 2
+    assert Pretrain(steps=3, batch_size=8, snapshots=(0.1, 0.5, 0.9)).snapshot_steps == (2,)
+    assert Pretrain(steps=3, batch_size=8).snapshot_steps == ()
+    for bad in ((0.5, 0.25), (0.0,), (1.0,), (0.5, 0.5)):
+        with pytest.raises(ConfigError, match="snapshots must be increasing shares"):
+            Pretrain(steps=10, batch_size=8, snapshots=bad)
+
+
+def test_snapshots_change_neither_the_cell_s_key_nor_its_final_model_and_get_their_own_evaluations(
+        multilingual_cache, tmp_path):
+    """A profile with snapshots keeps the cell's folder and trains the same final model; the weights after step 2 of
+    4 are saved beside it, a snapshot job evaluates them like the final model (a `step` column added), and the queue
+    takes it after the stack and before the final evaluation. A member trained without snapshots gets no job."""
+    from safetensors.torch import load_file
+
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import StackTrainer, do_job, job_done, jobs_of, queue_jobs
+    plain = Cell(smoke_plan(steps=4), "smoke", "enfake-es", [0], root=tmp_path / "plain")
+    cell = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es", [0], root=tmp_path / "snap")
+    assert cell.key == plain.key
+    jobs = jobs_of([cell], slots=1)
+    assert jobs == [{"kind": "stack", "members": [["enfake-es", 0]]},
+                    {"kind": "snapshot", "members": [["enfake-es", 0]], "step": 2},
+                    {"kind": "eval", "members": [["enfake-es", 0]]}]
+    assert [(j.lane, j.after) for j in queue_jobs(jobs)] == [("train", ()), ("eval", ()), ("eval", (0,))]
+    by_name = {"enfake-es": cell}
+    assert do_job(jobs[1], by_name, "cpu", None) is None  # nothing trains beside it in one process: left for later
+    assert StackTrainer([(plain, 0)]).run(progress=False)
+    cell.dir.mkdir(parents=True)
+    shutil.copy(plain.dir / "tokenizer.json", cell.dir / "tokenizer.json")  # the same vocabulary (see above)
+    assert StackTrainer([(cell, 0)]).run(progress=False)
+    assert [p.name for p in (cell.dir / "snapshots").iterdir()] == ["model_0_step2.safetensors"]
+    a, b, half = (load_file(str(p)) for p in (plain.dir / "model_0.safetensors", cell.dir / "model_0.safetensors",
+                                              cell.snapshot_path(0, 2)))
+    for k in a:
+        torch.testing.assert_close(a[k].float(), b[k].float(), rtol=2e-2, atol=2e-3)
+    assert not torch.equal(half["encoder.layer.0.attention.self.query.weight"],
+                           b["encoder.layer.0.attention.self.query.weight"])  # two more steps moved it
+    assert not job_done(jobs[1], by_name) and do_job(jobs[1], by_name, "cpu", None) is True
+    curve = pd.read_csv(cell.curve_path(0, 2))
+    assert set(curve["step"]) == {2} and {"dev_accuracy", "accuracy"} <= set(curve["metric"])
+    assert job_done(jobs[1], by_name) and not cell.evaluated(0)  # the final model's results are apart
+    plain_later = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es", [0], root=tmp_path / "plain")
+    assert [j["kind"] for j in jobs_of([plain_later], slots=1)] == ["eval"]  # its final model has no snapshot
+
+
+def test_an_evaluation_rank_waits_for_a_snapshot_while_there_is_time_and_not_once_the_model_is_final(tmp_path,
+                                                                                                     monkeypatch):
+    import threading
+
+    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020.bbert import Cell
+    monkeypatch.setattr(stacks, "eval_seconds", lambda cell: 100.0)
+    cell = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es", [0], root=tmp_path)
+    path = cell.snapshot_path(0, 2)
+    path.parent.mkdir(parents=True)
+    threading.Timer(0.3, path.write_text, ["saved by a stack on another rank"]).start()
+    assert stacks.wait_for_snapshot(cell, 0, 2, left=1000, waiting=True, poll=0.05)
+    path.unlink()
+    assert not stacks.wait_for_snapshot(cell, 0, 2, left=50, waiting=True, poll=0.05)  # no time to evaluate it
+    assert not stacks.wait_for_snapshot(cell, 0, 2, left=None, waiting=False)  # one process: nothing trains beside
+    (cell.dir / "model_0.safetensors").write_text("trained without the snapshot")
+    assert not stacks.wait_for_snapshot(cell, 0, 2, left=None, waiting=True, poll=0.05)

@@ -80,8 +80,10 @@ class Cell:
         # results have their own files); those two are kept in config.json under "recorded"
         experiment_key = {k: v for k, v in canonical(self.exp).items()
                           if k not in KEY_FREE_FIELDS and (v or k not in KEY_WHEN_SET)}
-        # the pretrain recipe keyed without `text` at its default, so one-edition cells keep their keys
-        pretrain = {k: v for k, v in canonical(self.profile.pretrain).items() if not (k == "text" and v == "bible")}
+        # the pretrain recipe keyed without `text` at its default, so one-edition cells keep their keys, and without
+        # `snapshots` (extra weights saved on the way change no number of the final model)
+        pretrain = {k: v for k, v in canonical(self.profile.pretrain).items()
+                    if not (k == "text" and v == "bible") and k != "snapshots"}
         self.config = {"paper": NAME, "engine": ENGINE, "experiment": experiment_key, "size": self.size,
                        "pretrain": pretrain, "finetune": self.profile.finetune,
                        "half_seed": self.plan.half_seed, "task": TASK}
@@ -302,7 +304,8 @@ class Cell:
                 "device": device_name(device), "steps": p.steps, "torch": torch.__version__})
         return True
 
-    def encoder(self, seed: int):
+    def encoder(self, seed: int, step: int | None = None):
+        """Seed `seed`'s pre-trained encoder: the final model, or with `step` its snapshot after that step."""
         from safetensors.torch import load_model
         from transformers import BertModel
 
@@ -310,11 +313,29 @@ class Cell:
         self._load()
         model = BertModel(bert_config(self.size, self.vocab_rows, positions=self.profile.pretrain.max_length),
                           add_pooling_layer=False)
+        path = self.dir / f"model_{seed}.safetensors" if step is None else self.snapshot_path(seed, step)
         # an NSP model also saved its pooler (the NSP head's input): the classifier does not use it
-        missing, unexpected = load_model(model, str(self.dir / f"model_{seed}.safetensors"), strict=False)
+        missing, unexpected = load_model(model, str(path), strict=False)
         if missing or any(not k.startswith("pooler.") for k in unexpected):
-            raise RuntimeError(f"model_{seed} does not match the cell's shape: missing {missing}, extra {unexpected}")
+            raise RuntimeError(f"{path.name} does not match the cell's shape: missing {missing}, extra {unexpected}")
         return model.float()
+
+    # ------------------------------------------------------------------------------------------- snapshots
+    def snapshot_path(self, seed: int, step: int) -> Path:
+        """Seed `seed`'s weights after `step` pre-training steps (the profile's `snapshots`)."""
+        return self.dir / "snapshots" / f"model_{seed}_step{step}.safetensors"
+
+    def curve_path(self, seed: int, step: int) -> Path:
+        """The section task's results of the snapshot of `seed` after `step` steps (as results_<seed>.csv)."""
+        return self.dir / "snapshots" / f"results_{seed}_step{step}.csv"
+
+    def curve_done(self, seed: int, step: int) -> bool:
+        return self.curve_path(seed, step).exists()
+
+    def evaluate_snapshot(self, seed: int, step: int, device="cpu", progress: bool = False) -> pd.DataFrame:
+        """The section task on the snapshot of `seed` after `step` steps: fine-tuned and tested exactly as the final
+        model (`evaluate_sections_seed`), one point of the zero-shot learning curve; a `step` column added."""
+        return self.evaluate_sections_seed(seed, device, progress, step=step)
 
     # ------------------------------------------------------------------------------------------- the task
     def task_pairs(self, premise: str, hypothesis: str, split: str, keys=None, max_pairs=None) -> EncodedPairs:
@@ -424,10 +445,12 @@ class Cell:
         atomic.write_bytes(path, df.to_csv(index=False).encode())
         return df
 
-    def evaluate_sections_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
+    def evaluate_sections_seed(self, seed: int, device="cpu", progress: bool = False,
+                               step: int | None = None) -> pd.DataFrame:
         """Fine-tune seed `seed`'s encoder on the source train pairs; accuracy and macro-F1 on the source dev and
-        on every test language (parallel test pairs); Table 11's mixed pairs for enfake-X cells."""
-        path = self.dir / f"results_{seed}.csv"
+        on every test language (parallel test pairs); Table 11's mixed pairs for enfake-X cells. With `step`, the
+        same for the encoder's snapshot after that many steps (`evaluate_snapshot`)."""
+        path = self.dir / f"results_{seed}.csv" if step is None else self.curve_path(seed, step)
         if path.exists():
             return pd.read_csv(path, dtype={"experiment": str, "language": str})
         f = self.profile.finetune
@@ -436,7 +459,7 @@ class Cell:
         dev = self.task_pairs(src, src, "dev", max_pairs=f.max_test_pairs)
         cfg = FinetuneConfig(lr=f.lr, batch_size=f.batch_size, epochs=f.epochs,
                              max_length=self.profile.pretrain.max_length, seed=seed)
-        model, history = finetune(cfg, self.encoder(seed), train, len(SECTIONS), device=device, progress=progress)
+        model, history = finetune(cfg, self.encoder(seed, step), train, len(SECTIONS), device=device, progress=progress)
         rows = []
 
         def add(language, split, data):
@@ -466,6 +489,8 @@ class Cell:
         rows.append({"experiment": self.name, "seed": seed, "language": src, "task": TASK,
                      "metric": "finetune_seconds", "value": history["seconds"]})
         df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+        if step is not None:
+            df["step"] = step
         atomic.write_bytes(path, df.to_csv(index=False).encode())
         return df
 

@@ -101,6 +101,10 @@ class Pretrain:
     length_bins: int = field(default=1, metadata={
         "help": "length-grouped batches: each step draws its pairs from one of this many length quantiles of every "
                 "language (the quantile shared by all models at a step), so a stack pads little (1: no grouping)"})
+    snapshots: tuple[float, ...] = field(default=(), metadata={
+        "help": "shares of the steps (each in (0, 1)) at which every model's weights are also saved and evaluated "
+                "zero-shot like the final model, for the learning curve of transfer (changes no number: the training "
+                "is the same; left out of the run key)"})
 
     def __post_init__(self):
         if self.embedding_rows is not None and self.embedding_rows < 1:
@@ -109,6 +113,13 @@ class Pretrain:
             raise ConfigError(f"length_bins must be >= 1 (1: no grouping); got {self.length_bins}")
         if self.text not in TEXTS:
             raise ConfigError(f"text must be one of {', '.join(TEXTS)}; got {self.text!r}")
+        if any(not 0 < f < 1 for f in self.snapshots) or list(self.snapshots) != sorted(set(self.snapshots)):
+            raise ConfigError(f"snapshots must be increasing shares of the steps, each in (0, 1); got {self.snapshots}")
+
+    @property
+    def snapshot_steps(self) -> tuple[int, ...]:
+        """The steps after which the snapshots are saved: round(share x steps), those in 1 .. steps - 1, once each."""
+        return tuple(sorted({n for f in self.snapshots if 0 < (n := round(f * self.steps)) < self.steps}))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ base pair cells alone, each profile of experiments.yaml declared with its gate b
 - ``alltext``: every Bible edition of a language plus its LibreOffice help paragraphs (same chapter half, same
   recipe), trained with ``--part base`` (es, hi, ru; 3 seeds);
 - ``alltext2x``: the same text with twice the pre-training steps, ``--part pilot`` (es, ru), seed 0;
-- ``alltext4x``: four times the steps, ``--part pilot``, seed 0 (declared, not run yet).
+- ``alltext4x``: four times the steps, ``--part pilot``, seed 0, with snapshots after a quarter, half and three
+  quarters of the steps evaluated like the final model (the zero-shot learning curve, ``pilot_<profile>_curve.csv``,
+  read back with `transfer_curves`).
 
 `publish` copies a profile's trained cells into the book (``pilot_<profile>.csv`` in the chapters' long format, with
 each cell's ``majority/<cell>`` rows; ``pilot_<profile>/stack_<key>.json``, the stacks' timing records with their MLM
@@ -66,7 +68,78 @@ def publish(profile: str, results: Path | None = None) -> Path:
             atomic.write_json(folder / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
     with atomic.atomic_path(results / f"pilot_{profile}_corpus.csv") as tmp:
         R.corpus_card(profile).to_csv(tmp, index=False)
+    curve = snapshot_results(profile, frame)
+    if not curve.empty:
+        with atomic.atomic_path(results / f"pilot_{profile}_curve.csv") as tmp:
+            curve.to_csv(tmp, index=False)
     return out
+
+
+def snapshot_results(profile: str, final: pd.DataFrame) -> pd.DataFrame:
+    """The zero-shot learning curve of `profile`'s trained base cells: the section task's results of each snapshot
+    (`Cell.evaluate_snapshot`, the profile's `snapshots`) and of the final model (`final`, from `publish`; its
+    step the profile's last), with the majority rows, in the chapters' long format plus a ``step`` column. Empty
+    when no snapshot was evaluated."""
+    from .bbert import Cell
+    plan = load_plan()
+    steps = plan.profiles[profile].pretrain.steps
+    frames = []
+    for name in experiments_of(plan, "base"):
+        cell = Cell(plan, profile, name)
+        frames += [pd.read_csv(f, dtype={"experiment": str, "language": str})
+                   for f in sorted(cell.dir.glob("snapshots/results_*_step*.csv"))]
+    if not frames:
+        return pd.DataFrame()
+    snaps = pd.concat(frames, ignore_index=True)
+    done = set(snaps["experiment"])
+    last = final[final["experiment"].isin(done | {f"majority/{n}" for n in done}) & (final["task"] == "sections")]
+    return pd.concat([snaps, last.assign(step=steps)], ignore_index=True)
+
+
+def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
+    """recipe, cell, seed, step, target test, target dev, source test, majority (%): the zero-shot learning curves
+    published with the pilots (``pilot_<profile>_curve.csv``), one row per evaluated snapshot and the final model;
+    the majority class's accuracy on the target's test pairs."""
+    rows = []
+    for profile in profiles:
+        path = Path(folder) / f"pilot_{profile}_curve.csv"
+        if not path.exists():
+            continue
+        frame = pd.read_csv(path, dtype={"experiment": str, "language": str})
+        majority = frame[frame["experiment"].str.startswith("majority/")]
+        for step, f in frame[~frame["experiment"].str.startswith("majority/")].groupby("step"):
+            test, dev = _cells(pd.concat([f, majority]), "accuracy"), _cells(pd.concat([f, majority]), "dev_accuracy")
+            for t in test.itertuples():
+                d = dev[(dev["experiment"] == t.experiment) & (dev["seed"] == t.seed)]["target"]
+                rows.append({"recipe": RECIPES[profile], "cell": t.experiment, "seed": t.seed, "step": int(step),
+                             "target test": 100 * t.target, "target dev": 100 * float(d.mean()),
+                             "source test": 100 * t.source, "majority": 100 * t.majority})
+    columns = ["recipe", "cell", "seed", "step", "target test", "target dev", "source test", "majority"]
+    return pd.DataFrame(rows, columns=columns).sort_values(["recipe", "cell", "seed", "step"], ignore_index=True)
+
+
+def transfer_figure(curves: pd.DataFrame):
+    """One panel per cell: zero-shot accuracy on the target's test pairs (and the source's, thin) against the
+    pre-training step at which the encoder was taken, with the majority class dashed."""
+    import matplotlib.pyplot as plt
+
+    base = experiments_of(load_plan(), "base")
+    cells = sorted(dict.fromkeys(curves["cell"]), key=lambda c: (base.index(c) if c in base else len(base), c))
+    fig, axes = plt.subplots(1, len(cells), figsize=(max(2.6 * len(cells), 6), 3.2), sharey=True, squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        c = curves[curves["cell"] == cell].sort_values("step")
+        for (recipe, seed), r in c.groupby(["recipe", "seed"]):
+            ax.plot(r["step"], r["target test"], marker="o", linewidth=1.2, label=f"target ({recipe})")
+            ax.plot(r["step"], r["source test"], marker=".", linewidth=0.6, color="grey", label="source")
+        ax.axhline(c["majority"].mean(), color="black", linestyle="--", linewidth=0.8, label="majority class")
+        ax.set_title(cell)
+        ax.set_xlabel("pre-training step")
+    axes[0][0].set_ylabel("test accuracy (%)")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    keep = dict(zip(labels, handles))
+    fig.legend(keep.values(), keep.keys(), loc="lower center", ncol=len(keep), frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
 
 
 def _cells(frame: pd.DataFrame, metric: str) -> pd.DataFrame:

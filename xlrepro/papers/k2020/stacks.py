@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -188,9 +189,10 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
             eval_line = (f"\nevaluations: about {secs / 60:.0f} worker-minutes of fine-tuning for the {len(evals)} left "
                          f"(median measured fine-tuning: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(med.items()))
                          + "; data and testing on top), shared by the evaluation workers")
+    snaps = f" (and {plural(count('snapshot'), 'snapshot')} of the learning curve)" if count("snapshot") else ""
     head = (f"{plural(count('stack'), 'stack')} ({plural(sum(r['models'] for r in rows), 'model')}), "
             f"{plural(count('nsp'), 'model')} one at a time (NSP, control) and "
-            f"{plural(count('eval'), 'evaluation')} left over {slots} slots"
+            f"{plural(count('eval'), 'evaluation')}{snaps} left over {slots} slots"
             f"{'' if gpu is None else f' (speeds measured on {gpu}s only)'}")
     if not rows:
         return head + eval_line
@@ -214,9 +216,34 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK) -> list[d
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
     jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.alone and needs(c, s)]
+    # the zero-shot learning curve (the profile's `snapshots`), earliest step first, before the final evaluations:
+    # under torchrun the evaluation ranks take them while the stacks train (`wait_for_snapshot`). A member trained
+    # without snapshots gets none.
+    jobs += [{"kind": "snapshot", "members": [[c.name, s]], "step": n}
+             for n in (cells[0].profile.pretrain.snapshot_steps if cells else ()) for c, s in members
+             if not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
     return jobs
+
+
+SNAPSHOT_POLL = 5.0  # seconds between two looks for a snapshot that a stack on another rank has yet to save
+
+
+def wait_for_snapshot(cell: Cell, seed: int, step: int, left: float | None, waiting: bool,
+                      poll: float = SNAPSHOT_POLL) -> bool:
+    """Whether the snapshot of (cell, seed) after `step` steps is there to evaluate. It is there, or, with `waiting`
+    (other ranks train the stacks: torchrun), it appears while enough of the `left` seconds remain to evaluate it
+    (`eval_seconds`). Never, once the member's final model is saved without it."""
+    path, final = cell.snapshot_path(seed, step), cell.dir / f"model_{seed}.safetensors"
+    start = time.time()
+    while not path.exists():
+        if not waiting or final.exists():
+            return False
+        if left is not None and left - (time.time() - start) < eval_seconds(cell):
+            return False
+        time.sleep(poll)
+    return True
 
 
 def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False, compile=None,
@@ -228,6 +255,11 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
     cell, seed = members[0]
     if job["kind"] == "nsp":
         return cell._pretrain_alone([seed], device, time_limit, progress)
+    if job["kind"] == "snapshot":
+        if not wait_for_snapshot(cell, seed, job["step"], time_limit, queue_world()[1] > 1):
+            return None
+        cell.evaluate_snapshot(seed, job["step"], device, progress)
+        return True
     if not (cell.dir / f"model_{seed}.safetensors").exists():
         return None
     if time_limit is not None and time_limit < eval_seconds(cell):
@@ -239,9 +271,9 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
 def queue_jobs(jobs: list[dict]) -> list[Job]:
     """The part's jobs (`jobs_of`) for the engine's queue: stacks and NSP models in the "train" lane, evaluations in
     the "eval" lane, each after the job (if any) that trains its model."""
-    trainer = {tuple(m): i for i, j in enumerate(jobs) if j["kind"] != "eval" for m in j["members"]}
+    trainer = {tuple(m): i for i, j in enumerate(jobs) if j["kind"] in ("stack", "nsp") for m in j["members"]}
     return [Job(j, "eval", tuple(i for m in j["members"] if (i := trainer.get(tuple(m))) is not None))
-            if j["kind"] == "eval" else Job(j, "train") for j in jobs]
+            if j["kind"] == "eval" else Job(j, "eval") if j["kind"] == "snapshot" else Job(j, "train") for j in jobs]
 
 
 def job_done(spec: dict, cells: dict[str, Cell]) -> bool:
@@ -250,12 +282,15 @@ def job_done(spec: dict, cells: dict[str, Cell]) -> bool:
     members = [(cells[n], s) for n, s in spec["members"]]
     if spec["kind"] == "eval":
         return members[0][0].evaluated(members[0][1])
+    if spec["kind"] == "snapshot":
+        return members[0][0].curve_done(members[0][1], spec["step"])
     return all((c.dir / f"model_{s}.safetensors").exists() or c.evaluated(s) for c, s in members)
 
 
 def describe_job(spec: dict) -> str:
     """A job in a line of the queue's log: "stack [['enfake-es', 0], ['enfake-hi', 0]]"."""
-    return f"{spec['kind']} {spec['members'][:3]}{' ...' if len(spec['members']) > 3 else ''}"
+    step = f" step {spec['step']}" if "step" in spec else ""
+    return f"{spec['kind']} {spec['members'][:3]}{' ...' if len(spec['members']) > 3 else ''}{step}"
 
 
 def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=None, graphs: bool = True,
@@ -271,7 +306,7 @@ def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=N
         print(f"[{tag or device}] not started: {why}", flush=True)
 
     def run(spec: dict, left: float | None) -> bool | None:
-        if last_call and left is not None and spec["kind"] != "eval":
+        if last_call and left is not None and spec["kind"] in ("stack", "nsp"):
             if not speeds:
                 speeds.extend(card_speeds(speed_folders(next(iter(cells.values()))), device))
             if too_long(spec, cells, left, speeds[1], speeds[0]):

@@ -258,6 +258,16 @@ class StackTrainer:
             window[0] = 0
             return None
 
+        def snapshot(stack, curve, seconds):
+            # the profile's `snapshots`: each model's weights after this step, kept beside its final model for the
+            # zero-shot learning curve (`Cell.evaluate_snapshot`); a snapshot saved before a resume is not rewritten
+            for i, (cell, seed) in enumerate(self.members):
+                path = cell.snapshot_path(seed, stack.step_count)
+                if not path.exists():
+                    with atomic.atomic_path(path) as tmp:
+                        save_model(stack.export(i).bert.to(torch.bfloat16).cpu(), str(tmp))
+            return False  # go on training
+
         def on_save(stack, curve):  # a check can read the progress mid-run
             atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps,
                                                               "shape": self.size.name,
@@ -265,7 +275,9 @@ class StackTrainer:
 
         done = pretrain_loop(stack, batch, steps=p.steps, checkpoint=ckpt, time_limit=time_limit, t0=t0,
                              progress=progress, desc=f"{len(self.members)}x {self.size.name} ({label[:60]})",
-                             curve={}, record_loss=record_loss, on_save=on_save, checkpoint_seconds=CHECKPOINT_SECONDS)
+                             curve={}, record_loss=record_loss, on_save=on_save, checkpoint_seconds=CHECKPOINT_SECONDS,
+                             on_eval=snapshot if p.snapshot_steps else None,
+                             eval_steps=set(p.snapshot_steps) if p.snapshot_steps else None)
         if done is None:
             return False
         stack, curve, seconds = done
