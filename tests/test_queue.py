@@ -56,6 +56,12 @@ def test_a_job_that_reads_another_waits_for_it_and_is_given_up_when_it_did_not_f
     assert states == {0: DONE, 1: LEFT, 2: DONE, 3: LEFT}
 
 
+def test_an_empty_plan_ends_at_once_on_a_rank_that_takes_one_lane():
+    """Every job of a part done before the call: the plan is empty, and an evaluation-only rank has nothing to take
+    (it raised KeyError: 'eval' before)."""
+    assert run_queue([], lambda spec, left: True, lanes=["eval"]) == {}
+
+
 def test_bad_plans_and_lanes_are_named():
     with pytest.raises(ValueError, match=r"job 0 reads job\(s\) \[5\]"):
         run_queue([Job({}, after=(5,))], lambda spec, left: True)

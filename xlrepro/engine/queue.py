@@ -152,7 +152,8 @@ def run_queue(jobs: Sequence[Job] | None, run: Callable[[dict, float | None], bo
     unknown = [lane for lane in lanes if lane not in order]
     if unknown and plan:
         raise ValueError(f"unknown lane(s) {unknown}; this queue's lanes: {', '.join(order)}")
-    by_lane = {lane: [i for i, j in enumerate(plan) if j.lane == lane] for lane in order}
+    # a lane this rank takes that the plan does not have (an empty plan: every job of a part done) hands out nothing
+    by_lane = {lane: [i for i, j in enumerate(plan) if j.lane == lane] for lane in [*order, *lanes]}
     describe = describe or (lambda spec: json.dumps(spec)[:100])
     say = (lambda text: print(f"[rank {rank}/{world}] {text}", flush=True)) if world > 1 else (lambda text: None)
 
