@@ -94,3 +94,10 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     assert c["target dev"].tolist() == pytest.approx([22.0, 33.0])
     assert c["source test"].tolist() == pytest.approx([60.0, 88.0]) and c["majority"].tolist() == pytest.approx([25.4] * 2)
     assert len(pilots.transfer_figure(c).axes) == 1
+
+
+def test_only_stacks_whose_every_model_was_evaluated_are_published():
+    frame = pd.DataFrame(cell_rows("en-es", "es", [0.4], [0.4]) + cell_rows("en-hi", "hi", [0.3, 0.3], [0.3] * 2))
+    assert pilots.all_evaluated({"members": ["en-es/0", "en-hi/1"]}, frame)
+    assert not pilots.all_evaluated({"members": ["en-es/0", "en-es/1"]}, frame)  # seed 1's model was lost
+    assert not pilots.all_evaluated({"members": ["enfake-hi/0"]}, frame)

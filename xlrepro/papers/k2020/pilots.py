@@ -60,7 +60,7 @@ def publish(profile: str, results: Path | None = None) -> Path:
     trained = set(frame["experiment"])
     for timing in sorted(R.run_folder(profile).glob("stacks/*/timing.json")):
         record = json.loads(timing.read_text())
-        if {m.rsplit("/", 1)[0] for m in record["members"]} & trained:
+        if all_evaluated(record, frame):
             atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
     for config in sorted(R.run_folder(profile).glob("*/config.json")):
         name = config.parent.name.rsplit("-", 1)[0].replace("__", "/")  # <cell>-<run key>, "/" written "__"
@@ -73,6 +73,14 @@ def publish(profile: str, results: Path | None = None) -> Path:
         with atomic.atomic_path(results / f"pilot_{profile}_curve.csv") as tmp:
             curve.to_csv(tmp, index=False)
     return out
+
+
+def all_evaluated(record: dict, frame: pd.DataFrame) -> bool:
+    """Whether every member ("<cell>/<seed>") of a stack's timing record has results in `frame`. The loss curves the
+    book shows are those of evaluated models: a stack whose models were lost before their evaluation stays out
+    (its seeds are trained again)."""
+    evaluated = {f"{e}/{s}" for e, s in zip(frame["experiment"], frame["seed"])}
+    return set(record["members"]) <= evaluated
 
 
 def snapshot_results(profile: str, final: pd.DataFrame) -> pd.DataFrame:
