@@ -345,6 +345,25 @@ def test_measured_speeds_can_be_those_of_one_card(tmp_path):
         measured_step_ms(tmp_path, "A100")
 
 
+def test_a_compiled_call_plans_with_compiled_speeds_where_a_shape_has_them(tmp_path):
+    from xlrepro.papers.k2020.stacks import measured_step_ms, planning_step_ms
+    for key, shape, ms, device, mode in (("a", "s", 24.0, "NVIDIA H200", "none"), ("b", "s", 28.0, "NVIDIA H200", "none"),
+                                         ("c", "s", 8.0, "NVIDIA H200", "regional"),
+                                         ("d", "s", 12.0, "NVIDIA H100 80GB HBM3", "regional"),
+                                         ("e", "t", 50.0, "NVIDIA H100 80GB HBM3", "none")):
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "timing.json").write_text(json.dumps({"shape": shape, "ms_per_model_step": ms,
+                                                                "device": device, "compile": mode}))
+    assert measured_step_ms(tmp_path, compiled=True) == {"s": 10.0}
+    assert measured_step_ms(tmp_path, compiled=False) == {"s": 26.0, "t": 50.0}
+    assert measured_step_ms(tmp_path) == {"s": 18.0, "t": 50.0}  # the median of 8, 12, 24 and 28 pooled
+    # the card's compiled speed; t was timed eager on an H100 only, the one measurement there is
+    assert planning_step_ms(tmp_path, "H200", compiled=True) == {"s": 8.0, "t": 50.0}
+    assert planning_step_ms(tmp_path, "H200", compiled=False) == {"s": 26.0, "t": 50.0}
+    assert planning_step_ms(tmp_path, "H100", compiled=False) == {"s": 26.0, "t": 50.0}  # the mode before the card
+    assert planning_step_ms(tmp_path) == {"s": 18.0, "t": 50.0}
+
+
 def test_what_is_left_of_a_checkpointed_stack_is_estimated_from_its_progress(tmp_path):
     """100 steps at a measured 1000 ms a model-step, 2 models: 200 s + 45 s start-up; at step 75, a quarter of the
     steps is left: 50 s + 45 s."""

@@ -107,7 +107,8 @@ def prepare_train(a: argparse.Namespace):
 
             from .stacks import MAX_STACK, dry_run, part_cells
             gpus = gpus_planned or max(1, torch.cuda.device_count())
-            return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK, gpu)
+            return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK, gpu,
+                           compiled=bool(getattr(a, "compile", False)))
         return plan
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
