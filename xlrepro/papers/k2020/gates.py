@@ -10,7 +10,7 @@
   transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
   ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``). A pilot
   gate's ``seeds`` restricts it to its declared seeds.
-- ``alltext_base_transfers``, ``alltext2x_base_transfers``: ``base_transfers``' check on a scaling profile's runs of
+- ``alltext_base_transfers``, ``alltext2x_base_transfers``, ``alltext4x_base_transfers``: ``base_transfers``' check on a scaling profile's runs of
   all the base cells (pilot_<profile>.csv); with ``seeds``, pending until every cell has all of them.
 - ``alltext4x_pilot_transfers``: the pilot gate with four times the steps (profile ``alltext4x``).
 
@@ -132,7 +132,7 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
     check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source,
              "alltext_pilot_transfers": alltext_pilot_transfers, "alltext_base_transfers": base_transfers,
              "alltext2x_pilot_transfers": alltext_pilot_transfers, "alltext2x_base_transfers": base_transfers,
-             "alltext4x_pilot_transfers": alltext_pilot_transfers}
+             "alltext4x_pilot_transfers": alltext_pilot_transfers, "alltext4x_base_transfers": base_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
     return pd.DataFrame(rows, columns=COLUMNS)
 
