@@ -94,6 +94,9 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     assert c["target dev"].tolist() == pytest.approx([22.0, 33.0])
     assert c["source test"].tolist() == pytest.approx([60.0, 88.0]) and c["majority"].tolist() == pytest.approx([25.4] * 2)
     assert len(pilots.transfer_figure(c).axes) == 1
+    assert pilots.transfer_reading(c) == (
+        "**Zero-shot accuracy along pre-training** (target test pairs, %, at steps 4,000, 16,000): enfake-ru 20.0 → "
+        "35.0 (majority 25.4). Between the last two points the target's accuracy rose in 1 of 1 cells.")
 
 
 def test_only_stacks_whose_every_model_was_evaluated_are_published():

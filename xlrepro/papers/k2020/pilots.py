@@ -126,6 +126,23 @@ def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).sort_values(["recipe", "cell", "seed", "step"], ignore_index=True)
 
 
+def transfer_reading(curves: pd.DataFrame) -> str:
+    """`transfer_curves` in words: per recipe and cell, the target's test accuracy at each evaluated step (mean over
+    seeds), the majority class, and how many cells still gained between their last two points."""
+    if curves.empty:
+        return ""
+    parts, gained, cells = [], 0, 0
+    for (recipe, cell), c in curves.groupby(["recipe", "cell"], sort=False):
+        by_step = c.groupby("step")["target test"].mean()
+        parts.append(f"{cell} " + " → ".join(f"{v:.1f}" for v in by_step) + f" (majority {c['majority'].mean():.1f})")
+        cells += 1
+        gained += bool(len(by_step) > 1 and by_step.iloc[-1] > by_step.iloc[-2])
+    steps = sorted(curves["step"].unique())
+    return (f"**Zero-shot accuracy along pre-training** (target test pairs, %, at steps "
+            f"{', '.join(f'{s:,}' for s in steps)}): " + "; ".join(parts) + f". Between the last two points the "
+            f"target's accuracy rose in {gained} of {cells} cells.")
+
+
 def transfer_figure(curves: pd.DataFrame):
     """One panel per cell: zero-shot accuracy on the target's test pairs (and the source's, thin) against the
     pre-training step at which the encoder was taken, with the majority class dashed."""
