@@ -387,8 +387,10 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
         rate = ("(1) the fine-tuning rate. The paper's 2e-5 (Devlin et al.'s, for a BERT-base pretrained for 140k "
                 "steps on 1 GB of Wikipedia per language) left most of our runs predicting one class. The Wu & Dredze "
                 "chapters, which fine-tune a model pretrained from scratch on the Bible, search the rate a decade "
-                "higher for that reason and select it on English dev. The cheap test is that selection here "
-                "(`finetune.lr_grid`; pretraining again, as the weights stay on the training machine), not yet run.")
+                "higher for that reason and select it on English dev. The cheap test is that selection here, declared "
+                f"before its run (`table3.finetune.lr_grid` in experiments.yaml: "
+                f"{', '.join(f'{r:g}' for r in cfg.finetune.lr_grid) or 'none'}; it pretrains again, as the weights "
+                "stay on the training machine), not yet run.")
     else:
         rate = "(1) the fine-tuning recipe, the paper's."
     return (f"{rate} (2) Far less pretraining: {updates:,} updates of {cfg.batch_size} verses ({cfg.epochs} epochs of "
