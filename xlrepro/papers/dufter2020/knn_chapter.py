@@ -389,7 +389,8 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
                 "chapters, which fine-tune a model pretrained from scratch on the Bible, search the rate a decade "
                 "higher for that reason and select it on English dev. The cheap test is that selection here, declared "
                 f"before its run (`table3.finetune.lr_grid` in experiments.yaml: "
-                f"{', '.join(f'{r:.0e}'.replace('e-0', 'e-') for r in cfg.finetune.lr_grid) or 'none'}; it pretrains again, as the weights "
+                f"{', '.join(f'{r:.0e}'.replace('e-0', 'e-') for r in cfg.finetune.lr_grid) or 'none'}; "
+                "it pretrains again, as the weights "
                 "stay on the training machine), not yet run.")
     else:
         rate = "(1) the fine-tuning recipe, the paper's."

@@ -10,8 +10,9 @@
   transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
   ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``). A pilot
   gate's ``seeds`` restricts it to its declared seeds.
-- ``alltext_base_transfers``, ``alltext2x_base_transfers``, ``alltext4x_base_transfers``: ``base_transfers``' check on a scaling profile's runs of
-  all the base cells (pilot_<profile>.csv); with ``seeds``, pending until every cell has all of them.
+- ``alltext_base_transfers``, ``alltext2x_base_transfers``, ``alltext4x_base_transfers``: ``base_transfers``'
+  check on a scaling profile's runs of all the base cells (pilot_<profile>.csv); with ``seeds``, pending until every
+  cell has all of them.
 - ``alltext4x_pilot_transfers``: the pilot gate with four times the steps (profile ``alltext4x``).
 
 `gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
