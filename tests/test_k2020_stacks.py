@@ -567,5 +567,9 @@ def test_an_evaluation_rank_waits_for_a_snapshot_while_there_is_time_and_not_onc
     path.unlink()
     assert not stacks.wait_for_snapshot(cell, 0, 2, left=50, waiting=True, poll=0.05)  # no time to evaluate it
     assert not stacks.wait_for_snapshot(cell, 0, 2, left=None, waiting=False)  # one process: nothing trains beside
+    path.write_text("saved")
+    assert stacks.wait_for_snapshot(cell, 0, 2, left=None, waiting=False)
+    assert not stacks.wait_for_snapshot(cell, 0, 2, left=50, waiting=False)  # there, but no time to evaluate it
+    path.unlink()
     (cell.dir / "model_0.safetensors").write_text("trained without the snapshot")
     assert not stacks.wait_for_snapshot(cell, 0, 2, left=None, waiting=True, poll=0.05)

@@ -244,18 +244,18 @@ SNAPSHOT_POLL = 5.0  # seconds between two looks for a snapshot that a stack on 
 
 def wait_for_snapshot(cell: Cell, seed: int, step: int, left: float | None, waiting: bool,
                       poll: float = SNAPSHOT_POLL) -> bool:
-    """Whether the snapshot of (cell, seed) after `step` steps is there to evaluate. It is there, or, with `waiting`
-    (other ranks train the stacks: torchrun), it appears while enough of the `left` seconds remain to evaluate it
-    (`eval_seconds`). Never, once the member's final model is saved without it."""
+    """Whether the snapshot of (cell, seed) after `step` steps is there to evaluate with enough of the `left` seconds
+    remaining to evaluate it (`eval_seconds`; an evaluation is not resumable). With `waiting` (other ranks train the
+    stacks: torchrun) it may appear in the meantime; never once the member's final model is saved without it."""
     path, final = cell.snapshot_path(seed, step), cell.dir / f"model_{seed}.safetensors"
     start = time.time()
-    while not path.exists():
+    while left is None or left - (time.time() - start) >= eval_seconds(cell):
+        if path.exists():
+            return True
         if not waiting or final.exists():
             return False
-        if left is not None and left - (time.time() - start) < eval_seconds(cell):
-            return False
         time.sleep(poll)
-    return True
+    return False
 
 
 def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False, compile=None,
@@ -282,7 +282,8 @@ def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False
 
 def queue_jobs(jobs: list[dict]) -> list[Job]:
     """The part's jobs (`jobs_of`) for the engine's queue: stacks and NSP models in the "train" lane, evaluations in
-    the "eval" lane, each after the job (if any) that trains its model."""
+    the "eval" lane, each after the job (if any) that trains its model; the snapshots' evaluations in the "eval" lane
+    with no such order (they wait for their weights themselves, `wait_for_snapshot`)."""
     trainer = {tuple(m): i for i, j in enumerate(jobs) if j["kind"] in ("stack", "nsp") for m in j["members"]}
     return [Job(j, "eval", tuple(i for m in j["members"] if (i := trainer.get(tuple(m))) is not None))
             if j["kind"] == "eval" else Job(j, "eval") if j["kind"] == "snapshot" else Job(j, "train") for j in jobs]
