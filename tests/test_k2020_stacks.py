@@ -550,6 +550,8 @@ def test_snapshots_change_neither_the_cell_s_key_nor_its_final_model_and_get_the
     assert job_done(jobs[1], by_name) and not cell.evaluated(0)  # the final model's results are apart
     plain_later = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es", [0], root=tmp_path / "plain")
     assert [j["kind"] for j in jobs_of([plain_later], slots=1)] == ["eval"]  # its final model has no snapshot
+    nsp = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es/nsp", [0], root=tmp_path / "nsp")
+    assert [j["kind"] for j in jobs_of([nsp], slots=1)] == ["nsp", "eval"]  # trained alone, without snapshots
 
 
 def test_an_evaluation_rank_waits_for_a_snapshot_while_there_is_time_and_not_once_the_model_is_final(tmp_path,

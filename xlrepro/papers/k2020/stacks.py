@@ -230,10 +230,10 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.alone and needs(c, s)]
     # the zero-shot learning curve (the profile's `snapshots`), earliest step first, before the final evaluations:
     # under torchrun the evaluation ranks take them while the stacks train (`wait_for_snapshot`). A member trained
-    # without snapshots gets none.
+    # without snapshots gets none, nor does an NSP model (trained one at a time, without snapshots).
     jobs += [{"kind": "snapshot", "members": [[c.name, s]], "step": n}
              for n in (cells[0].profile.pretrain.snapshot_steps if cells else ()) for c, s in members
-             if not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
+             if not c.exp.alone and not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
     return jobs
