@@ -104,3 +104,12 @@ def test_only_stacks_whose_every_model_was_evaluated_are_published():
     assert pilots.all_evaluated({"members": ["en-es/0", "en-hi/1"]}, frame)
     assert not pilots.all_evaluated({"members": ["en-es/0", "en-es/1"]}, frame)  # seed 1's model was lost
     assert not pilots.all_evaluated({"members": ["enfake-hi/0"]}, frame)
+
+
+def test_loss_reading_gives_each_recipe_s_fall_over_the_last_steps():
+    drop = pd.DataFrame({"recipe": ["a", "a", "b"], "cell": ["x", "y", "x"], "seed": [0, 0, 0],
+                         "steps": [1000, 1000, 1000], "drop": [0.2, 0.4, -0.01]})
+    assert pilots.loss_reading(drop) == (
+        "**Was the loss still falling?** Over each run's last 1,000 steps it fell in 2 of 3 runs, with the learning "
+        "rate decaying linearly to 0 over those steps. Median fall in nats (range, runs): *a* 0.300 (0.200 to 0.400, "
+        "2 runs); *b* -0.010 (-0.010 to -0.010, 1 run).")

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from xlrepro import atomic
-from xlrepro.config import ConfigError, choose
+from xlrepro.config import ConfigError, choose, plural
 
 from .config import PROFILES, experiments_of, load_plan
 
@@ -287,6 +287,18 @@ def final_drop(curves: pd.DataFrame, points: int = 3) -> pd.DataFrame:
                      "steps": int(tail["step"].iloc[-1] - tail["step"].iloc[0]),
                      "drop": float(tail["loss"].iloc[0] - tail["loss"].iloc[-1])})
     return pd.DataFrame(rows, columns=["recipe", "cell", "seed", "steps", "drop"])
+
+
+def loss_reading(drop: pd.DataFrame) -> str:
+    """`final_drop` in words: in how many runs the loss still fell over their last recorded steps, and by how much,
+    recipe by recipe (median and range, nats)."""
+    if drop.empty:
+        return ""
+    by = "; ".join(f"*{recipe}* {d['drop'].median():.3f} ({d['drop'].min():.3f} to {d['drop'].max():.3f}, "
+                   f"{plural(len(d), 'run')})" for recipe, d in drop.groupby("recipe", sort=False))
+    return (f"**Was the loss still falling?** Over each run's last {drop['steps'].max():,} steps it fell in "
+            f"{(drop['drop'] > 0).sum()} of {len(drop)} runs, with the learning rate decaying linearly to 0 over "
+            f"those steps. Median fall in nats (range, runs): {by}.")
 
 
 def loss_figure(curves: pd.DataFrame):
