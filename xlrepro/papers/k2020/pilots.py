@@ -294,6 +294,8 @@ def loss_reading(drop: pd.DataFrame) -> str:
     recipe by recipe (median and range, nats)."""
     if drop.empty:
         return ""
+    order = {r: i for i, r in enumerate(RECIPES.values())}  # the recipes in the order of the levers
+    drop = drop.sort_values("recipe", key=lambda c: c.map(order), kind="stable")
     by = "; ".join(f"*{recipe}* {d['drop'].median():.3f} ({d['drop'].min():.3f} to {d['drop'].max():.3f}, "
                    f"{plural(len(d), 'run')})" for recipe, d in drop.groupby("recipe", sort=False))
     return (f"**Was the loss still falling?** Over each run's last {drop['steps'].max():,} steps it fell in "
