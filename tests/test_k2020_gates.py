@@ -88,3 +88,11 @@ def test_base_gate_with_declared_seeds_is_pending_until_every_cell_has_them():
     rows += [r | {"seed": 1, "value": 0.52} for r in acc("en-hi", "hi", [0.0])]
     g = gates.gate_frame({"pilot_alltext2x": pd.DataFrame(rows)}, spec).iloc[0]
     assert [g["value"], g["threshold"], g["passed"]] == [2, 2, True]  # en-hi 0.51 - 2 SE 0.02 >= 0.30
+
+
+def test_a_superseded_gate_is_neither_passed_nor_failed_and_says_why():
+    rows = acc("en-es", "es", [0.40, 0.42]) + acc("majority/en-es", "es", [0.25, 0.25])  # it would pass
+    spec = {"gates": [{**SPEC["gates"][0], "targets": ["es"], "superseded_by": "next_gate", "why": "its recipe failed"}]}
+    g = gates.gate_frame({"linguistic": pd.DataFrame(rows)}, spec).iloc[0]
+    assert pd.isna(g["passed"]) and pd.isna(g["value"])
+    assert g["detail"] == "superseded by next_gate: its recipe failed"

@@ -134,8 +134,16 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
              "alltext_pilot_transfers": alltext_pilot_transfers, "alltext_base_transfers": base_transfers,
              "alltext2x_pilot_transfers": alltext_pilot_transfers, "alltext2x_base_transfers": base_transfers,
              "alltext4x_pilot_transfers": alltext_pilot_transfers, "alltext4x_base_transfers": base_transfers}
-    rows = [{"gate": g["id"], "criterion": _criterion(g), **check[g["id"]](g, results)} for g in spec["gates"]]
+    rows = [{"gate": g["id"], "criterion": _criterion(g), **(superseded(g) if "superseded_by" in g else
+                                                            check[g["id"]](g, results))} for g in spec["gates"]]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def superseded(g: dict) -> dict:
+    """The row of a gate declared and then replaced before its runs finished (``superseded_by``: the gate that
+    replaces it; ``why``): neither passed nor failed, the reason in its detail."""
+    return {"value": None, "threshold": None, "passed": None,
+            "detail": f"superseded by {g['superseded_by']}: {g['why']}"}
 
 
 def read_gates(folder: str | Path, spec: dict | None = None) -> pd.DataFrame:
