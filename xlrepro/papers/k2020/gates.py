@@ -136,7 +136,9 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
              "alltext4x_pilot_transfers": alltext_pilot_transfers, "alltext4x_base_transfers": base_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **(superseded(g) if "superseded_by" in g else
                                                             check[g["id"]](g, results))} for g in spec["gates"]]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame["threshold"] = frame["threshold"].astype("Int64")  # counts of cells or models (a superseded gate: none)
+    return frame
 
 
 def superseded(g: dict) -> dict:
