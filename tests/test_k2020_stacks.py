@@ -531,6 +531,7 @@ def test_snapshots_change_neither_the_cell_s_key_nor_its_final_model_and_get_the
                     {"kind": "snapshot", "members": [["enfake-es", 0]], "step": 2},
                     {"kind": "eval", "members": [["enfake-es", 0]]}]
     assert [(j.lane, j.after) for j in queue_jobs(jobs)] == [("train", ()), ("eval", ()), ("eval", (0,))]
+    assert [j["kind"] for j in jobs_of([cell], slots=1, snapshots=False)] == ["stack", "eval"]  # --no-snapshots
     by_name = {"enfake-es": cell}
     assert do_job(jobs[1], by_name, "cpu", None) is None  # nothing trains beside it in one process: left for later
     assert StackTrainer([(plain, 0)]).run(progress=False)
@@ -575,3 +576,11 @@ def test_an_evaluation_rank_waits_for_a_snapshot_while_there_is_time_and_not_onc
     path.unlink()
     (cell.dir / "model_0.safetensors").write_text("trained without the snapshot")
     assert not stacks.wait_for_snapshot(cell, 0, 2, left=None, waiting=True, poll=0.05)
+
+
+def test_a_stack_told_to_skip_snapshots_saves_none(multilingual_cache, tmp_path):
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import StackTrainer
+    cell = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es", [0], root=tmp_path)
+    assert StackTrainer([(cell, 0)], snapshots=False).run(progress=False)
+    assert (cell.dir / "model_0.safetensors").exists() and not (cell.dir / "snapshots").exists()

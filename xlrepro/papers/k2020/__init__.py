@@ -36,6 +36,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
     p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
     p.add_argument("--no-graphs", action="store_true", help="GPU: no CUDA graphs (changes no number)")
+    p.add_argument("--no-snapshots", action="store_true",
+                   help="neither save nor evaluate the profile's snapshots (`snapshots` in experiments.yaml: the "
+                        "zero-shot learning curve), e.g. for the tables' cells; changes no number")
     p.add_argument("--workers-per-gpu", type=int, default=1,
                    help="ranks per GPU taking every job (stacks and fine-tuning side by side; changes no number). With "
                         "more than one slot the command starts torchrun, one rank a slot, each taking the next job "
@@ -108,7 +111,8 @@ def prepare_train(a: argparse.Namespace):
             from .stacks import MAX_STACK, dry_run, part_cells
             gpus = gpus_planned or max(1, torch.cuda.device_count())
             return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK, gpu,
-                           compiled=bool(getattr(a, "compile", False)))
+                           compiled=bool(getattr(a, "compile", False)),
+                           snapshots=not getattr(a, "no_snapshots", False))
         return plan
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
@@ -137,7 +141,8 @@ def prepare_train(a: argparse.Namespace):
             out = run_part(a.part, a.profile, a.seeds, rank_device() if under_torchrun() else device, a.time_limit,
                            progress=True, workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
                            graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK,
-                           eval_workers_per_gpu=eval_workers, last_call=getattr(a, "last_call", False))
+                           eval_workers_per_gpu=eval_workers, last_call=getattr(a, "last_call", False),
+                           snapshots=not getattr(a, "no_snapshots", False))
         text = f"{len(out)} result rows"
         if a.part == "pilot" and len(out):
             text += "\n" + pilot_gate(out).to_string(index=False)
@@ -146,7 +151,7 @@ def prepare_train(a: argparse.Namespace):
 
 
 #: Options of the lab's stacked runs, with their defaults: the paper profile takes none of them.
-LAB_ONLY = {"compile": False, "no_graphs": False, "workers_per_gpu": 1, "eval_workers_per_gpu": 0, "max_stack": None,
+LAB_ONLY = {"compile": False, "no_graphs": False, "no_snapshots": False, "workers_per_gpu": 1, "eval_workers_per_gpu": 0, "max_stack": None,
             "last_call": False, "dry_run": False, "gpus": None, "gpu": None}
 
 

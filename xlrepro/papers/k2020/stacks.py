@@ -172,7 +172,7 @@ def stack_seconds_left(stack, measured: dict[str, float], gpu: str = "H200") -> 
 
 
 def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str | None = None,
-            compiled: bool | None = None) -> str:
+            compiled: bool | None = None, snapshots: bool = True) -> str:
     """What a call would do, without training: every stack still to train (shape, models, estimated seconds, the
     slot it would take if each slot took the next job when free), the NSP models and evaluations left, and the
     busiest slot's training time (the call's lower bound before evaluations). A stack paused with a checkpoint is
@@ -180,7 +180,7 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200)."""
     by_name = {c.name: c for c in cells}
     measured = planning_step_ms(speed_folders(cells[0]), gpu, compiled) if cells else {}
-    jobs = jobs_of(cells, slots, max_stack, compiled)
+    jobs = jobs_of(cells, slots, max_stack, compiled, snapshots)
     loads, rows = [0.0] * slots, []
     for job in (j for j in jobs if j["kind"] == "stack"):
         stack = [(by_name[n], s) for n, s in job["members"]]
@@ -213,7 +213,8 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
             f"(evaluations and NSP models come on top){eval_line}")
 
 
-def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled: bool | None = None) -> list[dict]:
+def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled: bool | None = None,
+            snapshots: bool = True) -> list[dict]:
     """The part's jobs in the order they are handed out: stacks (the longest first, by the shapes' measured speeds
     where a finished stack has timed them, else by the FLOP model), NSP models, evaluations.
     The stack plan is made from every (cell, seed), done or not, so a resumed call finds the same stacks; a stack's
@@ -230,9 +231,10 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.alone and needs(c, s)]
     # the zero-shot learning curve (the profile's `snapshots`), earliest step first, before the final evaluations:
     # under torchrun the evaluation ranks take them while the stacks train (`wait_for_snapshot`). A member trained
-    # without snapshots gets none, nor does an NSP model (trained one at a time, without snapshots).
+    # without snapshots gets none, nor does an NSP model (trained one at a time, without snapshots), nor any member
+    # with `snapshots` off.
     jobs += [{"kind": "snapshot", "members": [[c.name, s]], "step": n}
-             for n in (cells[0].profile.pretrain.snapshot_steps if cells else ()) for c, s in members
+             for n in (cells[0].profile.pretrain.snapshot_steps if cells and snapshots else ()) for c, s in members
              if not c.exp.alone and not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
@@ -259,11 +261,12 @@ def wait_for_snapshot(cell: Cell, seed: int, step: int, left: float | None, wait
 
 
 def do_job(job: dict, cells: dict[str, Cell], device, time_limit, progress=False, compile=None,
-           graphs=True) -> bool | None:
+           graphs=True, snapshots: bool = True) -> bool | None:
     """Run one job; True done, False stopped by the time limit, None: an evaluation whose model is not there yet."""
     members = [(cells[n], s) for n, s in job["members"]]
     if job["kind"] == "stack":
-        return StackTrainer(members, device, compile=compile, graphs=graphs).run(time_limit, progress)
+        return StackTrainer(members, device, compile=compile, graphs=graphs, snapshots=snapshots).run(time_limit,
+                                                                                                      progress)
     cell, seed = members[0]
     if job["kind"] == "nsp":
         return cell._pretrain_alone([seed], device, time_limit, progress)
@@ -307,7 +310,7 @@ def describe_job(spec: dict) -> str:
 
 
 def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=None, graphs: bool = True,
-               last_call: bool = False, tag: str = ""):
+               last_call: bool = False, tag: str = "", snapshots: bool = True):
     """The function the queue calls for each job (`run_queue(run=...)`): (spec, seconds left) -> True done, False
     stopped by the time limit, None not started in this call. With `last_call` (no call follows on this machine, so
     a model not evaluated by the deadline is lost with it), a stack or NSP job that cannot finish with time left to
@@ -334,21 +337,22 @@ def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=N
                     leave(f"eval {spec['members']} needs about {need:.0f} s, {left:.0f} s left")
                     return None
                 held = True
-        return do_job(spec, cells, device, None if held else left, progress, compile, graphs)
+        return do_job(spec, cells, device, None if held else left, progress, compile, graphs, snapshots)
     return run
 
 
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
              progress: bool = True, cache_dir=None, root=None, workers_per_gpu: int = 1,
              compile=None, graphs: bool = True, max_stack: int = MAX_STACK,
-             eval_workers_per_gpu: int = 0, last_call: bool = False) -> pd.DataFrame:
+             eval_workers_per_gpu: int = 0, last_call: bool = False, snapshots: bool = True) -> pd.DataFrame:
     """Every cell of a part (resumable): data prepared once on the CPU, then stacks, NSP models and evaluations
     through the engine's queue: in this process on `device`, or as one rank of torchrun's (`xlrepro train k2020`
     starts `workers_per_gpu` + `eval_workers_per_gpu` ranks per GPU). The first `workers_per_gpu` ranks of a machine
     per GPU take every job, the others evaluations only (an evaluation keeps a GPU about a tenth busy, so several run
     side by side; they do not change the stack plan, which depends on the training ranks alone). `last_call`: see
-    `job_runner` (needs a `time_limit`). Returns the part's finished results with their majority baselines, as one
-    long frame."""
+    `job_runner` (needs a `time_limit`). `snapshots` False: the profile's snapshots are neither saved nor evaluated
+    (no learning curve; no number changes). Returns the part's finished results with their majority baselines, as
+    one long frame."""
     if workers_per_gpu < 1 or eval_workers_per_gpu < 0:
         raise ConfigError(f"workers_per_gpu must be >= 1 and eval_workers_per_gpu >= 0; got {workers_per_gpu}, "
                           f"{eval_workers_per_gpu}")
@@ -365,10 +369,10 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     if rank == 0:  # the plan: the other ranks wait for it in the queue's store
         prepare(cells, part, profile, seeds, cache_dir, root, progress)
         jobs = queue_jobs(jobs_of(cells, max(1, world * workers_per_gpu // per_gpu), max_stack,
-                                  compile_mode(compile, device) is not None))
+                                  compile_mode(compile, device) is not None, snapshots))
     tag = f"rank {rank}{' (evaluations)' if lanes else ''}"
     by_name = {c.name: c for c in cells}
-    run_queue(jobs, job_runner(by_name, device, progress and world == 1, compile, graphs, last_call, tag),
+    run_queue(jobs, job_runner(by_name, device, progress and world == 1, compile, graphs, last_call, tag, snapshots),
               done=lambda spec: job_done(spec, by_name), name=f"k2020-{part}", time_limit=time_limit, started=t0,
               lanes=lanes, describe=describe_job)
     return collect(cells)

@@ -145,7 +145,8 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[lis
 class StackTrainer:
     """Pre-train (cell, seed) members of one shape together; each model is saved into its cell's folder."""
 
-    def __init__(self, members, device="cpu", compile=None, graphs: bool = True, root: Path | None = None):
+    def __init__(self, members, device="cpu", compile=None, graphs: bool = True, root: Path | None = None,
+                 snapshots: bool = True):
         if not members:
             raise ValueError("a stack needs at least one member")
         shapes = {stack_shape(c) for c, _ in members}
@@ -160,6 +161,7 @@ class StackTrainer:
             torch.cuda.set_device(self.device)  # graph capture records on the current device's stream
         self.compile = compile_mode(compile, self.device)
         self.graphs = graphs and self.device.type == "cuda"
+        self.snapshots = snapshots  # save the profile's snapshots (`Pretrain.snapshots`) on the way
         cell0 = members[0][0]
         self.size, self.p = cell0.size, cell0.profile.pretrain
         self.folder = stack_folder(members, root)
@@ -276,8 +278,8 @@ class StackTrainer:
         done = pretrain_loop(stack, batch, steps=p.steps, checkpoint=ckpt, time_limit=time_limit, t0=t0,
                              progress=progress, desc=f"{len(self.members)}x {self.size.name} ({label[:60]})",
                              curve={}, record_loss=record_loss, on_save=on_save, checkpoint_seconds=CHECKPOINT_SECONDS,
-                             on_eval=snapshot if p.snapshot_steps else None,
-                             eval_steps=set(p.snapshot_steps) if p.snapshot_steps else None)
+                             on_eval=snapshot if self.snapshots and p.snapshot_steps else None,
+                             eval_steps=set(p.snapshot_steps) if self.snapshots and p.snapshot_steps else None)
         if done is None:
             return False
         stack, curve, seconds = done
