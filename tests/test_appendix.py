@@ -337,6 +337,7 @@ def test_gpu_cost_table_from_hand_made_records(tmp_path):
         "base: ours 1.50x hf-best",
         "none: the record does not give the models' shape"]
     assert E.bench_case((768, 12, 119_547)) == "mbert" and E.bench_case((768, 12, 4096)) == "base"
+    assert E.bench_case((192, 12, 20_480)) == "bbert" and E.bench_case((192, 6, 20_480)) is None
     with pytest.raises(ValueError, match="serves none of the chapters one"):
         E.grid_work(pd.read_csv(tmp_path / "dufter2020" / "runtime.csv", dtype={"experiment": str}), {"one": {"a"}},
                     {"a": (64, 12, None), "b": (64, 12, None), "c": (768, 12, None)}, "H200")

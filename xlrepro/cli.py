@@ -33,7 +33,7 @@ from .config import PROFILES, ConfigError, check_profile, check_seeds, choose
 from .papers import get_paper, paper_of_chapter, papers
 from .paths import repo_root, runs_dir
 
-BENCH_CASES = ("small", "base", "mbert", "base-ragged", "base-dp")  # xlrepro.bench.CASES (checked in test_cli)
+BENCH_CASES = ("small", "base", "mbert", "base-ragged", "base-dp", "bbert")  # xlrepro.bench.CASES (checked in test_cli)
 BENCH_ENGINES = ("hf-fp32", "hf-bf16", "hf-compile", "hf-best", "ours", "ours-nomask", "ours-qkv", "ours-nomask-qkv",
                  "ours-mm", "ours-nomask-mm", "ours-nomask-mm-tuned", "ours-packed", "ours-packed-qkv", "ours-flex", "ours-stack", "hf-compile-ddp", "ours-ddp",
                  "ours-ddp-graph")  # xlrepro.bench.ENGINES (test_cli)

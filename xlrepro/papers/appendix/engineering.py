@@ -969,7 +969,7 @@ def rerun_reading(rerun: pd.DataFrame, folder: Path) -> str:
 # ------------------------------------------------------------------------------------------ what the published runs cost
 # The bench cases (xlrepro.bench.CASES) by (hidden, layers): a published model of that shape takes that case's ratio;
 # a vocabulary of at least MBERT_VOCAB pieces (mBERT's is 119,547) makes a BERT-base the mbert case.
-BENCH_SHAPES = {(64, 12): "small", (768, 12): "base"}
+BENCH_SHAPES = {(64, 12): "small", (768, 12): "base", (192, 12): "bbert"}
 MBERT_VOCAB = 100_000
 _MINUTES = re.compile(r"(\d+(?:\.\d+)?) (GPU|worker)-minutes")
 
@@ -987,7 +987,7 @@ class GpuWork:
 
 
 def bench_case(shape: tuple | None) -> str | None:
-    """The bench case of a model shape (hidden, layers, vocabulary): "small", "base", "mbert", or None (no case
+    """The bench case of a model shape (hidden, layers, vocabulary): "small", "base", "mbert", "bbert", or None (no case
     of that shape, or no shape recorded)."""
     if shape is None:
         return None
