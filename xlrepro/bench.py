@@ -57,7 +57,7 @@ from .engine.distributed import any_rank, barrier, world
 
 SMALL = ModelSize("small", 64, 12, 1, 256, 2e-3)
 BASE = ModelSize("base", 768, 12, 12, 3072, 1e-4)
-BBERT = ModelSize("bbert", 192, 12, 12, 768, 5e-4)  # K et al.'s lab B-BERT (k2020/experiments.yaml, size of `base`)
+BBERT = ModelSize("bbert", 192, 12, 12, 768, 5e-4)  # the lab's bilingual B-BERT (192 wide, 12 layers, 12 heads)
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ CASES = {
     "mbert": Case(BASE, 119_547, 32, 512),
     "base-ragged": Case(BASE, 4096, 256, 128, ragged=True),
     "base-dp": Case(BASE, 4096, 256, 128, data_parallel=True),
-    # K et al.'s B-BERT at its pre-training batch: 128 pairs of up to 128 pieces, 20,480 embedding rows (the lab's
-    # `embedding_rows`); the cost table's ratio for its runs (their real steps are stacked and length-binned)
+    # the lab's bilingual B-BERT at its pre-training batch: 128 pairs of up to 128 pieces, 20,480 embedding rows;
+    # the cost table's ratio for its runs (their real steps are stacked and length-binned)
     "bbert": Case(BBERT, 20_480, 128, 128),
 }
 DEFAULT_CASES = ("small", "base", "mbert")
