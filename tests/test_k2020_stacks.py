@@ -364,6 +364,22 @@ def test_a_compiled_call_plans_with_compiled_speeds_where_a_shape_has_them(tmp_p
     assert planning_step_ms(tmp_path) == {"s": 18.0, "t": 50.0}
 
 
+def test_a_dry_run_for_one_card_reads_that_card_s_speeds_alone(tmp_path):
+    """A shape timed on an H100 only: a dry run for H200s estimates it by the FLOP model, one for H100s reads the
+    measurement (100 steps x 2 models x 1 s + 45 s); a compiled H100 timing wins over an eager one for --compile."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import dry_run
+    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
+    for key, ms, mode in (("eager", 1000.0, "none"), ("compiled", 500.0, "regional")):
+        (tmp_path / "stacks" / key).mkdir(parents=True)
+        (tmp_path / "stacks" / key / "timing.json").write_text(json.dumps(
+            {"shape": cell.size.name, "ms_per_model_step": ms, "device": "NVIDIA H100 80GB HBM3", "compile": mode}))
+    row = lambda text: text.splitlines()[2].split()  # noqa: E731 - slot, shape, models, estimated s, speed, ...
+    assert row(dry_run([cell], slots=1, gpu="H200"))[4] == "FLOP"
+    assert row(dry_run([cell], slots=1, gpu="H100", compiled=False))[3:5] == ["245", "measured"]
+    assert row(dry_run([cell], slots=1, gpu="H100", compiled=True))[3:5] == ["145", "measured"]
+
+
 def test_what_is_left_of_a_checkpointed_stack_is_estimated_from_its_progress(tmp_path):
     """100 steps at a measured 1000 ms a model-step, 2 models: 200 s + 45 s start-up; at step 75, a quarter of the
     steps is left: 50 s + 45 s."""

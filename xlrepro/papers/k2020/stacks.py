@@ -179,7 +179,10 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     counted from its last checkpoint (`stack_seconds_left`). `gpu` ("H100", "H200") uses only the speeds measured on
     such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200)."""
     by_name = {c.name: c for c in cells}
-    measured = planning_step_ms(speed_folders(cells[0]), gpu, compiled) if cells else {}
+    folders = speed_folders(cells[0]) if cells else []
+    # with `gpu`, that card's measurements alone (the `compiled` mode's first); without, `planning_step_ms`
+    measured = ({**measured_step_ms(folders, gpu), **measured_step_ms(folders, gpu, compiled)} if gpu is not None
+                else planning_step_ms(folders, None, compiled))
     jobs = jobs_of(cells, slots, max_stack, compiled, snapshots)
     loads, rows = [0.0] * slots, []
     for job in (j for j in jobs if j["kind"] == "stack"):
