@@ -151,8 +151,8 @@ def prepare_train(a: argparse.Namespace):
 
 
 #: Options of the lab's stacked runs, with their defaults: the paper profile takes none of them.
-LAB_ONLY = {"compile": False, "no_graphs": False, "no_snapshots": False, "workers_per_gpu": 1, "eval_workers_per_gpu": 0, "max_stack": None,
-            "last_call": False, "dry_run": False, "gpus": None, "gpu": None}
+LAB_ONLY = {"compile": False, "no_graphs": False, "no_snapshots": False, "workers_per_gpu": 1, "eval_workers_per_gpu": 0,
+            "max_stack": None, "last_call": False, "dry_run": False, "gpus": None, "gpu": None}
 
 
 def _prepare_paper(a: argparse.Namespace):

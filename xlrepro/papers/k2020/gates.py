@@ -8,12 +8,13 @@
   part) is at least `points` above its majority class.
 - ``alltext_pilot_transfers``: the pilot on all the offline text (profile ``alltext``, one seed; pilot_alltext.csv)
   transfers on dev in every base pair cell: target dev accuracy at least `points` above the majority class.
-  ``alltext2x_pilot_transfers``: the same check on the pilot with twice the steps (profile ``alltext2x``). A pilot
-  gate's ``seeds`` restricts it to its declared seeds.
+  ``alltext2x_pilot_transfers`` and ``alltext4x_pilot_transfers``: the same check on the pilots with twice and four
+  times the steps (profiles ``alltext2x``, ``alltext4x``). A pilot gate's ``seeds`` restricts it to its declared seeds.
 - ``alltext_base_transfers``, ``alltext2x_base_transfers``, ``alltext4x_base_transfers``: ``base_transfers``'
   check on a scaling profile's runs of all the base cells (pilot_<profile>.csv); with ``seeds``, pending until every
   cell has all of them.
-- ``alltext4x_pilot_transfers``: the pilot gate with four times the steps (profile ``alltext4x``).
+- A gate with ``superseded_by`` (and ``why``) was replaced by that gate before its runs finished: neither passed nor
+  failed (`superseded`).
 
 `gate_frame` returns gates.csv's rows (gate, criterion, value, threshold, passed, detail); `main` writes
 book/results/k2020/gates.csv from the published results:

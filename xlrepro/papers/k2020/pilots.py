@@ -12,10 +12,11 @@ base pair cells alone, each profile of experiments.yaml declared with its gate b
 
 `publish` copies a profile's trained cells into the book (``pilot_<profile>.csv`` in the chapters' long format, with
 each cell's ``majority/<cell>`` rows; ``pilot_<profile>/stack_<key>.json``, the stacks' timing records with their MLM
-loss curves; ``pilot_<profile>/config_<cell>.json``; ``pilot_<profile>_corpus.csv``, the corpus card). The linguistic
-chapter reads them back with `recipe_table` and `loss_curves`:
+loss curves; ``pilot_<profile>/config_<cell>.json``; ``pilot_<profile>_corpus.csv``, the corpus card;
+``pilot_<profile>_curve.csv``, the snapshots' results). The linguistic chapter reads them back with `recipe_table`,
+`loss_curves` and `transfer_curves`:
 
-    python -m xlrepro.papers.k2020.pilots alltext alltext2x
+    python -m xlrepro.papers.k2020.pilots alltext alltext2x alltext4x
 """
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
         frame = pd.read_csv(path, dtype={"experiment": str, "language": str})
         majority = frame[frame["experiment"].str.startswith("majority/")]
         for step, f in frame[~frame["experiment"].str.startswith("majority/")].groupby("step"):
-            test, dev = _cells(pd.concat([f, majority]), "accuracy"), _cells(pd.concat([f, majority]), "dev_accuracy")
+            f = pd.concat([f, majority])
+            test, dev = _cells(f, "accuracy"), _cells(f, "dev_accuracy")
             for t in test.itertuples():
                 d = dev[(dev["experiment"] == t.experiment) & (dev["seed"] == t.seed)]["target"]
                 rows.append({"recipe": RECIPES[profile], "cell": t.experiment, "seed": t.seed, "step": int(step),
@@ -148,8 +150,7 @@ def transfer_figure(curves: pd.DataFrame):
     pre-training step at which the encoder was taken, with the majority class dashed."""
     import matplotlib.pyplot as plt
 
-    base = experiments_of(load_plan(), "base")
-    cells = sorted(dict.fromkeys(curves["cell"]), key=lambda c: (base.index(c) if c in base else len(base), c))
+    cells = _panel_order(curves["cell"])
     fig, axes = plt.subplots(1, len(cells), figsize=(max(2.6 * len(cells), 6), 3.2), sharey=True, squeeze=False)
     for ax, cell in zip(axes[0], cells):
         c = curves[curves["cell"] == cell].sort_values("step")
@@ -165,6 +166,12 @@ def transfer_figure(curves: pd.DataFrame):
     fig.legend(keep.values(), keep.keys(), loc="lower center", ncol=len(keep), frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
+
+
+def _panel_order(cells) -> list[str]:
+    """The distinct `cells` in the order of experiments.yaml's part ``base``, any others after them by name."""
+    base = experiments_of(load_plan(), "base")
+    return sorted(dict.fromkeys(cells), key=lambda c: (base.index(c) if c in base else len(base), c))
 
 
 def _cells(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -308,8 +315,7 @@ def loss_figure(curves: pd.DataFrame):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    base = experiments_of(load_plan(), "base")
-    cells = sorted(dict.fromkeys(curves["cell"]), key=lambda c: (base.index(c) if c in base else len(base), c))
+    cells = _panel_order(curves["cell"])
     fig, axes = plt.subplots(1, len(cells), figsize=(2.6 * len(cells), 2.8), sharey=True, squeeze=False)
     for ax, cell in zip(axes[0], cells):
         sns.lineplot(data=curves[curves["cell"] == cell], x="step", y="loss", hue="recipe", units="seed",

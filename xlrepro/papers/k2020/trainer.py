@@ -260,14 +260,16 @@ class StackTrainer:
             window[0] = 0
             return None
 
+        def save(stack, i: int, path: Path) -> None:  # member i's encoder, in bf16, as its cell's fine-tuning reads it
+            with atomic.atomic_path(path) as tmp:
+                save_model(stack.export(i).bert.to(torch.bfloat16).cpu(), str(tmp))
+
         def snapshot(stack, curve, seconds):
             # the profile's `snapshots`: each model's weights after this step, kept beside its final model for the
             # zero-shot learning curve (`Cell.evaluate_snapshot`); a snapshot saved before a resume is not rewritten
             for i, (cell, seed) in enumerate(self.members):
-                path = cell.snapshot_path(seed, stack.step_count)
-                if not path.exists():
-                    with atomic.atomic_path(path) as tmp:
-                        save_model(stack.export(i).bert.to(torch.bfloat16).cpu(), str(tmp))
+                if not (path := cell.snapshot_path(seed, stack.step_count)).exists():
+                    save(stack, i, path)
             return False  # go on training
 
         def on_save(stack, curve):  # a check can read the progress mid-run
@@ -275,18 +277,17 @@ class StackTrainer:
                                                               "shape": self.size.name,
                                                               "compile_fallbacks": stack.fallbacks})
 
+        snapshot_steps = set(p.snapshot_steps) if self.snapshots else set()
         done = pretrain_loop(stack, batch, steps=p.steps, checkpoint=ckpt, time_limit=time_limit, t0=t0,
                              progress=progress, desc=f"{len(self.members)}x {self.size.name} ({label[:60]})",
                              curve={}, record_loss=record_loss, on_save=on_save, checkpoint_seconds=CHECKPOINT_SECONDS,
-                             on_eval=snapshot if self.snapshots and p.snapshot_steps else None,
-                             eval_steps=set(p.snapshot_steps) if self.snapshots and p.snapshot_steps else None)
+                             on_eval=snapshot if snapshot_steps else None, eval_steps=snapshot_steps or None)
         if done is None:
             return False
         stack, curve, seconds = done
         tokens, padded = counts["tokens"], counts["padded"]
         for i, (cell, seed) in enumerate(self.members):
-            with atomic.atomic_path(cell.dir / f"model_{seed}.safetensors") as tmp:
-                save_model(stack.export(i).bert.to(torch.bfloat16).cpu(), str(tmp))
+            save(stack, i, cell.dir / f"model_{seed}.safetensors")
         atomic.write_json(self.folder / "timing.json", {
             "members": [f"{c.name}/{s}" for c, s in self.members], "shape": self.size.name, "steps": p.steps,
             "train_seconds": seconds, "ms_per_model_step": 1000 * seconds / (p.steps * len(self.members)),
