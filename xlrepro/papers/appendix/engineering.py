@@ -247,16 +247,12 @@ KERNEL_ROLES = (  # (what a kernel computes, substrings all in its name), first 
 
 def kernel_role(name: str) -> str:
     """What a kernel of the fused BERT step computes, by its name (`KERNEL_ROLES`); else its kind
-    (`xlrepro.bench.kernel_kind`), except that a Triton kernel other than a matrix-product template stays fused
-    element-wise even where its name mentions a product (bmm, baddbmm) that it takes its operands from."""
+    (`xlrepro.bench.kernel_kind`: a Triton kernel other than a matrix-product template is fused element-wise even
+    where its name mentions a product, bmm or baddbmm, that it takes its operands from)."""
     from xlrepro.bench import kernel_kind
 
     low = name.lower()
-    if low.startswith("triton_") and not low.startswith("triton_tem"):
-        fallback = "fused element-wise (Triton)"
-    else:
-        fallback = kernel_kind(name)
-    return next((role for role, keys in KERNEL_ROLES if all(k in low for k in keys)), fallback)
+    return next((role for role, keys in KERNEL_ROLES if all(k in low for k in keys)), kernel_kind(name))
 
 
 def _ordinal(n: int) -> str:
