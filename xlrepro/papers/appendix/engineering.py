@@ -983,8 +983,8 @@ class GpuWork:
 
 
 def bench_case(shape: tuple | None) -> str | None:
-    """The bench case of a model shape (hidden, layers, vocabulary): "small", "base", "mbert", "bbert", or None (no case
-    of that shape, or no shape recorded)."""
+    """The bench case of a model shape (hidden, layers, vocabulary): "small", "base", "mbert", "bbert", or None (no
+    case of that shape, or no shape recorded)."""
     if shape is None:
         return None
     hidden, layers, vocab = shape
