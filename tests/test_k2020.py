@@ -626,6 +626,10 @@ def test_the_pending_note_gives_one_command_for_all_parts():
     from xlrepro.papers.k2020.config import gpu_plan
     minutes = int(re.search(r"about (\d+) GPU-minutes", note).group(1))
     assert 0 < minutes < gpu_plan(load_plan(), ["t1", "t2"])["GPU-min"].sum() / 2
+    # another profile: named in the command, and its estimate is that profile's (four times the steps: more)
+    four = pending_note(["t1", "t2"], ["en-hi", "enfake-hi"], profile="alltext4x")
+    assert "`xlrepro train k2020 --part t1,t2 --profile alltext4x --time-limit 480 " in four
+    assert int(re.search(r"about (\d+) GPU-minutes", four).group(1)) > 2 * minutes
 
 
 def test_word_order_figure_from_hand_made_results():

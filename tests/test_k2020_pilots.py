@@ -46,8 +46,17 @@ def test_reading_counts_cells_by_each_recipes_test():
                            "detail": "failing: en-ru"}])
     gates = pd.concat([gates, pd.DataFrame([{"gate": "alltext4x_pilot_transfers", "value": None, "threshold": 4,
                                              "passed": None, "detail": "no results"}])], ignore_index=True)
+    gates = pd.concat([gates, pd.DataFrame([
+        {"gate": "base_transfers", "value": 1, "threshold": 6, "passed": False, "detail": "failing: lab cells"},
+        {"gate": "alltext2x_base_transfers", "value": None, "threshold": None, "passed": None,
+         "detail": "superseded by alltext4x_base_transfers: its recipe failed"},
+        {"gate": "alltext4x_base_transfers", "value": 3, "threshold": 6, "passed": False,
+         "detail": "failing: en-hi"}])], ignore_index=True)
     text = pilots.scaling_reading(t, gates)
     assert "Gate `alltext4x_pilot_transfers`: pending (no results)." in text
+    assert "Gate `alltext2x_base_transfers`: superseded by alltext4x_base_transfers. " in text
+    assert "Gate `alltext4x_base_transfers`: failed (3 of 6; failing: en-hi)" in text
+    assert "lab cells" not in text  # the one-edition gate is not a scaling profile's
     assert "*one edition, 4,000 steps* (3 seeds): 1 of 2 cells transfer by the base gate's test (en-es)" in text
     assert "*all the text, 8,000 steps* (one seed, dev): 0 of 1 cells at least 5 points above" in text
     assert "Gate `alltext2x_pilot_transfers`: failed (0 of 1; failing: en-ru)" in text

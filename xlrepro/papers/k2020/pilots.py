@@ -244,8 +244,8 @@ def recipe_table(frames: dict[str, pd.DataFrame], cells=None) -> pd.DataFrame:
 
 def scaling_reading(table: pd.DataFrame, gates: pd.DataFrame, points: float = 5.0) -> str:
     """The pilots in words, from `recipe_table` and gates.csv: per recipe, the cells whose test margin minus 2 SE
-    (3 seeds) or dev margin (one seed) reaches `points`, the pilot gates' outcomes, and what the chapters' tables
-    therefore rest on."""
+    (3 seeds) or dev margin (one seed) reaches `points`, then the outcome of each scaling profile's gate (pilot and
+    base gates, in gates.csv's order; a superseded gate by the gate that replaced it)."""
     if table.empty:
         return ""
     parts = []
@@ -259,8 +259,11 @@ def scaling_reading(table: pd.DataFrame, gates: pd.DataFrame, points: float = 5.
             parts.append(f"*{recipe}* (one seed, dev): {len(ok)} of {len(t)} cells at least {points:g} points above "
                          f"the majority class ({', '.join(ok) or 'none'})")
     text = "**Reading it.** " + "; ".join(parts) + ". "
-    pilot = gates[gates["gate"].str.endswith("pilot_transfers")] if len(gates) else gates
-    for g in pilot.itertuples():
+    scaling = gates[gates["gate"].str.split("_").str[0].isin(PILOTS)] if len(gates) else gates
+    for g in scaling.itertuples():
+        if str(g.detail).startswith("superseded by"):
+            text += f"Gate `{g.gate}`: {str(g.detail).split(':')[0]}. "
+            continue
         if pd.isna(g.passed) or pd.isna(g.value):
             text += f"Gate `{g.gate}`: pending ({g.detail}). "
             continue

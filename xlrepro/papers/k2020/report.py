@@ -106,17 +106,17 @@ def missing(results: pd.DataFrame, experiments) -> list[str]:
     return [e for e in experiments if e not in have]
 
 
-def pending_note(parts, experiments_missing) -> str:
-    """The chapter's command for what is left, and the GPU time of the missing experiments alone (the trained cells
-    of the same parts are skipped by the command)."""
+def pending_note(parts, experiments_missing, profile: str = "lab") -> str:
+    """The chapter's command for what is left at `profile`, and the GPU time of the missing experiments alone (the
+    trained cells of the same parts are skipped by the command)."""
     import dataclasses
 
     from .config import gpu_plan
     plan = load_plan()
     left = dataclasses.replace(plan, parts={**plan.parts, "_left": list(experiments_missing)})
-    est = gpu_plan(left, ["_left"])["GPU-min"].sum()
-    cmd = (f"xlrepro train k2020 --part {','.join(parts)} --time-limit 480 --compile --workers-per-gpu 2 "
-           f"--eval-workers-per-gpu 4")
+    est = gpu_plan(left, ["_left"], profile=profile)["GPU-min"].sum()
+    cmd = (f"xlrepro train k2020 --part {','.join(parts)}{'' if profile == 'lab' else f' --profile {profile}'} "
+           f"--time-limit 480 --compile --workers-per-gpu 2 --eval-workers-per-gpu 4")
     return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
             f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
             f"Command (on a GPU machine, all its GPUs; resumable: repeat it, unchanged, until done; the parts make "
