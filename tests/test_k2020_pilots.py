@@ -96,6 +96,9 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     rows = []
     for step, (t, d, src) in {4000: (0.20, 0.22, 0.60), 16000: (0.35, 0.33, 0.88)}.items():
         rows += [{**r, "step": step} for r in cell_rows("enfake-ru", "ru", [t], [d], source=src, major=0.254)]
+    # seed 1 trained without snapshots: its final model alone is no curve, and must not move the last point
+    rows += [{**r, "step": 16000} for r in cell_rows("enfake-ru", "ru", [0.9, 0.9], [0.9] * 2, source=0.9)
+             if r["seed"] == 1]
     pd.DataFrame(rows).to_csv(tmp_path / "pilot_alltext4x_curve.csv", index=False)
     c = pilots.transfer_curves(tmp_path, profiles=("alltext2x", "alltext4x"))  # alltext2x published no curve
     assert c["step"].tolist() == [4000, 16000] and set(c["recipe"]) == {"all the text, 16,000 steps"}
@@ -105,7 +108,7 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     assert len(pilots.transfer_figure(c).axes) == 1
     assert pilots.transfer_reading(c) == (
         "**Zero-shot accuracy along pre-training** (target test pairs, %, at steps 4,000, 16,000): enfake-ru 20.0 → "
-        "35.0 (majority 25.4). Between the last two points the target's accuracy rose in 1 of 1 cells.")
+        "35.0 (1 run; majority 25.4). Between the last two points the target's accuracy rose in 1 of 1 cells.")
 
 
 def test_only_stacks_whose_every_model_was_evaluated_are_published():

@@ -108,7 +108,8 @@ def snapshot_results(profile: str, final: pd.DataFrame) -> pd.DataFrame:
 def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
     """recipe, cell, seed, step, target test, target dev, source test, majority (%): the zero-shot learning curves
     published with the pilots (``pilot_<profile>_curve.csv``), one row per evaluated snapshot and the final model;
-    the majority class's accuracy on the target's test pairs."""
+    the majority class's accuracy on the target's test pairs. A run with its final model alone (trained without
+    snapshots) is no curve and is left out, so every point of a cell averages the same runs."""
     rows = []
     for profile in profiles:
         path = Path(folder) / f"pilot_{profile}_curve.csv"
@@ -125,18 +126,22 @@ def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
                              "target test": 100 * t.target, "target dev": 100 * float(d.mean()),
                              "source test": 100 * t.source, "majority": 100 * t.majority})
     columns = ["recipe", "cell", "seed", "step", "target test", "target dev", "source test", "majority"]
-    return pd.DataFrame(rows, columns=columns).sort_values(["recipe", "cell", "seed", "step"], ignore_index=True)
+    curves = pd.DataFrame(rows, columns=columns)
+    points = curves.groupby(["recipe", "cell", "seed"])["step"].transform("nunique")
+    return curves[points > 1].sort_values(["recipe", "cell", "seed", "step"], ignore_index=True)
 
 
 def transfer_reading(curves: pd.DataFrame) -> str:
     """`transfer_curves` in words: per recipe and cell, the target's test accuracy at each evaluated step (mean over
-    seeds), the majority class, and how many cells still gained between their last two points."""
+    its runs, counted), the majority class, and how many cells still gained between their last two points."""
     if curves.empty:
         return ""
     parts, gained, cells = [], 0, 0
     for (recipe, cell), c in curves.groupby(["recipe", "cell"], sort=False):
         by_step = c.groupby("step")["target test"].mean()
-        parts.append(f"{cell} " + " → ".join(f"{v:.1f}" for v in by_step) + f" (majority {c['majority'].mean():.1f})")
+        runs = c["seed"].nunique()
+        parts.append(f"{cell} " + " → ".join(f"{v:.1f}" for v in by_step)
+                     + f" ({runs} run{'s' if runs > 1 else ''}; majority {c['majority'].mean():.1f})")
         cells += 1
         gained += bool(len(by_step) > 1 and by_step.iloc[-1] > by_step.iloc[-2])
     steps = sorted(curves["step"].unique())
