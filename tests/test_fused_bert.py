@@ -150,3 +150,55 @@ def test_compile_switch_names_the_valid_values(monkeypatch):
         compile_mode("yes", "cuda")
     with pytest.raises(ValueError, match="'regional', 'full'"):
         ModelStack([tiny(1)], OPT, "cpu", compile="fast")
+
+
+def pretraining_models(seeds):
+    """BertForPreTraining (MLM + NSP heads) of the tiny shape, dropout off."""
+    from transformers import BertForPreTraining
+    out = []
+    for s in seeds:
+        torch.manual_seed(s)
+        out.append(BertForPreTraining(tiny(0).config))
+    return out
+
+
+def test_the_nsp_loss_is_hf_bert_for_pretrainings_own_model_by_model():
+    """MLM + NSP of a stack of BertForPreTraining models, fused and on HF's path, equals each model's own HF loss
+    (labels and next_sentence_label); without NSP labels the same stack gives the MLM loss alone."""
+    g = torch.Generator().manual_seed(5)
+    models = pretraining_models((11, 12))
+    ids, attend, pos, types, sel, lab, labels = batch(g, 2)
+    nsp = torch.tensor([[0, 1, 1, 0], [1, 1, 0, 0]])
+    stack = stack_of(models)
+    stack.base.eval()
+    fused = stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab, nsp)
+    on_hf = stack._losses(stack.params, stack.buffers, ids, attend, pos, types, sel, lab, nsp)
+    mlm_only = stacked_mlm_losses(stack.params, stack.template.config, False, ids, attend, pos, types, sel, lab)
+    for i, model in enumerate(models):
+        model.eval()
+        kwargs = dict(input_ids=ids[i], attention_mask=attend[i, :, 0, 0].long(), position_ids=pos[i],
+                      token_type_ids=types[i], labels=labels[i])
+        ref = model(**kwargs, next_sentence_label=nsp[i]).loss
+        torch.testing.assert_close(fused[i], ref, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(on_hf[i], ref, rtol=1e-5, atol=1e-5)
+        out = model(**kwargs)
+        mlm = torch.nn.functional.cross_entropy(out.prediction_logits.reshape(-1, 50), labels[i].reshape(-1))
+        torch.testing.assert_close(mlm_only[i], mlm, rtol=1e-5, atol=1e-5)
+        assert (fused[i] - mlm_only[i]).item() > 0.1  # the NSP term is there (two classes: about ln 2)
+
+
+def test_a_stack_trains_the_nsp_head_only_with_nsp_labels():
+    g = torch.Generator().manual_seed(6)
+    ids, attend, pos, types, sel, lab, _ = batch(g, 2)
+    nsp = torch.tensor([[0, 1, 1, 0], [1, 1, 0, 0]])
+    head = "mlm.cls.seq_relationship.weight"
+    with_nsp, without = stack_of(pretraining_models((1, 2))), stack_of(pretraining_models((1, 2)))
+    start = with_nsp.params[head].detach().clone()
+    for _ in range(2):  # the first step's learning rate is 0 (warm-up)
+        with_nsp.train_step(ids, attend, pos, types, sel, lab, nsp)
+        without.train_step(ids, attend, pos, types, sel, lab)
+    assert not torch.equal(with_nsp.params[head], start)  # the NSP head learnt
+    torch.testing.assert_close(without.params[head], start, rtol=0, atol=0)  # no NSP labels: it keeps its weights
+    exported = with_nsp.export(1)
+    assert type(exported).__name__ == "BertForPreTraining"
+    torch.testing.assert_close(exported.cls.seq_relationship.weight, with_nsp.params[head][1])

@@ -268,11 +268,23 @@ def _strip(params: dict, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
 
 
+def nsp_loss(x: torch.Tensor, p: dict, nsp_labels: torch.Tensor) -> torch.Tensor:
+    """[M] mean next-sentence cross-entropies, as HF's `BertForPreTraining`: the pooler (dense, tanh) at each row's
+    first piece ([CLS]) of x [M, B*W, H], then the two-way `cls.seq_relationship`; nsp_labels [M, B] (HF's labels:
+    0 = the second segment follows the first, 1 = a random one). p: the stacked parameters under HF's names."""
+    m, b = nsp_labels.shape
+    first = x.view(m, b, -1, x.shape[-1])[:, :, 0]  # [M, B, H]
+    pooled = torch.tanh(_linear(first, p, "bert.pooler.dense"))
+    logits = _linear(pooled, p, "cls.seq_relationship").float()  # [M, B, 2]
+    return F.cross_entropy(logits.reshape(m * b, -1), nsp_labels.reshape(-1), reduction="none").view(m, b).mean(1)
+
+
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
-                       token_type_ids, sel_index, sel_labels, regions: Regions = EAGER,
+                       token_type_ids, sel_index, sel_labels, nsp_labels=None, regions: Regions = EAGER,
                        attention: str | None = None, noise: Noise | None = None, fused_qkv: bool = False,
                        linear: str = "baddbmm") -> torch.Tensor:
-    """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`).
+    """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`), plus,
+    with `nsp_labels` [M, B], its mean next-sentence loss (`nsp_loss`; the models are HF `BertForPreTraining`s).
 
     input_ids, position_ids, token_type_ids: [M, B, W]; attention_mask: [M, B, 1, 1, W], boolean (True = attend)
     or additive (0 / large negative); sel_index, sel_labels: [M, C] flat positions and labels (-100 = padding).
@@ -309,8 +321,9 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     for i in range(config.num_hidden_layers):
         x = regions.layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps,
                           drop_hidden, drop_attn, training, attention, noise=noise, stream=streams[i], **levers)
-    return regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
-                        sel_labels, eps)
+    mlm = regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
+                       sel_labels, eps)
+    return mlm if nsp_labels is None else mlm + nsp_loss(x, p, nsp_labels)
 
 
 @torch.no_grad()

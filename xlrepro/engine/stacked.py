@@ -29,21 +29,27 @@ WARMUP_STEPS = 3  # eager steps on the capture stream before the first graph (as
 
 
 class MaskedPositionsLM(nn.Module):
-    """BertForMaskedLM whose output layer runs only at the masked positions (the others carry no loss)."""
+    """BertForMaskedLM whose output layer runs only at the masked positions (the others carry no loss). It also wraps
+    a `BertForPreTraining` (the same encoder and MLM head, plus the pooler and the NSP head): with `nsp_labels` (HF's:
+    0 = the second segment follows, 1 = random) the loss is HF's MLM + NSP."""
 
     def __init__(self, mlm: BertForMaskedLM):
         super().__init__()
         self.mlm = mlm
 
-    def forward(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels):
-        hidden = self.mlm.bert(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                               token_type_ids=token_type_ids).last_hidden_state
-        hidden = hidden.reshape(-1, hidden.shape[-1]).index_select(0, sel_index)
-        logits = self.mlm.cls(hidden).float()
-        return F.cross_entropy(logits, sel_labels, ignore_index=-100)
+    def forward(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels, nsp_labels=None):
+        out = self.mlm.bert(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                            token_type_ids=token_type_ids)
+        hidden = out.last_hidden_state.reshape(-1, out.last_hidden_state.shape[-1]).index_select(0, sel_index)
+        logits = self.mlm.cls.predictions(hidden).float()
+        loss = F.cross_entropy(logits, sel_labels, ignore_index=-100)
+        if nsp_labels is None:
+            return loss
+        return loss + F.cross_entropy(self.mlm.cls.seq_relationship(out.pooler_output).float(), nsp_labels)
 
 
-# The padded width and the masked-position capacity change from step to step: dims compiled as symbols.
+# The padded width and the masked-position capacity change from step to step: dims compiled as symbols (NSP's labels,
+# [M, B], a seventh input where the models train NSP, have none).
 DYNAMIC_DIMS = (2, 4, 2, 2, 1, 1)  # input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels
 
 
@@ -341,9 +347,12 @@ class ModelStack:
         self.optimizer.step()
         return losses.detach()
 
-    def train_step(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels) -> torch.Tensor:
-        """One eager optimiser step for every model; all inputs have a leading model dimension. Returns the M losses."""
-        return self.step(lambda: (input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels))
+    def train_step(self, input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels,
+                   nsp_labels=None) -> torch.Tensor:
+        """One eager optimiser step for every model; all inputs have a leading model dimension. Returns the M losses.
+        nsp_labels [M, B]: the models are `BertForPreTraining`s and train NSP too (`MaskedPositionsLM`)."""
+        inputs = (input_ids, attention_mask, position_ids, token_type_ids, sel_index, sel_labels)
+        return self.step(lambda: inputs if nsp_labels is None else (*inputs, nsp_labels))
 
     def step(self, make_inputs, graph_key=None) -> torch.Tensor:
         """One optimiser step. `make_inputs()` builds the inputs from device tensors only; with a `graph_key`
