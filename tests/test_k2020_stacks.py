@@ -238,6 +238,37 @@ def test_the_nsp_control_trains_one_model_at_a_time_on_mlm_alone(multilingual_ca
         assert moved("encoder.layer.0.attention.self.query.weight"), cell.name
 
 
+def test_at_a_profile_with_nsp_stack_nsp_cells_train_in_their_own_stack_with_the_nsp_head(multilingual_cache,
+                                                                                           tmp_path):
+    """nsp_stack: the NSP cell's seeds make one stack job (none trained alone), apart from the base cell's (one loss a
+    stack); the NSP models' poolers learn (the NSP head's input: it moves from the seed's initial weights), the
+    stack records that its losses are MLM + NSP, and only the NSP cell's run key changes."""
+    from safetensors.torch import load_file
+    from transformers import BertForPreTraining
+
+    from xlrepro.engine.models import bert_config
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of
+    from xlrepro.papers.k2020.trainer import plan_stacks, stack_folder
+    plan = smoke_plan(steps=3, nsp_stack=True)
+    nsp, base = Cell(plan, "smoke", "enfake-es/nsp", [0, 1], root=tmp_path), Cell(plan, "smoke", "enfake-es", [0],
+                                                                                    root=tmp_path)
+    assert nsp.alone is False and Cell(smoke_plan(steps=3), "smoke", "enfake-es/nsp").alone is True
+    assert nsp.key != Cell(smoke_plan(steps=3), "smoke", "enfake-es/nsp").key
+    assert base.key == Cell(smoke_plan(steps=3), "smoke", "enfake-es").key
+    kinds = [j["kind"] for j in jobs_of([nsp, base], slots=1)]
+    assert "nsp" not in kinds and kinds.count("stack") == 2
+    stacks = plan_stacks([(nsp, 0), (nsp, 1), (base, 0)], slots=1)
+    assert sorted(len(st) for st in stacks) == [1, 2] and all(len({c.name for c, _ in st}) == 1 for st in stacks)
+    assert nsp.pretrain(progress=False)
+    torch.manual_seed(0)
+    init = BertForPreTraining(bert_config(nsp.size, nsp.vocab_rows, positions=nsp.profile.pretrain.max_length))
+    got = load_file(str(nsp.dir / "model_0.safetensors"))
+    assert not torch.equal(got["pooler.dense.weight"], init.bert.pooler.dense.weight.to(got["pooler.dense.weight"].dtype))
+    timing = json.loads((stack_folder([(nsp, 0), (nsp, 1)]) / "timing.json").read_text())
+    assert timing["loss"] == "mlm+nsp" and len(timing["members"]) == 2
+
+
 @pytest.mark.slow  # ~60 s on 2 cores: two ranks import torch and prepare three cells
 def test_two_cpu_ranks_under_torchrun_train_and_evaluate_every_cell(multilingual_cache, tmp_path, monkeypatch, capfd):
     """`xlrepro train k2020 --workers-per-gpu 2` on a CPU: torchrun starts two ranks, which share out the stacks and

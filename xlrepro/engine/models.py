@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import torch
-from transformers import BertConfig, BertForMaskedLM
+from transformers import BertConfig, BertForMaskedLM, BertForPreTraining
 
 from ..config import ModelSize
 
@@ -18,10 +18,11 @@ def bert_config(size: ModelSize, vocab_size: int, attn: str = "sdpa", positions:
 
 
 def init_model(size: ModelSize, vocab_size: int, seed: int, attn: str = "sdpa",
-               positions: int = POSITION_SLOTS) -> BertForMaskedLM:
-    """A freshly initialised model; the seed fixes the initial weights (HF's BERT initialisation)."""
+               positions: int = POSITION_SLOTS, nsp: bool = False) -> BertForMaskedLM | BertForPreTraining:
+    """A freshly initialised model; the seed fixes the initial weights (HF's BERT initialisation). nsp: HF's
+    `BertForPreTraining` (the same encoder and MLM head, plus the pooler and the next-sentence head)."""
     torch.manual_seed(seed)
-    return BertForMaskedLM(bert_config(size, vocab_size, attn, positions))
+    return (BertForPreTraining if nsp else BertForMaskedLM)(bert_config(size, vocab_size, attn, positions))
 
 
 def count_parameters(model: torch.nn.Module) -> int:

@@ -10,8 +10,9 @@ Folder ``runs/k2020/<profile>/<experiment with / as __>-<key>/``: config.json, t
 Whole-word masking (their scripts): a word is selected with probability 0.15 and all its pieces are predicted;
 each selected piece then becomes [MASK] (80%), stays (10%) or becomes a random piece (10%), as in BERT's
 create_pretraining_data. Their cap of 20 predictions per sequence is not applied (our pairs are ~70 pieces).
-NSP needs a second head, which the fused stack does not have: NSP cells train their seeds one by one with HF's
-`BertForPreTraining` (same data, masking rule and optimiser). Every other cell trains in a `ModelStack`: alone (a
+NSP cells (and their control) train their seeds one by one with HF's `BertForPreTraining` (same data, masking rule
+and optimiser), or, at a profile with `nsp_stack`, in stacks of NSP cells whose fused loss adds HF's NSP head. Every
+other cell trains in a `ModelStack`: alone (a
 stack of its seeds) or beside other cells of the same shape (`stacks.run_stacks`); a model trains the same in either
 (its data order, masks and dropout are keyed by its own seed; `tests/test_k2020_stacks.py` checks it).
 """
@@ -80,16 +81,24 @@ class Cell:
         # results have their own files); those two are kept in config.json under "recorded"
         experiment_key = {k: v for k, v in canonical(self.exp).items()
                           if k not in KEY_FREE_FIELDS and (v or k not in KEY_WHEN_SET)}
-        # the pretrain recipe keyed without `text` at its default, so one-edition cells keep their keys, and without
-        # `snapshots` (extra weights saved on the way change no number of the final model)
+        # the pretrain recipe keyed without `text` at its default, so one-edition cells keep their keys, without
+        # `snapshots` (extra weights saved on the way change no number of the final model), and with `nsp_stack` only
+        # where it is set and changes the cell's trainer (NSP cells and their control)
         pretrain = {k: v for k, v in canonical(self.profile.pretrain).items()
-                    if not (k == "text" and v == "bible") and k != "snapshots"}
+                    if not (k == "text" and v == "bible") and k != "snapshots"
+                    and not (k == "nsp_stack" and not (v and self.exp.alone))}
         self.config = {"paper": NAME, "engine": ENGINE, "experiment": experiment_key, "size": self.size,
                        "pretrain": pretrain, "finetune": self.profile.finetune,
                        "half_seed": self.plan.half_seed, "task": TASK}
         self.key = run_key(self.config)
         base = Path(root) if root is not None else runs_dir() / NAME / profile
         self.dir = base / f"{experiment.replace('/', '__').replace('%', 'pct')}-{self.key}"
+
+    @property
+    def alone(self) -> bool:
+        """Pre-trained one seed at a time (`_pretrain_alone`): an NSP cell or its control, at a profile whose NSP
+        cells do not train in the stack (`Pretrain.nsp_stack`)."""
+        return self.exp.alone and not self.profile.pretrain.nsp_stack
 
     # ------------------------------------------------------------------------------------------- data
     def corpora(self) -> dict[str, pd.DataFrame]:
@@ -227,14 +236,14 @@ class Cell:
         todo = [s for s in self.seeds if s not in self.pretrained()]
         if not todo:
             return True
-        if self.exp.alone:
+        if self.alone:
             return self._pretrain_alone(todo, device, time_limit, progress)
         from .trainer import StackTrainer
         return StackTrainer([(self, s) for s in todo], device, compile=compile, graphs=graphs).run(time_limit,
                                                                                                    progress)
 
     def _pretrain_alone(self, todo, device, time_limit, progress) -> bool:
-        """NSP needs a second head, which the fused stack has not: HF's `BertForPreTraining`, one seed at a time,
+        """At a profile without `nsp_stack`, NSP cells train here: HF's `BertForPreTraining`, one seed at a time,
         with the same pairs, whole-word masking rule, optimiser and precision (bf16 autocast on a GPU; PyTorch's
         generator for the masks). A `single` cell (the control) trains the same way on the MLM loss alone: its
         pairs are never random, and its NSP head and pooler get no gradient, so they keep their initial weights."""

@@ -75,7 +75,8 @@ class Experiment:
 
     @property
     def alone(self) -> bool:
-        """Trained one seed at a time by HF's BertForPreTraining (NSP cells and their control), not in a stack."""
+        """Trained one seed at a time by HF's BertForPreTraining (NSP cells and their control), not in a stack, at a
+        profile without `Pretrain.nsp_stack` (`bbert.Cell.alone` says it for a cell)."""
         return self.nsp or self.single
 
 
@@ -105,6 +106,11 @@ class Pretrain:
         "help": "shares of the steps (each in (0, 1)) at which every model's weights are also saved and evaluated "
                 "zero-shot like the final model, for the learning curve of transfer (changes no number: the training "
                 "is the same; left out of the run key)"})
+    nsp_stack: bool = field(default=False, metadata={
+        "help": "NSP cells (and their control) pre-train in the fused stack, NSP head included, beside the other "
+                "NSP cells of their shape, rather than one seed at a time with HF's BertForPreTraining (False); "
+                "the base cells then share their trainer with NSP, so the control repeats the base. Changes "
+                "the NSP cells' numbers (other masks, dropout and kernels): in their run key when set"})
 
     def __post_init__(self):
         if self.embedding_rows is not None and self.embedding_rows < 1:
@@ -341,7 +347,7 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
         pre = nsp = 0.0
         for n in names:
             exp, size = plan.experiments[n], model_size(prof, plan.experiments[n])
-            if exp.alone:
+            if exp.alone and not p.nsp_stack:
                 nsp += len(plan.seeds) * p.steps * NSP_STEP_MS / 1000
                 continue
             ms = step_ms(size.hidden, size.layers, PADDED_WIDTH[exp.tokenization], rows_, p.batch_size, gpu)

@@ -6,7 +6,8 @@ vocabularies (each trains its own joint word-piece vocabulary; the id-way Fake-E
 20k words; characters a few hundred), so the profile declares `embedding_rows` (lab: 20480): every model's table has
 that many rows, the vocabulary's ids first and unused rows after them (as BERT's [unused] pieces; no input uses them,
 and the random replacement of whole-word masking draws only the vocabulary's ids). The padding is part of every
-cell's configuration, so a cell trains the same alone or stacked. NSP cells have a second head and train apart.
+cell's configuration, so a cell trains the same alone or stacked. NSP cells train apart, one seed at a time, or, at a
+profile with `nsp_stack`, in stacks of NSP cells only (their loss adds the NSP head's).
 
 What stays each model's own (`xlrepro/engine/noise.py`): initialisation (its seed), data order (`PairTable.draw`:
 a hash of (seed, step) over its own corpus), whole-word masking (its own pair table's word starts and maskable
@@ -231,14 +232,14 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
-    jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.exp.alone and needs(c, s)]
+    jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.alone and needs(c, s)]
     # the zero-shot learning curve (the profile's `snapshots`), earliest step first, before the final evaluations:
     # under torchrun the evaluation ranks take them while the stacks train (`wait_for_snapshot`). A member trained
     # without snapshots gets none, nor does an NSP model (trained one at a time, without snapshots), nor any member
     # with `snapshots` off.
     jobs += [{"kind": "snapshot", "members": [[c.name, s]], "step": n}
              for n in (cells[0].profile.pretrain.snapshot_steps if cells and snapshots else ()) for c, s in members
-             if not c.exp.alone and not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
+             if not c.alone and not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
     jobs += [{"kind": "eval", "members": [[c.name, s]]} for c, s in members
              if not c.evaluated(s)]
     return jobs

@@ -103,13 +103,14 @@ class PairTable:
 
 # ----------------------------------------------------------------------------------------------- planning
 def stack_shape(cell) -> tuple:
-    """What models of a stack of `bbert.Cell` seeds must share: architecture, optimiser recipe, batch, table rows. Cells trained one seed
-    at a time (NSP and its control): None."""
-    if cell.exp.alone:
+    """What models of a stack of `bbert.Cell` seeds must share: architecture, optimiser recipe, batch, table rows and
+    the loss (NSP or not: NSP cells stack only with NSP cells). Cells trained one seed at a time (`Cell.alone`: NSP
+    and its control where the profile does not stack them): None."""
+    if cell.alone:
         return None
     s, p = cell.size, cell.profile.pretrain
     return (s.hidden, s.layers, s.heads, s.ffn, s.lr, p.steps, p.warmup, p.weight_decay, p.batch_size, p.max_length,
-            p.mlm_probability, p.length_bins, cell.planned_rows)
+            p.mlm_probability, p.length_bins, cell.planned_rows, cell.exp.nsp)
 
 
 def stack_key(members) -> str:
@@ -143,7 +144,9 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[lis
 
 # ----------------------------------------------------------------------------------------------- training
 class StackTrainer:
-    """Pre-train (cell, seed) members of one shape together; each model is saved into its cell's folder."""
+    """Pre-train (cell, seed) members of one shape together; each model is saved into its cell's folder. NSP cells
+    (at a profile with `nsp_stack`) are HF `BertForPreTraining` models whose loss adds next-sentence prediction on
+    their pairs' labels; their encoders are saved with the pooler, as `_pretrain_alone` saves them."""
 
     def __init__(self, members, device="cpu", compile=None, graphs: bool = True, root: Path | None = None,
                  snapshots: bool = True):
@@ -151,7 +154,7 @@ class StackTrainer:
             raise ValueError("a stack needs at least one member")
         shapes = {stack_shape(c) for c, _ in members}
         if len(shapes) != 1 or None in shapes:
-            raise ValueError(f"members of one stack need one shape and no NSP; got {len(shapes)} shapes")
+            raise ValueError(f"members of one stack need one shape and none trained alone; got {len(shapes)} shapes")
         names = [f"{c.name}/{s}" for c, s in members]
         if len(set(names)) != len(names):
             raise ValueError(f"a (cell, seed) appears twice in one stack: {names}")
@@ -164,6 +167,7 @@ class StackTrainer:
         self.snapshots = snapshots  # save the profile's snapshots (`Pretrain.snapshots`) on the way
         cell0 = members[0][0]
         self.size, self.p = cell0.size, cell0.profile.pretrain
+        self.nsp = cell0.exp.nsp  # one for all members (`stack_shape`)
         self.folder = stack_folder(members, root)
 
     def _device_data(self):
@@ -186,6 +190,7 @@ class StackTrainer:
             ids=torch.from_numpy(cat("ids")).to(dev), types=torch.from_numpy(cat("types")).to(dev),
             wstart=torch.from_numpy(cat("wstart")).to(dev), maskable=torch.from_numpy(cat("maskable")).to(dev),
             lengths=torch.from_numpy(np.concatenate([t.lengths for t in tables]).astype(np.int64)).to(dev),
+            is_next=torch.from_numpy(np.concatenate([t.is_next for t in tables]).astype(np.int64)).to(dev),
             mask_id=torch.tensor([c.ids["[MASK]"] for c, _ in self.members], device=dev).view(m, 1, 1),
             vocab=torch.tensor([c.vocab_size for c, _ in self.members], device=dev).view(m, 1, 1),
             rows=torch.zeros((m, b), dtype=torch.int64, device=dev), width=width)
@@ -203,12 +208,14 @@ class StackTrainer:
         sel = select_masked(labels, masked_capacity(rows.shape[1] * width, self.p.mlm_probability))
         pos = torch.arange(width, device=self.device)
         attention = (pos < n[..., None])[:, :, None, None, :]  # [M, B, 1, 1, W]
+        if self.nsp:  # HF's NSP labels [M, B]: 0 = the second line follows the first, 1 = a random one
+            return inputs, attention, pos.expand_as(x), tt, *sel, 1 - d["is_next"][rows]
         return inputs, attention, pos.expand_as(x), tt, *sel
 
     def _new_stack(self) -> ModelStack:
         from xlrepro.engine.models import init_model
         p = self.p
-        models = [init_model(self.size, c.vocab_rows, s, positions=p.max_length) for c, s in self.members]
+        models = [init_model(self.size, c.vocab_rows, s, positions=p.max_length, nsp=self.nsp) for c, s in self.members]
         optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
                             warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
         from xlrepro.engine.pretrain import new_stack
@@ -295,7 +302,9 @@ class StackTrainer:
             "compile": self.compile or "none", "graphs": self.graphs, "torch": torch.__version__,
             # compiled steps that failed: the stack went on eagerly (same losses, lower speed) from that step
             "compile_fallbacks": stack.fallbacks,
-            "loss_every": LOSS_EVERY, "mlm_loss_curve": {str(k): v for k, v in sorted(curve.items())}})
+            # NSP stacks: the curve's losses are MLM + NSP (HF's BertForPreTraining loss)
+            "loss_every": LOSS_EVERY, "loss": "mlm+nsp" if self.nsp else "mlm",
+            "mlm_loss_curve": {str(k): v for k, v in sorted(curve.items())}})
         ckpt.unlink(missing_ok=True)
         (self.folder / "progress.json").unlink(missing_ok=True)
         return True
