@@ -102,22 +102,25 @@ def test_dropout_is_on_in_training_only():
 
 
 @pytest.mark.slow  # torch.compile builds C++ kernels: 40 s on a fresh 2-core CPU
-@pytest.mark.parametrize("mode, graphs", [("regional", 3), ("full", 1)])
-def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack(mode, graphs):
+@pytest.mark.parametrize("mode, graphs, nsp", [("regional", 3, False), ("full", 1, False), ("regional", 3, True)])
+def test_compiled_stack_compiles_once_and_trains_like_the_eager_stack(mode, graphs, nsp):
     """Regional: one graph each for the embeddings, a layer (shared by both layers) and the head; full: one graph.
-    Either way no width compiles again."""
+    Either way no width compiles again. With NSP (BertForPreTraining models, NSP labels) the regional stack still
+    compiles its three regions once (the pooler and the NSP head run between them, eagerly)."""
     import torch._dynamo as dynamo
     dynamo.reset()
     dynamo.utils.counters.clear()
     g = torch.Generator().manual_seed(4)
-    compiled = ModelStack([tiny(8), tiny(9)], OPT, "cpu", compile=mode)
-    eager = stack_of([tiny(8), tiny(9)])
+    models = (lambda: pretraining_models((8, 9))) if nsp else (lambda: [tiny(8), tiny(9)])
+    compiled = ModelStack(models(), OPT, "cpu", compile=mode)
+    eager = stack_of(models())
     assert compiled.template.config.num_hidden_layers == 2
     for w in (12, 20, 28, 12):  # padded widths change from step to step, as in training
         ids, attend, pos, types, sel, lab, _ = batch(g, 2, w=w)
         mask = torch.where(attend, 0.0, -1e9)
-        torch.testing.assert_close(compiled.train_step(ids, mask, pos, types, sel, lab),
-                                   eager.train_step(ids, mask, pos, types, sel, lab), rtol=1e-4, atol=1e-5)
+        extra = (torch.randint(0, 2, (2, 4), generator=g),) if nsp else ()  # NSP labels [M, B]
+        torch.testing.assert_close(compiled.train_step(ids, mask, pos, types, sel, lab, *extra),
+                                   eager.train_step(ids, mask, pos, types, sel, lab, *extra), rtol=1e-4, atol=1e-5)
     assert dynamo.utils.counters["stats"]["unique_graphs"] == graphs
     for k in ("bert.encoder.layer.1.output.dense.weight", "cls.predictions.bias"):
         torch.testing.assert_close(compiled.export(1).state_dict()[k], eager.export(1).state_dict()[k],
