@@ -39,9 +39,11 @@ def test_recipe_table_gives_the_gate_quantity_per_cell_and_recipe():
 
 def test_reading_counts_cells_by_each_recipes_test():
     lab = pd.DataFrame(cell_rows("en-es", "es", [0.40, 0.42, 0.44], [0.4] * 3)       # +14.7: transfers
-                       + cell_rows("en-ru", "ru", [0.20, 0.30, 0.40], [0.3] * 3))     # 30 - 11.5 - 25 < 5
+                       + cell_rows("en-ru", "ru", [0.20, 0.30, 0.40], [0.3] * 3)      # 30 - 11.5 - 25 < 5
+                       # 34 - 4.62 - 25 = 4.38 < 5 fails the gate; the difference 9 >= 5 and > 2 SE 4.62 separately
+                       + cell_rows("en-hi", "hi", [0.30, 0.34, 0.38], [0.3] * 3))
     more = pd.DataFrame(cell_rows("en-ru", "ru", [0.3], [0.24]))                      # dev 24 - 20 = +4: not 5
-    t = pilots.recipe_table({"lab": lab, "alltext2x": more}, cells=["en-es", "en-ru"])
+    t = pilots.recipe_table({"lab": lab, "alltext2x": more}, cells=["en-es", "en-hi", "en-ru"])
     gates = pd.DataFrame([{"gate": "alltext2x_pilot_transfers", "value": 0, "threshold": 1, "passed": False,
                            "detail": "failing: en-ru"}])
     gates = pd.concat([gates, pd.DataFrame([{"gate": "alltext4x_pilot_transfers", "value": None, "threshold": 4,
@@ -57,7 +59,10 @@ def test_reading_counts_cells_by_each_recipes_test():
     assert "Gate `alltext2x_base_transfers`: superseded by alltext4x_base_transfers. " in text
     assert "Gate `alltext4x_base_transfers`: failed (3 of 6; failing: en-hi)" in text
     assert "lab cells" not in text  # the one-edition gate is not a scaling profile's
-    assert "*one edition, 4,000 steps* (3 seeds): 1 of 2 cells transfer by the base gate's test (en-es)" in text
+    assert ("*one edition, 4,000 steps* (3 seeds): 1 of 3 cells transfer by the base gate's test (en-es), and en-hi "
+            "too by the claims' looser reading;") in text  # en-ru: its difference 5 is within 2 SE
+    assert ("The claims' preconditions read the same words more loosely: the difference at least 5 points and, "
+            "separately, beyond 2 SE") in text
     assert "*all the text, 8,000 steps* (one seed, dev): 0 of 1 cells at least 5 points above" in text
     assert "Gate `alltext2x_pilot_transfers`: failed (0 of 1; failing: en-ru)" in text
 
