@@ -273,7 +273,7 @@ def nsp_loss(x: torch.Tensor, p: dict, nsp_labels: torch.Tensor) -> torch.Tensor
     first piece ([CLS]) of x [M, B*W, H], then the two-way `cls.seq_relationship`; nsp_labels [M, B] (HF's labels:
     0 = the second segment follows the first, 1 = a random one). p: the stacked parameters under HF's names."""
     m, b = nsp_labels.shape
-    first = x.view(m, b, -1, x.shape[-1])[:, :, 0]  # [M, B, H]
+    first = x.reshape(m, b, -1, x.shape[-1])[:, :, 0]  # [M, B, H]
     pooled = torch.tanh(_linear(first, p, "bert.pooler.dense"))
     logits = _linear(pooled, p, "cls.seq_relationship").float()  # [M, B, 2]
     return F.cross_entropy(logits.reshape(m * b, -1), nsp_labels.reshape(-1), reduction="none").view(m, b).mean(1)

@@ -12,9 +12,9 @@ each selected piece then becomes [MASK] (80%), stays (10%) or becomes a random p
 create_pretraining_data. Their cap of 20 predictions per sequence is not applied (our pairs are ~70 pieces).
 NSP cells (and their control) train their seeds one by one with HF's `BertForPreTraining` (same data, masking rule
 and optimiser), or, at a profile with `nsp_stack`, in stacks of NSP cells whose fused loss adds HF's NSP head. Every
-other cell trains in a `ModelStack`: alone (a
-stack of its seeds) or beside other cells of the same shape (`stacks.run_stacks`); a model trains the same in either
-(its data order, masks and dropout are keyed by its own seed; `tests/test_k2020_stacks.py` checks it).
+other cell trains in a `ModelStack`: alone (a stack of its seeds) or beside other cells of the same shape
+(`stacks.run_stacks`); a model trains the same in either (its data order, masks and dropout are keyed by its own
+seed; `tests/test_k2020_stacks.py` checks it).
 """
 from __future__ import annotations
 
