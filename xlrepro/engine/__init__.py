@@ -22,7 +22,8 @@ pre-training step from a recipe down to the kernels, read in this order:
     distributed.py  torchrun's process group: rank, world size, gradient averaging (data parallelism)
     queue.py        the work queue over torchrun's store: one rank per GPU, on one machine or several, takes the
                     next job (a stack, a fine-tuning) with an atomic counter; done jobs are skipped, so a rerun resumes
-    models.py       HF `BertForMaskedLM` built from a `ModelSize` (`init_model`, `bert_config`)
+    models.py       HF `BertForMaskedLM` (or `BertForPreTraining`, with NSP) built from a `ModelSize` (`init_model`,
+                    `bert_config`)
 
 Nothing here names a paper; paper-specific inputs (masking variants, position offsets, vocabulary shifts) enter
 through the recipe's batch function (`pretrain_loop(batch=...)`), which the paper owns.

@@ -1,4 +1,5 @@
-"""BERT models of the lab: HF `BertForMaskedLM`, MLM only, sized by the chapter's declared sizes."""
+"""BERT models of the lab: HF `BertForMaskedLM` (MLM), or `BertForPreTraining` (MLM and NSP), sized by the chapter's
+declared sizes."""
 from __future__ import annotations
 
 import torch
