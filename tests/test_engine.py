@@ -36,6 +36,24 @@ def test_share_slots_keeps_small_groups_whole_and_cuts_a_big_one():
         planner.share_slots([3], 0, 16)
 
 
+def test_wrap_stacks_cuts_the_groups_where_equal_shares_of_the_time_end():
+    # 24 + 3 models of one time over 4 slots of 6.75: the 24 fall 7 | 6 | 7 | 4, the 3 into the last slot; taking the
+    # longest first, the four workers end at 7, 6, 7 and 4 + 3 models (a share each of 6 | 6 | 6 | 6 + 3 ends at 9)
+    assert planner.wrap_stacks([24, 3], [1.0, 1.0], 4, 16) == [[7, 6, 7, 4], [3]]
+    # the times weigh: 3 models of 4 s and 6 of 1 s are 18 s, 3 slots of 6 s; the slow models' middles fall at 2, 6
+    # and 10 s (slots 0, 1, 1), the fast ones' in slot 2; the slow piece of one joins its group unless allowed
+    assert planner.wrap_stacks([3, 6], [4.0, 1.0], 3, 16, min_piece=1) == [[1, 2], [6]]
+    assert planner.wrap_stacks([3, 6], [4.0, 1.0], 3, 16) == [[3], [6]]
+    assert planner.wrap_stacks([40], [1.0], 1, 16) == [[14, 13, 13]]  # one slot: as few even stacks as fit under 16
+    assert planner.wrap_stacks([3, 3], [1.0, 1.0], 6, 16) == [[3], [3]]  # no stack of one where the group has more
+    assert planner.wrap_stacks([3, 3], [1.0, 1.0], 6, 16, min_piece=1) == [[1, 1, 1], [1, 1, 1]]
+    assert planner.wrap_stacks([1, 0], [0.0, 0.0], 2, 16) == [[1], []]  # no times known: equal weights
+    with pytest.raises(ValueError, match="slots, max_stack and min_piece must be >= 1"):
+        planner.wrap_stacks([3], [1.0], 0, 16)
+    with pytest.raises(ValueError, match="one non-negative number each per group"):
+        planner.wrap_stacks([3, 2], [1.0], 2, 16)
+
+
 def test_max_stack_by_engine_and_gpu_memory(monkeypatch):
     assert planner.max_stack(None) == {"small": 20, "base": 1}
     assert planner.max_stack(None, {"base": 3}) == {"small": 20, "base": 3}

@@ -94,11 +94,17 @@ def test_plan_groups_by_shape_and_spreads_over_slots(multilingual_cache, tmp_pat
     got = sorted(sorted(f"{c.name}/{s}" for c, s in st) for st in stacks)
     assert got == [["en-es/0", "en-es/1", "en-es/2", "enfake-es/0", "enfake-es/1", "enfake-es/2"],
                    ["enfake-ru/L12H1/0", "enfake-ru/L12H1/1", "enfake-ru/L12H1/2"]]
-    # 4 slots shared 6:3 -> round(2.67) = 3 slots (stacks of 2) and round(1.33) = 1 slot (one stack of 3)
+    # the 9 models end to end, 4 slots of 2.25 models each: the 6 fall into slots 0, 0, 1, 1, 2, 2, the 3 into 2, 3, 3
+    # (a piece of one joins the rest of its group)
     assert [len(s) for s in plan_stacks(members, slots=4)] == [2, 2, 2, 3]
-    assert [len(s) for s in plan_stacks(members, slots=2)] == [6, 3]  # one slot each: groups stay whole
-    assert [len(s) for s in plan_stacks(members, slots=12)] == [1, 1, 1, 1, 1, 1, 1, 1, 1]  # 8 and 4 slots
-    assert [len(s) for s in plan_stacks(members, slots=1, max_stack=4)] == [4, 2, 3]
+    # 2 slots of 4.5: the 6 into 0, 0, 0, 0, 1, 1 and the 3 into slot 1 (loads 4 and 5; the groups whole: 6 and 3)
+    assert [len(s) for s in plan_stacks(members, slots=2)] == [4, 2, 3]
+    # 12 slots: a slot a model would make stacks of one; pieces of one join their neighbours
+    assert [len(s) for s in plan_stacks(members, slots=12)] == [2, 2, 2, 3]
+    assert [len(s) for s in plan_stacks(members, slots=1, max_stack=4)] == [3, 3, 3]  # 6 cut evenly under 4
+    # a group whose models take twice as long gets twice the share of the slots
+    slow = plan_stacks(members, slots=3, seconds=lambda c: 2.0 if c.name == "enfake-ru/L12H1" else 1.0)
+    assert [len(s) for s in slow] == [4, 2, 3]  # total 12: slots of 4; the 6 fill 4 + 2, the 3 (6 s) slots 1, 2
     with pytest.raises(ConfigError, match="slots and max_stack"):
         plan_stacks(members, slots=0)
 
@@ -121,6 +127,27 @@ def test_jobs_train_only_members_without_a_model_or_results(tmp_path):
     for seed in (0, 3):
         (cell.dir / f"model_{seed}.safetensors").write_text("the stack is done")
     assert [j["kind"] for j in jobs_of([cell], slots=1)] == ["eval"] * 3
+
+
+def test_trained_models_leave_no_gap_in_the_plan_and_a_paused_stack_is_resumed_as_it_is(tmp_path):
+    """Seeds 0 and 1 are trained: the other four fill two stacks of 2 (planned over all six, the stacks of 3 would
+    keep 1 and 3 members). A stack paused with a checkpoint keeps its members, whatever a fresh plan would make; its
+    progress.json without the checkpoint binds nothing."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of, stack_folder
+    cell = Cell(smoke_plan(), "smoke", "enfake-ru/L12H1", [0, 1, 2, 3, 4, 5], root=tmp_path)
+    cell.dir.mkdir(parents=True)
+    for seed in (0, 1):
+        (cell.dir / f"model_{seed}.safetensors").write_text("trained")
+    stacks = lambda: [[s for _, s in j["members"]] for j in jobs_of([cell], slots=2) if j["kind"] == "stack"]  # noqa
+    assert stacks() == [[2, 3], [4, 5]]
+    folder = stack_folder([(cell, 3), (cell, 4), (cell, 5)])
+    folder.mkdir(parents=True)
+    (folder / "progress.json").write_text(json.dumps({"step": 5, "steps": 9, "members": [
+        "enfake-ru/L12H1/3", "enfake-ru/L12H1/4", "enfake-ru/L12H1/5"]}))
+    assert stacks() == [[2, 3], [4, 5]]  # no checkpoint: nothing to resume
+    (folder / "checkpoint.pt").write_text("weights and optimiser at step 5")
+    assert sorted(stacks()) == [[2], [3, 4, 5]]
 
 
 def test_a_cell_alone_and_in_a_stack_of_three_sees_the_same_masks_and_results(multilingual_cache, tmp_path,
@@ -203,6 +230,8 @@ def test_a_stack_cut_short_resumes_and_its_timing_keeps_a_compile_fallback_of_th
     assert not (cut.dir / "model_0.safetensors").exists()
     progress = json.loads(next((cut.dir.parent / "stacks").glob("*/progress.json")).read_text())
     assert progress["step"] == 1 and progress["compile_fallbacks"][0]["step"] == 0  # a check can read it mid-run
+    assert progress["members"] == ["enfake-es/0"]  # the next call's plan resumes the stack as it is (paused_stacks)
+    assert [[c.name, s] for c, s in stacks.paused_stacks([(cut, 0)])[0]] == [["enfake-es", 0]]
     assert stacks.StackTrainer([(cut, 0)]).run(progress=False)
     timing = json.loads(next((cut.dir.parent / "stacks").glob("*/timing.json")).read_text())
     assert timing["compile_fallbacks"] == [{"step": 0, "error": "AssertionError: expected size 3==3, stride 1==2 "

@@ -217,18 +217,41 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
             f"(evaluations and NSP models come on top){eval_line}")
 
 
+def paused_stacks(left: list) -> list[list]:
+    """The stacks of (cell, seed) members in `left` (the models still to train) that a call paused with a checkpoint:
+    each ``stacks/<key>/progress.json`` whose recorded members are all in `left`, none in an earlier such stack, and
+    whose folder is theirs (`stack_folder`) and holds ``checkpoint.pt``. Without a checkpoint nothing is lost by
+    planning its members afresh."""
+    if not left:
+        return []
+    by_label = {f"{c.name}/{s}": (c, s) for c, s in left}
+    out, taken = [], set()
+    for progress in sorted((left[0][0].dir.parent / "stacks").glob("*/progress.json")):
+        names = json.loads(progress.read_text()).get("members") or []
+        if (names and all(n in by_label and n not in taken for n in names)
+                and (progress.parent / "checkpoint.pt").exists()
+                and stack_folder([by_label[n] for n in names]) == progress.parent):
+            out.append([by_label[n] for n in names])
+            taken |= set(names)
+    return out
+
+
 def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled: bool | None = None,
             snapshots: bool = True) -> list[dict]:
     """The part's jobs in the order they are handed out: stacks (the longest first, by the shapes' measured speeds
     where a finished stack has timed them, else by the FLOP model), NSP models, evaluations.
-    The stack plan is made from every (cell, seed), done or not, so a resumed call finds the same stacks; a stack's
-    job then trains only its members that still need it (no model and no results: a cell evaluated elsewhere, whose
-    weights stayed on another machine, is not trained again). Its members get their models together, so the subset,
-    and with it the stack's checkpoint folder, stays the same until the stack is done."""
+    A stack paused with a checkpoint is resumed with the members it has (`paused_stacks`); the other members that
+    still need training (no model and no results: a cell evaluated elsewhere, whose weights stayed on another machine,
+    is not trained again) are planned afresh (`plan_stacks`), so the models already trained leave no gap in the
+    stacks. Its members get their models together, so a stack's checkpoint folder stays the same until it is done."""
     members = [(c, s) for c in cells for s in c.seeds]
     needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
-    stacks = [[m for m in st if needs(*m)] for st in plan_stacks(members, slots, max_stack)]
+    left = [m for m in members if needs(*m)]
+    paused = paused_stacks(left)
+    taken = {(c.name, s) for st in paused for c, s in st}
     measured = planning_step_ms(speed_folders(cells[0]), None, compiled) if cells else {}
+    stacks = paused + plan_stacks([(c, s) for c, s in left if (c.name, s) not in taken], slots, max_stack,
+                                  seconds=lambda c: stack_seconds([(c, 0)], measured) - STACK_OVERHEAD_SECONDS)
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]

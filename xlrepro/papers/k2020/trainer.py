@@ -16,7 +16,7 @@ import torch
 
 from xlrepro import atomic
 from xlrepro.config import ConfigError
-from xlrepro.engine.planner import share_slots
+from xlrepro.engine.planner import wrap_stacks
 from xlrepro.engine.noise import MASK_ACTION, MASK_RANDOM_ID, MASK_SELECT
 from xlrepro.engine.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
@@ -123,12 +123,12 @@ def stack_folder(members, root: Path | None = None) -> Path:
     return base / "stacks" / stack_key(members)
 
 
-def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[list]:
-    """(cell, seed) members grouped by `stack_shape`, each group cut into stacks of at most `max_stack`. The `slots`
-    (GPUs x workers) are shared out among the groups by their sizes, at least one each, and a group is cut into as
-    many stacks as it has slots (so one big stack does not leave the other GPUs idle, while the many small groups of
-    a sweep over shapes stay whole: a stack of one runs uncompiled and slower). The plan changes no number. NSP
-    members are left out (they train one by one)."""
+def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=None) -> list[list]:
+    """(cell, seed) members grouped by `stack_shape`, each group cut into stacks so that the `slots` (GPUs x
+    workers), each taking the next stack when free, finish together (the engine's `wrap_stacks`: a group's models are
+    cut where the slots' equal shares of the whole time end, no stack of one where its group has more, none above
+    `max_stack`). `seconds(cell)`: a model's estimated training seconds (None: the same for all). The plan changes no
+    number. Members trained one by one (`Cell.alone`) are left out."""
     if slots < 1 or max_stack < 1:
         raise ConfigError(f"slots and max_stack must be >= 1; got {slots}, {max_stack}")
     groups: dict[tuple, list] = {}
@@ -136,9 +136,14 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK) -> list[lis
         shape = stack_shape(cell)
         if shape is not None:
             groups.setdefault(shape, []).append((cell, seed))
+    sizes = [len(g) for g in groups.values()]
+    times = [1.0 if seconds is None else float(seconds(g[0][0])) for g in groups.values()]
     stacks = []
-    for group, cap in zip(groups.values(), share_slots([len(g) for g in groups.values()], slots, max_stack)):
-        stacks += [group[i:i + cap] for i in range(0, len(group), cap)]
+    for group, pieces in zip(groups.values(), wrap_stacks(sizes, times, slots, max_stack)):
+        start = 0
+        for k in pieces:
+            stacks.append(group[start:start + k])
+            start += k
     return stacks
 
 
@@ -279,9 +284,10 @@ class StackTrainer:
                     save(stack, i, path)
             return False  # go on training
 
-        def on_save(stack, curve):  # a check can read the progress mid-run
+        def on_save(stack, curve):  # a check can read the progress mid-run; the next call's plan keeps the members
             atomic.write_json(self.folder / "progress.json", {"step": stack.step_count, "steps": p.steps,
                                                               "shape": self.size.name,
+                                                              "members": [f"{c.name}/{s}" for c, s in self.members],
                                                               "compile_fallbacks": stack.fallbacks})
 
         snapshot_steps = set(p.snapshot_steps) if self.snapshots else set()
