@@ -258,8 +258,8 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     jobs += [{"kind": "nsp", "members": [[c.name, s]]} for c, s in members if c.alone and needs(c, s)]
     # the zero-shot learning curve (the profile's `snapshots`), earliest step first, before the final evaluations:
     # under torchrun the evaluation ranks take them while the stacks train (`wait_for_snapshot`). A member trained
-    # without snapshots gets none, nor does an NSP model (trained one at a time, without snapshots), nor any member
-    # with `snapshots` off.
+    # without snapshots gets none, nor does a model trained one at a time (`Cell.alone`: no snapshots there), nor any
+    # member with `snapshots` off.
     jobs += [{"kind": "snapshot", "members": [[c.name, s]], "step": n}
              for n in (cells[0].profile.pretrain.snapshot_steps if cells and snapshots else ()) for c, s in members
              if not c.alone and not c.curve_done(s, n) and (c.snapshot_path(s, n).exists() or needs(c, s))]
