@@ -412,6 +412,22 @@ def test_a_claim_on_an_untrained_model_is_pending_and_a_typo_still_fails():
         C.evaluate(claim["test"], C.Data({"t": df}, "p", "t"))
 
 
+def test_a_claim_on_a_model_the_profile_does_not_run_is_inconclusive_with_the_reason():
+    """not_run: the claim that reads such a model (here in a precondition's place: its right side) is inconclusive,
+    code not_run, its evidence the profile's reason; a claim on the other models is decided as before; pending
+    models stay pending."""
+    df = frame({"a": [0.5, 0.6, 0.55], "b": [0.1, 0.2, 0.15]})
+    base = {"chapter": "c", "section": "§1", "quote": "q", "why": "w", "artifact": "t"}
+    claims = [{**base, "id": "x", "claim": "a > z", "test": greater(right={"experiment": "z", "metric": "m"})},
+              {**base, "id": "y", "claim": "a > b", "test": greater(right={"experiment": "b", "metric": "m"})},
+              {**base, "id": "w", "claim": "a > q", "test": greater(right={"experiment": "q", "metric": "m"})}]
+    t = C.claims_table("p", "c", {"t": df}, claims=claims, pending=["q"],
+                       not_run={"z": "part t9 is left out at this profile: its control repeats the base"})
+    assert t["verdict"].tolist() == ["inconclusive", "reproduced", "pending"]
+    assert t.loc[0, "reason"] == "not_run" and "z (part t9 is left out at this profile" in t.loc[0, "evidence"]
+    assert C.reason_words("not_run") == "a model it reads is not run at this profile"
+
+
 def test_all_weakest_follows_the_weaker_part():
     df = frame({"a": [0.6, 0.61], "b": [0.4, 0.41], "c": [0.59, 0.60]})
     good, tie = greater(), greater(left={"experiment": "c", "metric": "m"}, right={"experiment": "a", "metric": "m"})

@@ -58,7 +58,8 @@ Kinds (``KINDS``) and what they call reproduced / partly (anything else is "not 
 Inconclusive (:data:`INCONCLUSIVE`): the test cannot decide. A precondition failed; a declared null model passes the
 same test; the run has fewer seeds than ``min_seeds``; or a ``within``/``flat`` test whose k SE alone reaches its
 tolerance (it could not pass whatever the means) and whose gap is not beyond the tolerance by k SE either; or a
-test that reads a model whose every run failed (health.csv: no run is left to test). Where parts of an
+test that reads a model whose every run failed (health.csv: no run is left to test); or a test that reads a model
+the profile does not run at all (`claims_table`'s ``not_run``). Where parts of an
 ``all``/``each`` test are inconclusive, the whole is. Each of these causes has a short code (:data:`REASONS`), kept
 in claims.csv's ``reason`` column (:func:`reason_code`; empty for a decided claim) and put in words by
 :func:`reason_words`: the findings page groups the undecided claims by it.
@@ -88,8 +89,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from .results import VERDICTS
-from .selections import (DETERMINISTIC_SEED, AllRunsFailed, Data, MissingResults, Pending, _as_list, claims_path,
-                         load_claims_file, resolve_layers, rows)  # noqa: F401  (resolve_layers: claims.<name>)
+from .selections import (DETERMINISTIC_SEED, AllRunsFailed, Data, MissingResults, NotRun, Pending,  # noqa: F401
+                         _as_list, claims_path, load_claims_file, resolve_layers, rows)  # resolve_layers: claims.<name>
 
 # the verdicts, defined once with the results contract; PENDING: the run a claim reads has not been made yet
 REPRODUCED, PARTLY, NOT, INCONCLUSIVE, OFFLINE, PENDING = VERDICTS
@@ -114,7 +115,8 @@ EXTRA_COLUMNS = ("id", "quote", "precondition", "precondition_met", "reason")
 #   min_seeds            the run has fewer seeds than the claim's min_seeds
 #   underpowered         a within/flat test whose noise alone reaches its tolerance (it could not pass)
 #   all_runs_failed      the test reads a model whose every run failed (health.csv)
-REASONS = ("precondition", "null", "min_seeds", "underpowered", "all_runs_failed")
+#   not_run              the test reads a model that the profile does not run at all (a part it leaves out)
+REASONS = ("precondition", "null", "min_seeds", "underpowered", "all_runs_failed", "not_run")
 REASON_SEP = ";"
 
 
@@ -227,6 +229,8 @@ def reason_words(code: str, claim: Mapping | None = None) -> str:
             "the run has fewer seeds than the test needs"
     if kind == "underpowered":
         return "the test could not pass at this seed count (its noise alone reaches the tolerance)"
+    if kind == "not_run":
+        return "a model it reads is not run at this profile"
     return "every run of a model it compares failed (health.csv)"
 
 
@@ -747,13 +751,16 @@ def _left_out_words(left_out: Mapping) -> str:
 
 def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[str, pd.DataFrame],
                  out: str | os.PathLike | None = None, profile: str = "lab",
-                 claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None) -> pd.DataFrame:
+                 claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None,
+                 not_run: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict, id, quote,
     precondition, precondition_met, reason: the codes of :data:`REASONS` for an inconclusive verdict).
 
     `results`: a results folder (its CSVs by file name) or a mapping artifact -> long frame. The rows replace this
     chapter's rows in ``<out>/claims.csv`` (`out` defaults to `results` when that is a folder; the other chapters'
     rows stay). `pending`: experiments not trained yet; a claim that reads one gets the verdict "pending".
+    `not_run`: experiments the profile does not run at all, each with its reason; a claim that reads one is
+    inconclusive (reason ``not_run``), its evidence giving the reason.
     `health`: the runs' health (:func:`xlrepro.health.assess`); by default the paper's health rule is applied to the
     frames given (and to the results folder's CSVs), and failed runs are left out of every selection, named in the
     evidence.
@@ -773,12 +780,15 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     failed = exclusions(health)
     rows_ = []
     for c in mine:
-        data = Data(frames, paper, c.get("artifact"), frozenset(map(str, pending)), failed)
+        data = Data(frames, paper, c.get("artifact"), frozenset(map(str, pending)), failed,
+                    not_run={str(k): v for k, v in (not_run or {}).items()})
         pre = "; ".join(p["says"] for p in c.get("requires") or [])
         try:
             j = judge(c, data, profile)
         except Pending as wait:
             j = Judgement(PENDING, str(wait), pre, "pending" if pre else "")
+        except NotRun as skipped:
+            j = Judgement(INCONCLUSIVE, f"Inconclusive: {skipped}", pre, "", reason_code("not_run"))
         except MissingResults as e:  # the run is still to be made: say so rather than stop the chapter
             j = Judgement(PENDING, f"no results yet ({e.args[0]})", pre, "pending" if pre else "")
         evidence = j.evidence

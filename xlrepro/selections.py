@@ -48,6 +48,14 @@ class Pending(Exception):
         self.experiments = list(experiments)
 
 
+class NotRun(Exception):
+    """A test reads an experiment that the profile does not run at all (a part it leaves out, with its reason)."""
+
+    def __init__(self, why: Mapping[str, str]):
+        super().__init__("not run at this profile: " + "; ".join(f"{e} ({w})" for e, w in why.items()))
+        self.why = dict(why)
+
+
 # ------------------------------------------------------------------------------------------------- selections
 class MissingResults(KeyError):
     """A claim reads an artifact, a model ID or a language that the results do not hold (a run still to be made, or a
@@ -76,6 +84,8 @@ class Data:
     all_failed: dict = field(default_factory=dict)  # artifact -> {experiment: reasons} of models whose every run failed
     seeds_seen: list = field(default_factory=list)  # the seed count of every stochastic sample taken
     power: list = field(default_factory=list)  # (k SE, tolerance, seeds) of every within/flat comparison made
+    # experiments the profile does not run (-> why): their claims are inconclusive (reason not_run)
+    not_run: Mapping[str, str] = field(default_factory=dict)
 
     def frame(self, sel: Mapping) -> pd.DataFrame:
         if "reference" in sel:
@@ -114,6 +124,9 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
             raise KeyError(f"selector key {key!r}: the frame has no such column; columns: {', '.join(df.columns)}")
         col = df[key].astype(str)
         want = _as_list(sel[key]) if key != "layer" else resolve_layers(sel[key], df[key])
+        skipped = [w for w in want if key == "experiment" and w in data.not_run and "reference" not in sel]
+        if skipped:
+            raise NotRun({w: data.not_run[w] for w in skipped})
         waiting = [w for w in want if key == "experiment" and w in data.pending and "reference" not in sel]
         if waiting:
             raise Pending(waiting)
