@@ -753,3 +753,31 @@ def test_prediction_shares_name_the_most_predicted_class():
     from xlrepro.papers.k2020.bbert import prediction_shares
     assert prediction_shares([2, 2, 2, 1], 6) == [("top_prediction_share", 0.75), ("top_prediction_class", 2.0)]
     assert prediction_shares([3, 1, 1, 3], 6) == [("top_prediction_share", 0.5), ("top_prediction_class", 1.0)]  # tie
+
+
+def test_a_profile_s_left_out_parts_are_not_run_and_their_claims_are_inconclusive(tmp_path):
+    """alltext4x leaves out t1g and t8c (experiments.yaml): "all" drops their own experiments (t1g's enfake-ru cell
+    stays, Table 6 needs it), naming one is an error with the reason and the valid parts, the chapter lists them as
+    not run, and a claim on them is inconclusive (not_run) rather than pending for ever."""
+    from xlrepro.config import ConfigError
+    from xlrepro.papers.k2020.config import experiments_of, not_run
+    from xlrepro.papers.k2020.report import chapter_claims_table, pending_note
+    plan = load_plan()
+    every, kept = experiments_of(plan, "all"), experiments_of(plan, "all", "alltext4x")
+    assert sorted(set(every) - set(kept)) == sorted(["en-es/L12H12/22.3%", "enfake-es/L12H12/22.3%",
+                                                     "en-hi/L12H12/22.3%", "enfake-hi/L12H12/22.3%",
+                                                     "en-ru/L12H12/22.3%", "enfake-es/single", "enfake-hi/single",
+                                                     "enfake-ru/single"])
+    assert experiments_of(plan, "all", "lab") == every  # the lab runs every part
+    with pytest.raises(ConfigError, match=r"does not run part t8c \(t8c: Table 8's control.*its parts: pilot, base"):
+        experiments_of(plan, "t8,t8c", "alltext4x")
+    skipped = not_run(plan, ["t1", "t1g", "t2", "t3"], "alltext4x")
+    assert "enfake-ru/L12H12/22.3%" in skipped and "en-es" not in skipped  # t6 is not among these parts
+    assert not_run(plan, ["t1", "t1g"], "lab") == {}
+    assert "--part t1,t2,t3 --profile alltext4x " in pending_note(["t1", "t1g", "t2", "t3"], ["en-hi"], "alltext4x")
+    # a gate-size claim reads t1g's cells: inconclusive, with the profile's reason; the others as before
+    table = chapter_claims_table("linguistic", tmp_path, todo=[], not_run=skipped).set_index("id")
+    assert table.loc["transfer_without_overlap_gate_size", "verdict"] == "inconclusive"
+    assert table.loc["transfer_without_overlap_gate_size", "reason"] == "not_run"
+    assert "part t1g is left out at profile alltext4x" in table.loc["transfer_without_overlap_gate_size", "evidence"]
+    assert table.loc["spanish_transfers_best", "verdict"] == "pending"  # no results here at all

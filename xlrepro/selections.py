@@ -116,6 +116,9 @@ def _as_list(v) -> list:
 
 def rows(sel: Mapping, data: Data) -> pd.DataFrame:
     """The rows a selector picks (before any reduction); errors name the valid values."""
+    skipped = [w for w in _as_list(sel.get("experiment", [])) if w in data.not_run and "reference" not in sel]
+    if skipped:  # before the frame: a model never run has no results to look for
+        raise NotRun({w: data.not_run[w] for w in skipped})
     df = data.frame(sel)
     for key in ("experiment", "metric", "language", "layer", "step"):
         if key not in sel:
@@ -124,9 +127,6 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
             raise KeyError(f"selector key {key!r}: the frame has no such column; columns: {', '.join(df.columns)}")
         col = df[key].astype(str)
         want = _as_list(sel[key]) if key != "layer" else resolve_layers(sel[key], df[key])
-        skipped = [w for w in want if key == "experiment" and w in data.not_run and "reference" not in sel]
-        if skipped:
-            raise NotRun({w: data.not_run[w] for w in skipped})
         waiting = [w for w in want if key == "experiment" and w in data.pending and "reference" not in sel]
         if waiting:
             raise Pending(waiting)

@@ -145,6 +145,9 @@ class Profile:
     # Optional[...], not "Finetune | None": from_dict converts typing.Union members, not types.UnionType ones
     ner: Optional[Finetune] = field(default=None, metadata={
         "help": "fine-tuning recipe of the NER stand-in (max_*_pairs count verses); None: the section task's"})
+    left_out: dict[str, str] = field(default_factory=dict, metadata={
+        "help": "part -> why: parts this profile does not run. Their experiments (those no other part needs) are "
+                "left out of its runs and chapters, and a claim that reads one is inconclusive (not_run)"})
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,9 @@ class Plan:
         for part, names in self.parts.items():
             for name in names:
                 choose(f"experiment of part {part}", name, self.experiments)
+        for profile, p in self.profiles.items():
+            for part in p.left_out:
+                choose(f"part left out at profile {profile}", part, self.parts)
 
 
 @lru_cache(maxsize=1)
@@ -178,12 +184,29 @@ def check_part(plan: Plan, part: str) -> str:
     return part
 
 
-def experiments_of(plan: Plan, part: str) -> list[str]:
-    """The experiments of `part` (see `check_part`), in order, each once."""
+def experiments_of(plan: Plan, part: str, profile: str | None = None) -> list[str]:
+    """The experiments of `part` (see `check_part`), in order, each once. With `profile`, those it runs: "all"
+    drops the parts it leaves out (`Profile.left_out`), and naming such a part is an error that gives the reason."""
     check_part(plan, part)
-    names = [n for p in plan.parts.values() for n in p] if part == "all" else [
-        n for p in part.split(",") for n in plan.parts[p]]
-    return list(dict.fromkeys(names))
+    names = list(plan.parts) if part == "all" else part.split(",")
+    if profile is not None:
+        skipped = plan.profiles[profile].left_out
+        named = [p for p in names if p in skipped] if part != "all" else []
+        if named:
+            raise ConfigError(f"profile {profile} does not run part {', '.join(named)} ("
+                              + "; ".join(f"{p}: {skipped[p]}" for p in named) + "); its parts: "
+                              + ", ".join(p for p in plan.parts if p not in skipped))
+        names = [p for p in names if p not in skipped]
+    return list(dict.fromkeys(n for p in names for n in plan.parts[p]))
+
+
+def not_run(plan: Plan, parts, profile: str) -> dict[str, str]:
+    """experiment -> why, for the experiments of `parts` that `profile` does not run: those of its left-out parts
+    (`Profile.left_out`) that none of the other parts needs."""
+    skipped = plan.profiles[profile].left_out
+    kept = {n for p in parts if p not in skipped for n in plan.parts[p]}
+    return {n: f"part {p} is left out at profile {profile}: {skipped[p]}"
+            for p in parts if p in skipped for n in plan.parts[p] if n not in kept}
 
 
 # ----------------------------------------------------------------------------------------------- shapes

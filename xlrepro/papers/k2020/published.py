@@ -94,8 +94,9 @@ def choose_source(chapter: str, source: str = "auto", *, publish: bool = False, 
 @dataclass
 class ChapterFrames:
     """What a chapter reads: `results` (every cell with its majority/<cell> baselines), `todo` (experiments without
-    results), `names` (the chapter's experiments), `folder` (where it writes: claims.csv, its run record and, from
-    the runs, its results), `source` ("runs" or "published") and `why`."""
+    results), `names` (the chapter's experiments at its profile), `folder` (where it writes: claims.csv, its run
+    record and, from the runs, its results), `source` ("runs" or "published"), `why`, and `not_run` (experiment ->
+    why: the chapter's experiments its profile does not run, `config.not_run`)."""
     chapter: str
     profile: str
     source: str
@@ -106,6 +107,7 @@ class ChapterFrames:
     todo: list
     overlap_wanted: bool = True
     _published_record: dict = field(default_factory=dict)
+    not_run: dict = field(default_factory=dict)
 
     def save(self, frame: pd.DataFrame, name: str) -> Path | None:
         """From the runs: `frame` into `<folder>/<name>.csv` (nothing where it is empty). From the published
@@ -193,7 +195,7 @@ def chapter_frames(chapter: str, profile: str = "lab", source: str = "auto", *, 
     (`report.collect`, trained first where `train`: the smoke profile only) or from the published CSVs in `folder`
     (default book/results/k2020; only for `publish`), and saved (runs) or checked against the published file."""
     from .bbert import RESULT_COLUMNS
-    from .config import experiments_of, load_plan
+    from .config import experiments_of, load_plan, not_run
     from .constants import PARTS
     from .report import chapter_folder, collect, missing
 
@@ -204,7 +206,8 @@ def chapter_frames(chapter: str, profile: str = "lab", source: str = "auto", *, 
     chosen, why = choose_source(chapter, source, publish=publish, device=device, folder=folder, profile=profile,
                                 train=train, experiments=experiments, seeds=seeds, overlap=overlap, results=results)
     plan = load_plan()
-    names = list(dict.fromkeys(n for p in PARTS[chapter] for n in experiments_of(plan, p))) \
+    skipped = not_run(plan, PARTS[chapter], profile)
+    names = list(dict.fromkeys(n for p in PARTS[chapter] for n in experiments_of(plan, p) if n not in skipped)) \
         if experiments is None else list(experiments)
     if chosen == "published":
         from xlrepro.results import results_dir
@@ -219,6 +222,6 @@ def chapter_frames(chapter: str, profile: str = "lab", source: str = "auto", *, 
         kept = {}
     frames = ChapterFrames(chapter, profile, chosen, why, names, out,
                            ours if len(ours) else pd.DataFrame(columns=RESULT_COLUMNS), missing(ours, names),
-                           overlap, kept)
+                           overlap, kept, skipped)
     frames.save(frames.results, chapter)
     return frames

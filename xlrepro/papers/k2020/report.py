@@ -115,6 +115,7 @@ def pending_note(parts, experiments_missing, profile: str = "lab") -> str:
     plan = load_plan()
     left = dataclasses.replace(plan, parts={**plan.parts, "_left": list(experiments_missing)})
     est = gpu_plan(left, ["_left"], profile=profile)["GPU-min"].sum()
+    parts = [p for p in parts if p not in plan.profiles[profile].left_out]  # the parts the profile runs
     cmd = (f"xlrepro train k2020 --part {','.join(parts)}{'' if profile == 'lab' else f' --profile {profile}'} "
            f"--time-limit 480 --compile --workers-per-gpu 2 --eval-workers-per-gpu 4")
     return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
@@ -475,12 +476,14 @@ def claims_frames(chapter: str, folder) -> dict[str, pd.DataFrame]:
 PENDING_RUN = "pending the GPU run"  # the verdict of every claim of a chapter none of whose claims can be read yet
 
 
-def chapter_claims_table(chapter: str, folder, todo=()) -> pd.DataFrame:
+def chapter_claims_table(chapter: str, folder, todo=(), not_run=None) -> pd.DataFrame:
     """The claims table a chapter shows: the verdicts (`xlrepro.claims.claims_table`) on the frames `claims_frames`
     reads from `folder` (the reading `xlrepro verdicts` makes too), rewriting the chapter's rows of
     ``<folder>/claims.csv``; the cells of `todo` (not trained yet) and their ``majority/<cell>`` baselines are
-    pending. Where a claim's selector finds no trained cell at all (KeyError, ValueError), every claim of the chapter
-    is shown with the verdict PENDING_RUN and an empty evidence, and claims.csv is left as it was."""
+    pending. `not_run` (experiment -> why; `published.ChapterFrames.not_run`): cells the profile does not run, whose
+    claims are inconclusive (``not_run``), as are their ``majority/<cell>`` baselines'. Where a claim's selector finds
+    no trained cell at all (KeyError, ValueError), every claim of the chapter is shown with the verdict PENDING_RUN
+    and an empty evidence, and claims.csv is left as it was."""
     from xlrepro.claims import claims_table, criterion, load_claims
 
     from .constants import CHAPTERS
@@ -488,7 +491,9 @@ def chapter_claims_table(chapter: str, folder, todo=()) -> pd.DataFrame:
     todo = list(todo)
     frames = claims_frames(chapter, folder)
     try:
-        return claims_table(NAME, chapter, frames, out=folder, pending=todo + [f"majority/{e}" for e in todo])
+        skipped = {**(not_run or {}), **{f"majority/{e}": why for e, why in (not_run or {}).items()}}
+        return claims_table(NAME, chapter, frames, out=folder, pending=todo + [f"majority/{e}" for e in todo],
+                            not_run=skipped)
     except (KeyError, ValueError):  # a selector finds no trained cell yet
         return pd.DataFrame([{"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                               "evidence": "", "verdict": PENDING_RUN}

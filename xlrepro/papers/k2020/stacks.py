@@ -53,7 +53,8 @@ from .trainer import (MAX_STACK, PairTable, StackTrainer,  # noqa: F401  (PairTa
 def part_cells(part: str, profile: str, seeds=None, cache_dir=None, root=None) -> list[Cell]:
     from .config import experiments_of, load_plan
     plan = load_plan()
-    return [Cell(plan, profile, n, seeds, cache_dir=cache_dir, root=root) for n in experiments_of(plan, part)]
+    return [Cell(plan, profile, n, seeds, cache_dir=cache_dir, root=root)
+            for n in experiments_of(plan, part, profile)]
 
 
 def speed_folders(cell, runs_root: Path | None = None) -> list[Path]:
