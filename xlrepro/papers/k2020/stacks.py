@@ -252,7 +252,7 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     taken = {(c.name, s) for st in paused for c, s in st}
     measured = planning_step_ms(speed_folders(cells[0]), None, compiled) if cells else {}
     stacks = paused + plan_stacks([(c, s) for c, s in left if (c.name, s) not in taken], slots, max_stack,
-                                  seconds=lambda c: stack_seconds([(c, 0)], measured) - STACK_OVERHEAD_SECONDS)
+                                  seconds=lambda c: shape_step_ms(c, measured)[0] * c.profile.pretrain.steps / 1000)
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
