@@ -298,6 +298,17 @@ def _write(path, obj):
     path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
 
 
+def test_hf_best_ratios_take_each_case_from_the_first_run_that_timed_it_with_its_card():
+    h200 = pd.DataFrame([bench_row("base", "hf-best", "HF best"), bench_row("base", "ours", "ours", speedup_vs_best_hf=1.5)])
+    h100 = pd.DataFrame([bench_row("base", "hf-best", "HF best", device="NVIDIA H100 80GB HBM3"),
+                         bench_row("base", "ours", "ours", speedup_vs_best_hf=9.0, device="NVIDIA H100 80GB HBM3"),
+                         bench_row("bbert", "hf-best", "HF best", device="NVIDIA H100 80GB HBM3"),
+                         bench_row("bbert", "ours", "ours", speedup_vs_best_hf=1.25, device="NVIDIA H100 80GB HBM3"),
+                         bench_row("small", "hf-best", "HF best", device="NVIDIA H100 80GB HBM3"),
+                         bench_row("small", "ours", "ours", status="skipped: budget", speedup_vs_best_hf=None)])
+    assert E.hf_best_ratios(h200, h100) == {"base": (1.5, "H200"), "bbert": (1.25, "H100")}
+
+
 def test_gpu_cost_table_from_hand_made_records(tmp_path):
     # the grid: stack 1 (small models a, b: 600 s) and stack 2 (b: 300 s) serve chapter one; stack 3 (a base model
     # c: 1,200 s) only chapter two's tables list
@@ -322,7 +333,7 @@ def test_gpu_cost_table_from_hand_made_records(tmp_path):
     bench = pd.DataFrame([bench_row("small", "hf-compile", "HF compiled", best_hf_engine="HF compiled"),
                           bench_row("small", "ours", "ours", speedup_vs_best_hf=4.0, best_hf_engine="HF compiled")])
     ratios = E.hf_best_ratios(hb, bench)
-    assert ratios == {"base": 1.5, "mbert": 2.0}
+    assert ratios == {"base": (1.5, "H200"), "mbert": (2.0, "H200")}
     table = E.gpu_cost_table(work, ratios, bench).reset_index()
     assert table["chapter"].tolist() == ["one", "two", "multilingual lab", "pilot", "arch"]
     assert table["measured"].tolist() == ["15 GPU-minutes", "20 GPU-minutes", "5.0 GPU-minutes", "10 GPU-minutes",
@@ -332,9 +343,9 @@ def test_gpu_cost_table_from_hand_made_records(tmp_path):
     assert table["at hf-best's speed"].tolist() == ["–", "30 GPU-minutes", "–", "15 GPU-minutes", "–"]
     assert table["ratio used"].tolist() == [
         "none: the small case was timed against HF compiled only, not hf-best (ours, one model: 4.00x that)",
-        "base: ours 1.50x hf-best",
+        "base: ours 1.50x hf-best (H200)",
         "none: no bench case of this shape (hidden 256, 4 layers, 32,000 pieces)",
-        "base: ours 1.50x hf-best",
+        "base: ours 1.50x hf-best (H200)",
         "none: the record does not give the models' shape"]
     assert E.bench_case((768, 12, 119_547)) == "mbert" and E.bench_case((768, 12, 4096)) == "base"
     assert E.bench_case((192, 12, 20_480)) == "bbert" and E.bench_case((192, 6, 20_480)) is None

@@ -965,6 +965,9 @@ def rerun_reading(rerun: pd.DataFrame, folder: Path) -> str:
 # ------------------------------------------------------------------------------------------ what the published runs cost
 # The bench cases (xlrepro.bench.CASES) by (hidden, layers): a published model of that shape takes that case's ratio;
 # a vocabulary of at least MBERT_VOCAB pieces (mBERT's is 119,547) makes a BERT-base the mbert case.
+# The runs against hf-best (book/results/bench/hf_best), in the order their ratios are taken: a case takes the first
+# run's that timed it. bench.csv: one H200; bench_h100.csv: one H100, the small and bbert cases.
+HF_BEST_RUNS = ("bench.csv", "bench_h100.csv")
 BENCH_SHAPES = {(64, 12): "small", (768, 12): "base", (192, 12): "bbert"}
 MBERT_VOCAB = 100_000
 _MINUTES = re.compile(r"(\d+(?:\.\d+)?) (GPU|worker)-minutes")
@@ -992,9 +995,10 @@ def bench_case(shape: tuple | None) -> str | None:
     return "mbert" if case == "base" and vocab is not None and vocab >= MBERT_VOCAB else case
 
 
-def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, float]:
-    """case -> our engine's ``speedup_vs_best_hf`` (engine_key ``ours``) in the bench files whose best Hugging Face
-    row is ``hf-best`` for that case: how many times faster than hf-best our engine stepped on that shape."""
+def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, tuple[float, str]]:
+    """case -> (our engine's ``speedup_vs_best_hf`` (engine_key ``ours``), the card it was timed on, short) in the
+    bench files whose best Hugging Face row is ``hf-best`` for that case: how many times faster than hf-best our
+    engine stepped on that shape. The first file that has a case gives its ratio."""
     out = {}
     for bench in benches:
         if "engine_key" not in bench.columns:
@@ -1002,7 +1006,7 @@ def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, float]:
         for case, rows in bench.groupby("case", sort=False):
             ours = rows[(rows["engine_key"] == "ours") & (rows["status"] == "ok")]
             if (rows["engine_key"] == "hf-best").any() and len(ours) and case not in out:
-                out[case] = float(ours["speedup_vs_best_hf"].iloc[0])
+                out[case] = (float(ours["speedup_vs_best_hf"].iloc[0]), _card(str(ours["device"].iloc[0])))
     return out
 
 
@@ -1021,18 +1025,18 @@ def _no_ratio(case: str | None, shape: tuple | None, bench: pd.DataFrame) -> str
     return f"none: the {case} case was not timed against hf-best"
 
 
-def gpu_cost_table(work: list[GpuWork], ratios: dict[str, float], bench: pd.DataFrame) -> pd.DataFrame:
+def gpu_cost_table(work: list[GpuWork], ratios: dict[str, tuple[float, str]], bench: pd.DataFrame) -> pd.DataFrame:
     """Per piece of work: what it measured, on which card, the bench case of its shape, the ratio used and the same
     work at hf-best's speed (minutes × ours' speed-up over hf-best on that case; "–" where no ratio applies, the
     ratio column saying why). `ratios`: `hf_best_ratios`; `bench`: bench.csv, to say which cases lack hf-best."""
     rows = []
     for w in work:
         case = bench_case(w.shape)
-        ratio = ratios.get(case)
+        ratio, card = ratios.get(case, (None, ""))
         rows.append({"paper": w.paper, "chapter": w.chapter, "work": w.what,
                      "measured": f"{w.minutes:,.0f} {w.unit}" if w.minutes >= 10 else f"{w.minutes:.1f} {w.unit}",
                      "card": w.card,
-                     "ratio used": (f"{case}: ours {ratio:.2f}x hf-best" if ratio is not None
+                     "ratio used": (f"{case}: ours {ratio:.2f}x hf-best ({card})" if ratio is not None
                                     else _no_ratio(case, w.shape, bench)),
                      "at hf-best's speed": f"{w.minutes * ratio:,.0f} {w.unit}" if ratio is not None else "–"})
     return pd.DataFrame(rows).set_index(["paper", "chapter"])
@@ -1168,10 +1172,10 @@ def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None 
 
 def gpu_cost(results: Path, bench: Path) -> pd.DataFrame:
     """The cost table of the published runs (`gpu_cost_table`) from ``<results>`` (book/results) and the bench
-    records in ``<bench>`` (bench.csv, hf_best/bench.csv: the ratios)."""
+    records in ``<bench>`` (bench.csv and the runs against hf-best, `HF_BEST_RUNS`: the ratios)."""
     timed = pd.read_csv(bench / "bench.csv") if (bench / "bench.csv").exists() else pd.DataFrame()
-    best = pd.read_csv(bench / "hf_best" / "bench.csv") if (bench / "hf_best" / "bench.csv").exists() else pd.DataFrame()
-    return gpu_cost_table(published_gpu_work(results), hf_best_ratios(best, timed), timed)
+    best = [pd.read_csv(bench / "hf_best" / name) for name in HF_BEST_RUNS if (bench / "hf_best" / name).exists()]
+    return gpu_cost_table(published_gpu_work(results), hf_best_ratios(*best, timed), timed)
 
 
 # ------------------------------------------------------------------------------------------ the engine's own check
