@@ -47,8 +47,12 @@ def test_wrap_stacks_cuts_the_groups_where_equal_shares_of_the_time_end():
     assert planner.wrap_stacks([40], [1.0], 1, 16) == [[14, 13, 13]]  # one slot: as few even stacks as fit under 16
     assert planner.wrap_stacks([3, 3], [1.0, 1.0], 6, 16) == [[3], [3]]  # no stack of one where the group has more
     assert planner.wrap_stacks([3, 3], [1.0, 1.0], 6, 16, min_piece=1) == [[1, 1, 1], [1, 1, 1]]
+    # a cap per group: the first group's pieces 7, 6, 7, 4 each cut into as few even stacks of at most 3 as fit
+    assert planner.wrap_stacks([24, 3], [1.0, 1.0], 4, [3, 16]) == [[3, 2, 2, 3, 3, 3, 2, 2, 2, 2], [3]]
+    with pytest.raises(ValueError, match="one per group"):
+        planner.wrap_stacks([24, 3], [1.0, 1.0], 4, [3])
     assert planner.wrap_stacks([1, 0], [0.0, 0.0], 2, 16) == [[1], []]  # no times known: equal weights
-    with pytest.raises(ValueError, match="slots, max_stack and min_piece must be >= 1"):
+    with pytest.raises(ValueError, match="min_piece must be >= 1"):
         planner.wrap_stacks([3], [1.0], 0, 16)
     with pytest.raises(ValueError, match="one non-negative number each per group"):
         planner.wrap_stacks([3, 2], [1.0], 2, 16)

@@ -226,6 +226,10 @@ def test_cli_validates_up_front():
         paper.prepare_train(ns(profile="lab", time_limit=290))
     with pytest.raises(ConfigError, match="--last-call decides .* give --time-limit too"):
         paper.prepare_train(ns(last_call=True))
+    with pytest.raises(ConfigError, match="--time-total must be .* at least --time-limit"):
+        paper.prepare_train(ns(time_limit=600, time_total=500))
+    with pytest.raises(ConfigError, match="--last-call is --time-total equal to --time-limit"):
+        paper.prepare_train(ns(time_limit=600, time_total=900, last_call=True))
     with pytest.raises(ConfigError, match="--gpu H100 estimates a dry run"):
         paper.prepare_train(ns(gpu="H100"))
     with pytest.raises(ConfigError, match="valid choices: H100, H200"):

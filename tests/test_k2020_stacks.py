@@ -660,3 +660,75 @@ def test_a_stack_told_to_skip_snapshots_saves_none(multilingual_cache, tmp_path)
     cell = Cell(smoke_plan(steps=4, snapshots=(0.5,)), "smoke", "enfake-es", [0], root=tmp_path)
     assert StackTrainer([(cell, 0)], snapshots=False).run(progress=False)
     assert (cell.dir / "model_0.safetensors").exists() and not (cell.dir / "snapshots").exists()
+
+
+def _timed(root, *cells, ms=1000.0):
+    """A finished stack's timing.json per cell shape: `ms` per model-step (100 steps: 100 s a model)."""
+    for c in cells:
+        (root / "stacks" / c.size.name).mkdir(parents=True, exist_ok=True)
+        (root / "stacks" / c.size.name / "timing.json").write_text(json.dumps({"shape": c.size.name,
+                                                                               "ms_per_model_step": ms}))
+
+
+def test_time_total_plans_only_the_cells_that_fit_in_the_part_s_order(tmp_path):
+    """Models of 100 s (100 steps at 1000 ms), a stack's start-up 45 s, an evaluation 240 s (EVAL_MARGIN: nothing
+    measured). One slot, 600 s: cell A (2 seeds: 245 s, + 240) fits, B would bring it to 730 s and waits, with its
+    evaluations; 800 s holds both. Two slots share the work: both fit in 500 s."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.config import EVAL_MARGIN, STACK_OVERHEAD_SECONDS
+    from xlrepro.papers.k2020.stacks import jobs_of
+    assert (EVAL_MARGIN, STACK_OVERHEAD_SECONDS) == (240, 45.0)
+    plan = smoke_plan(steps=100)
+    a, b = (Cell(plan, "smoke", n, [0, 1], root=tmp_path) for n in ("enfake-ru/L1H12", "enfake-ru/L12H1"))
+    _timed(tmp_path, a, b)
+    names = lambda jobs, kind: sorted({n for j in jobs if j["kind"] == kind for n, _ in j["members"]})  # noqa: E731
+    jobs = jobs_of([a, b], slots=1, time_total=600)
+    assert names(jobs, "stack") == names(jobs, "eval") == ["enfake-ru/L1H12"]
+    assert names(jobs_of([a, b], slots=1, time_total=800), "stack") == ["enfake-ru/L12H1", "enfake-ru/L1H12"]
+    assert names(jobs_of([a, b], slots=2, time_total=500), "stack") == ["enfake-ru/L12H1", "enfake-ru/L1H12"]
+    assert names(jobs_of([a, b], slots=1, time_total=400), "stack") == []  # A alone needs 485 s
+    assert names(jobs_of([b, a], slots=1, time_total=600), "stack") == ["enfake-ru/L12H1"]  # the part's order
+
+
+def test_a_call_s_time_limit_cuts_the_stacks_and_the_dealt_plan_must_fit_the_total(tmp_path):
+    """--time-limit 200: a stack may train 155 s, one 100 s model (145 s with its start-up). A and B, 3 seeds each,
+    on 2 slots: six stacks of one, dealt 3 to a slot: 435 s + 240 > 600, though the work shared evenly would fit
+    (2 x 345 / 2 + 240 = 585); B's three stacks are dropped, A's three fit (290 + 240 = 530)."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of
+    plan = smoke_plan(steps=100)
+    a, b = (Cell(plan, "smoke", n, [0, 1, 2], root=tmp_path) for n in ("enfake-ru/L1H12", "enfake-ru/L12H1"))
+    _timed(tmp_path, a, b)
+    stacks = lambda **kw: sorted([f"{n}/{s}" for n, s in j["members"]] for j in jobs_of([a, b], slots=2, **kw)  # noqa
+                                 if j["kind"] == "stack")
+    assert len(stacks(time_limit=200)) == 6 and all(len(s) == 1 for s in stacks(time_limit=200))
+    assert stacks() == [[f"enfake-ru/L12H1/{s}" for s in range(3)], [f"enfake-ru/L1H12/{s}" for s in range(3)]]
+    assert stacks(time_limit=200, time_total=600) == [["enfake-ru/L1H12/0"], ["enfake-ru/L1H12/1"],
+                                                      ["enfake-ru/L1H12/2"]]
+
+
+def test_time_total_is_checked_and_a_last_call_is_its_own_time_limit():
+    from xlrepro.papers.k2020.stacks import check_time_total
+    assert check_time_total(540, None) == (540, None)
+    assert check_time_total(None, 600) == (600, 600)  # no limit: this call may use all of it
+    assert check_time_total(540, 1500) == (540, 1500)
+    assert check_time_total(540, None, last_call=True) == (540, 540)
+    with pytest.raises(ConfigError, match="cannot be below the time_limit"):
+        check_time_total(540, 500)
+    with pytest.raises(ConfigError, match="positive"):
+        check_time_total(540, 0)
+    with pytest.raises(ConfigError, match="a last call's time_total is its time_limit"):
+        check_time_total(540, 600, last_call=True)
+
+
+def test_a_stack_that_cannot_finish_within_the_calls_that_follow_is_not_started(tmp_path, capsys):
+    """The 485 s stack (2 models of 100 s, start-up 45 s, an evaluation 240 s) with 400 s left in this call: 50 s in
+    the calls that follow leave 450 s, too few; the runner leaves it and says so."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import job_runner
+    cell = Cell(smoke_plan(steps=100), "smoke", "enfake-ru/L1H12", [0, 1], root=tmp_path)
+    _timed(tmp_path, cell)
+    spec = {"kind": "stack", "members": [[cell.name, 0], [cell.name, 1]]}
+    assert job_runner({cell.name: cell}, "cpu", later=50.0)(spec, 400.0) is None
+    assert "cannot finish and be evaluated in the 450 s left" in capsys.readouterr().out
+    assert job_runner({cell.name: cell}, "cpu", last_call=True)(spec, 484.0) is None

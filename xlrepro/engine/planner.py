@@ -106,7 +106,7 @@ def share_slots(group_sizes: list[int], slots: int, max_stack: int) -> list[int]
     return [min(max_stack, math.ceil(n / max(1, round(slots * n / total)))) for n in group_sizes]
 
 
-def wrap_stacks(sizes: Sequence[int], seconds: Sequence[float], slots: int, max_stack: int,
+def wrap_stacks(sizes: Sequence[int], seconds: Sequence[float], slots: int, max_stack: int | Sequence[int],
                 min_piece: int = 2) -> list[list[int]]:
     """Stack sizes for each group of models that can share kernels (`sizes[g]` models of `seconds[g]` each), so that
     `slots` workers, each taking the next stack when free (the longest first), finish together: McNaughton's
@@ -114,15 +114,17 @@ def wrap_stacks(sizes: Sequence[int], seconds: Sequence[float], slots: int, max_
     models are laid end to end and each goes to the slot its middle falls in, the slots being equal shares of the
     total time; each group's run of models within one slot is a stack. A piece below `min_piece` models joins the
     smaller neighbouring piece of its group (a stack of one may train uncompiled and slower, `stack_compile`), and
-    a piece above `max_stack` is cut into as few even stacks as fit."""
-    if slots < 1 or max_stack < 1 or min_piece < 1:
-        raise ValueError(f"slots, max_stack and min_piece must be >= 1; got {slots}, {max_stack}, {min_piece}")
+    a piece above `max_stack` (one number, or one per group) is cut into as few even stacks as fit."""
+    caps = [max_stack] * len(sizes) if isinstance(max_stack, int) else list(max_stack)
+    if slots < 1 or min_piece < 1 or len(caps) != len(sizes) or any(c < 1 for c in caps):
+        raise ValueError(f"slots, max_stack (one per group where a list) and min_piece must be >= 1; got {slots}, "
+                         f"{max_stack}, {min_piece}")
     if len(sizes) != len(seconds) or any(n < 0 for n in sizes) or any(s < 0 for s in seconds):
         raise ValueError(f"sizes and seconds: one non-negative number each per group; got {sizes}, {seconds}")
     weights = list(seconds) if sum(n * s for n, s in zip(sizes, seconds)) > 0 else [1.0] * len(sizes)
     share = sum(n * s for n, s in zip(sizes, weights)) / slots
     out, start = [], 0.0
-    for n, s in zip(sizes, weights):
+    for n, s, cap in zip(sizes, weights, caps):
         pieces: list[list] = []  # [slot, models]
         for j in range(n):
             slot = min(slots - 1, int((start + (j + 0.5) * s) / share)) if share > 0 else 0
@@ -140,7 +142,7 @@ def wrap_stacks(sizes: Sequence[int], seconds: Sequence[float], slots: int, max_
             del counts[max(i, j)]
         stacks = []
         for k in counts:
-            parts = math.ceil(k / max_stack)
+            parts = math.ceil(k / cap)
             stacks += [k // parts + (1 if r < k % parts else 0) for r in range(parts)]
         out.append(stacks)
     return out

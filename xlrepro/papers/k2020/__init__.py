@@ -51,6 +51,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="the machine's last call (its models and checkpoints go with it): start no stack or NSP model "
                         "that cannot finish and be evaluated before --time-limit; those workers evaluate instead "
                         "(changes no number)")
+    p.add_argument("--time-total", type=float, default=None,
+                   help="seconds left for the part, this call's and those of the calls that resume it (at least "
+                        "--time-limit; without --time-limit this call may use them all): only the cells that fit are "
+                        "planned, in the part's order, stacks are cut to finish within one --time-limit, and no stack "
+                        "or NSP model starts that cannot finish and be evaluated within it; the others wait for a "
+                        "later run (changes no number). --last-call is --time-total equal to --time-limit")
     p.add_argument("--dry-run", action="store_true",
                    help="print the stacks still to train with their estimated seconds and the jobs left; train nothing")
     p.add_argument("--gpus", type=int, default=None,
@@ -97,6 +103,13 @@ def prepare_train(a: argparse.Namespace):
                           f"{gpus_planned}{'' if getattr(a, 'dry_run', False) else ' without --dry-run'}")
     if getattr(a, "last_call", False) and a.time_limit is None:
         raise ConfigError("--last-call decides what can still finish before the time limit: give --time-limit too")
+    time_total = getattr(a, "time_total", None)
+    if time_total is not None:
+        if getattr(a, "last_call", False):
+            raise ConfigError("--last-call is --time-total equal to --time-limit: give one of them")
+        if time_total <= 0 or (a.time_limit is not None and time_total < a.time_limit):
+            raise ConfigError(f"--time-total must be a positive number of seconds, at least --time-limit "
+                              f"({a.time_limit}); got {time_total:g}")
     gpu = getattr(a, "gpu", None)
     if gpu is not None:
         if not getattr(a, "dry_run", False):
@@ -110,9 +123,12 @@ def prepare_train(a: argparse.Namespace):
 
             from .stacks import MAX_STACK, dry_run, part_cells
             gpus = gpus_planned or max(1, torch.cuda.device_count())
+            limit = a.time_limit if a.time_limit is not None else time_total
             return dry_run(part_cells(a.part, a.profile, a.seeds), gpus * workers, max_stack or MAX_STACK, gpu,
                            compiled=bool(getattr(a, "compile", False)),
-                           snapshots=not getattr(a, "no_snapshots", False))
+                           snapshots=not getattr(a, "no_snapshots", False), time_limit=limit,
+                           time_total=time_total if time_total is not None
+                           else limit if getattr(a, "last_call", False) else None)
         return plan
     if a.profile == "lab":
         check_long_run(f"{NAME} --part {a.part} at the lab profile", device, a.allow_cpu)
@@ -142,7 +158,7 @@ def prepare_train(a: argparse.Namespace):
                            progress=True, workers_per_gpu=workers, compile=getattr(a, "compile", False) or None,
                            graphs=not getattr(a, "no_graphs", False), max_stack=max_stack or MAX_STACK,
                            eval_workers_per_gpu=eval_workers, last_call=getattr(a, "last_call", False),
-                           snapshots=not getattr(a, "no_snapshots", False))
+                           snapshots=not getattr(a, "no_snapshots", False), time_total=time_total)
         text = f"{len(out)} result rows"
         if a.part == "pilot" and len(out):
             text += "\n" + pilot_gate(out).to_string(index=False)
@@ -152,7 +168,7 @@ def prepare_train(a: argparse.Namespace):
 
 #: Options of the lab's stacked runs, with their defaults: the paper profile takes none of them.
 LAB_ONLY = {"compile": False, "no_graphs": False, "no_snapshots": False, "workers_per_gpu": 1, "eval_workers_per_gpu": 0,
-            "max_stack": None, "last_call": False, "dry_run": False, "gpus": None, "gpu": None}
+            "max_stack": None, "last_call": False, "time_total": None, "dry_run": False, "gpus": None, "gpu": None}
 
 
 def _prepare_paper(a: argparse.Namespace):

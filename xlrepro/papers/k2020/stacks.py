@@ -174,18 +174,25 @@ def stack_seconds_left(stack, measured: dict[str, float], gpu: str = "H200") -> 
 
 
 def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str | None = None,
-            compiled: bool | None = None, snapshots: bool = True) -> str:
+            compiled: bool | None = None, snapshots: bool = True, time_limit: float | None = None,
+            time_total: float | None = None) -> str:
     """What a call would do, without training: every stack still to train (shape, models, estimated seconds, the
     slot it would take if each slot took the next job when free), the NSP models and evaluations left, and the
     busiest slot's training time (the call's lower bound before evaluations). A stack paused with a checkpoint is
     counted from its last checkpoint (`stack_seconds_left`). `gpu` ("H100", "H200") uses only the speeds measured on
-    such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200)."""
+    such a GPU and the FLOP model for it; None pools every measurement (the FLOP model then assumes an H200).
+    `time_limit`, `time_total`: as `jobs_of` plans with them; the cells left for a later run are named."""
     by_name = {c.name: c for c in cells}
     folders = speed_folders(cells[0]) if cells else []
     # with `gpu`, that card's measurements alone (the `compiled` mode's first); without, `planning_step_ms`
     measured = ({**measured_step_ms(folders, gpu), **measured_step_ms(folders, gpu, compiled)} if gpu is not None
                 else planning_step_ms(folders, None, compiled))
-    jobs = jobs_of(cells, slots, max_stack, compiled, snapshots)
+    jobs = jobs_of(cells, slots, max_stack, compiled, snapshots, time_limit, time_total)
+    planned = {n for j in jobs for n, _ in j["members"]}
+    waiting = [c.name for c in cells if c.name not in planned
+               and any(not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s) for s in c.seeds)]
+    later = (f"\nleft for a later run (they do not fit in {time_total:.0f} s): {', '.join(waiting)}"
+             if waiting and time_total is not None else "")
     loads, rows = [0.0] * slots, []
     for job in (j for j in jobs if j["kind"] == "stack"):
         stack = [(by_name[n], s) for n, s in job["members"]]
@@ -212,10 +219,10 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
             f"{plural(count('eval'), 'evaluation')}{snaps} left over {slots} slots"
             f"{'' if gpu is None else f' (speeds measured on {gpu}s only)'}")
     if not rows:
-        return head + eval_line
+        return head + eval_line + later
     table = pd.DataFrame(rows).to_string(index=False, max_colwidth=70)
     return (f"{head}\n{table}\nbusiest slot: about {max(loads) / 60:.1f} minutes of training "
-            f"(evaluations and NSP models come on top){eval_line}")
+            f"(evaluations and NSP models come on top){eval_line}{later}")
 
 
 def paused_stacks(left: list) -> list[list]:
@@ -237,22 +244,76 @@ def paused_stacks(left: list) -> list[list]:
     return out
 
 
+def busiest_slot(stacks: list[list], slots: int, measured: dict[str, float], gpu: str = "H200") -> float:
+    """Seconds of training of the busiest of `slots` slots when each takes the next stack when free, the longest
+    first (`stack_seconds_left`), as the queue deals them."""
+    loads = [0.0] * slots
+    for est in sorted((stack_seconds_left(st, measured, gpu) for st in stacks if st), reverse=True):
+        loads[loads.index(min(loads))] += est
+    return max(loads)
+
+
+def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: float, model_seconds,
+                   measured: dict[str, float]) -> list[str]:
+    """The names of the cells, in the part's order, whose models still to train (`fresh`: (cell, seed), not in a
+    paused stack) fit into `time_total` seconds over `slots` slots beside what the `paused` stacks have left: a cell
+    is kept while the work kept so far, shared evenly by the slots, and the cell's own models as one stack (a stack
+    is not divided between slots) each stay within it, with the longest evaluation (`eval_seconds`, after the last
+    stack) on top; a cell counts one stack's start-up (STACK_OVERHEAD_SECONDS) beside its models' seconds. A cell
+    that does not fit is passed over and the next one tried. A model trained one at a time (`Cell.alone`) counts at
+    NSP_STEP_MS a step. An estimate: `job_runner` still starts no stack that cannot finish."""
+    from .config import NSP_STEP_MS
+    work = sum(stack_seconds_left(st, measured) for st in paused)
+    tail = max((eval_seconds(c) for c, _ in fresh), default=0.0)
+    counts: dict[str, list] = {}
+    for c, _ in fresh:
+        counts.setdefault(c.name, [c, 0])[1] += 1
+    kept = []
+    for name, (c, n) in counts.items():
+        add = n * (c.profile.pretrain.steps * NSP_STEP_MS / 1000 if c.alone else model_seconds(c)) + \
+            STACK_OVERHEAD_SECONDS
+        if max((work + add) / slots, add) + tail <= time_total:
+            work += add
+            kept.append(name)
+    return kept
+
+
 def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled: bool | None = None,
-            snapshots: bool = True) -> list[dict]:
+            snapshots: bool = True, time_limit: float | None = None, time_total: float | None = None) -> list[dict]:
     """The part's jobs in the order they are handed out: stacks (the longest first, by the shapes' measured speeds
     where a finished stack has timed them, else by the FLOP model), NSP models, evaluations.
     A stack paused with a checkpoint is resumed with the members it has (`paused_stacks`); the other members that
     still need training (no model and no results: a cell evaluated elsewhere, whose weights stayed on another machine,
     is not trained again) are planned afresh (`plan_stacks`), so the models already trained leave no gap in the
-    stacks. Its members get their models together, so a stack's checkpoint folder stays the same until it is done."""
+    stacks. Its members get their models together, so a stack's checkpoint folder stays the same until it is done.
+    With `time_limit` (this call's seconds), no fresh stack is planned longer than the call less a stack's start-up
+    where one model fits in it. With `time_total` (the seconds left for the part, this call and the calls that
+    resume it), only the cells that fit are planned (`cells_that_fit`); the others wait for a later run."""
     members = [(c, s) for c in cells for s in c.seeds]
     needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
     left = [m for m in members if needs(*m)]
     paused = paused_stacks(left)
     taken = {(c.name, s) for st in paused for c, s in st}
     measured = planning_step_ms(speed_folders(cells[0]), None, compiled) if cells else {}
-    stacks = paused + plan_stacks([(c, s) for c, s in left if (c.name, s) not in taken], slots, max_stack,
-                                  seconds=lambda c: shape_step_ms(c, measured)[0] * c.profile.pretrain.steps / 1000)
+    model_seconds = lambda c: shape_step_ms(c, measured)[0] * c.profile.pretrain.steps / 1000  # noqa: E731
+    fresh = [(c, s) for c, s in left if (c.name, s) not in taken]
+    if time_total is not None:
+        kept = set(cells_that_fit(paused, fresh, slots, time_total, model_seconds, measured))
+        fresh = [(c, s) for c, s in fresh if c.name in kept]
+        planned = taken | {(c.name, s) for c, s in fresh}
+        members = [(c, s) for c, s in members if not needs(c, s) or (c.name, s) in planned]
+    longest = None if time_limit is None else time_limit - STACK_OVERHEAD_SECONDS
+    plan = lambda fresh: paused + plan_stacks(  # noqa: E731
+        fresh, slots, max_stack, seconds=model_seconds, max_seconds=longest if longest is not None and longest > 0
+        else None)
+    stacks = plan(fresh)
+    if time_total is not None:  # the plan itself, dealt to the slots, must fit too: drop the last cells until it does
+        tail = max((eval_seconds(c) for c, _ in fresh), default=0.0)
+        while fresh and busiest_slot(stacks, slots, measured) + tail > time_total:
+            last = fresh[-1][0].name
+            fresh = [(c, s) for c, s in fresh if c.name != last]
+            members = [(c, s) for c, s in members if c.name != last or not needs(c, s)]
+            stacks = plan(fresh)
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
@@ -338,24 +399,29 @@ def describe_job(spec: dict) -> str:
 
 
 def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=None, graphs: bool = True,
-               last_call: bool = False, tag: str = "", snapshots: bool = True):
+               last_call: bool = False, tag: str = "", snapshots: bool = True, later: float | None = None):
     """The function the queue calls for each job (`run_queue(run=...)`): (spec, seconds left) -> True done, False
     stopped by the time limit, None not started in this call. With `last_call` (no call follows on this machine, so
     a model not evaluated by the deadline is lost with it), a stack or NSP job that cannot finish with time left to
-    evaluate (`too_long`) is not started; an evaluation that cannot finish in the time left (`eval_seconds`; it is
-    not resumable) is not started either, so the rank takes a shorter one."""
+    evaluate (`too_long`) is not started; `later` (seconds the calls that resume this one have, beyond this call's
+    time left) applies the same rule to this call's seconds left plus `later`: a stack may then pause and finish in
+    a later call, but none starts that cannot finish at all. An evaluation that cannot finish in the time left
+    (`eval_seconds`; it is not resumable) is not started either, so the rank takes a shorter one."""
+    if last_call:
+        later = 0.0
     speeds: list = []  # (card, measured ms per model-step), read once
 
     def leave(why: str) -> None:
         print(f"[{tag or device}] not started: {why}", flush=True)
 
     def run(spec: dict, left: float | None) -> bool | None:
-        if last_call and left is not None and spec["kind"] in ("stack", "nsp"):
+        if later is not None and left is not None and spec["kind"] in ("stack", "nsp"):
             if not speeds:
                 speeds.extend(card_speeds(speed_folders(next(iter(cells.values()))), device,
                                           compile_mode(compile, device) is not None))
-            if too_long(spec, cells, left, speeds[1], speeds[0]):
-                leave(f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the {left:.0f} s left")
+            if too_long(spec, cells, left + later, speeds[1], speeds[0]):
+                leave(f"{spec['kind']} {spec['members'][:3]} cannot finish and be evaluated in the "
+                      f"{left + later:.0f} s left")
                 return None
         held = False  # an evaluation held to `eval_seconds` here (do_job's own check could read newer results)
         if spec["kind"] == "eval" and left is not None:
@@ -369,16 +435,40 @@ def job_runner(cells: dict[str, Cell], device, progress: bool = False, compile=N
     return run
 
 
+def check_time_total(time_limit: float | None, time_total: float | None,
+                     last_call: bool = False) -> tuple[float | None, float | None]:
+    """(time_limit, time_total) checked: `time_total` positive and at least `time_limit`; without a `time_limit`, the
+    call may use all of `time_total`; `last_call` makes `time_total` the `time_limit` (the two together must agree)."""
+    if time_total is not None and time_total <= 0:
+        raise ConfigError(f"time_total must be a positive number of seconds; got {time_total}")
+    if last_call:
+        if time_total is not None and time_total != time_limit:
+            raise ConfigError(f"a last call's time_total is its time_limit ({time_limit}); got {time_total}")
+        return time_limit, time_limit
+    if time_total is None:
+        return time_limit, None
+    if time_limit is None:
+        return time_total, time_total
+    if time_total < time_limit:
+        raise ConfigError(f"time_total ({time_total:g} s) covers this call and later ones: it cannot be below the "
+                          f"time_limit ({time_limit:g} s)")
+    return time_limit, time_total
+
+
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
              progress: bool = True, cache_dir=None, root=None, workers_per_gpu: int = 1,
              compile=None, graphs: bool = True, max_stack: int = MAX_STACK,
-             eval_workers_per_gpu: int = 0, last_call: bool = False, snapshots: bool = True) -> pd.DataFrame:
+             eval_workers_per_gpu: int = 0, last_call: bool = False, snapshots: bool = True,
+             time_total: float | None = None) -> pd.DataFrame:
     """Every cell of a part (resumable): data prepared once on the CPU, then stacks, NSP models and evaluations
     through the engine's queue: in this process on `device`, or as one rank of torchrun's (`xlrepro train k2020`
     starts `workers_per_gpu` + `eval_workers_per_gpu` ranks per GPU). The first `workers_per_gpu` ranks of a machine
     per GPU take every job, the others evaluations only (an evaluation keeps a GPU about a tenth busy, so several run
     side by side; they do not change the stack plan, which depends on the training ranks alone). `last_call`: see
-    `job_runner` (needs a `time_limit`). `snapshots` False: the profile's snapshots are neither saved nor evaluated
+    `job_runner` (needs a `time_limit`). `time_total`: the seconds left for the part, this call's and those of the
+    calls that resume it (at least `time_limit`; without one, this call's limit too): only the cells that fit are
+    planned and no stack starts that cannot finish and be evaluated within it (`jobs_of`, `job_runner`); `last_call`
+    is `time_total` equal to `time_limit`. `snapshots` False: the profile's snapshots are neither saved nor evaluated
     (no learning curve; no number changes). Returns the part's finished results with their majority baselines, as
     one long frame."""
     if workers_per_gpu < 1 or eval_workers_per_gpu < 0:
@@ -386,6 +476,7 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
                           f"{eval_workers_per_gpu}")
     if last_call and time_limit is None:
         raise ConfigError("last_call decides what can still finish before the time limit: give a time_limit too")
+    time_limit, time_total = check_time_total(time_limit, time_total, last_call)
     compile_mode(compile)
     t0 = launched_at()  # preparation counts against the time limit (and torchrun's start-up, where it launched)
     rank, world = queue_world()
@@ -397,10 +488,11 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     if rank == 0:  # the plan: the other ranks wait for it in the queue's store
         prepare(cells, part, profile, seeds, cache_dir, root, progress)
         jobs = queue_jobs(jobs_of(cells, max(1, world * workers_per_gpu // per_gpu), max_stack,
-                                  compile_mode(compile, device) is not None, snapshots))
+                                  compile_mode(compile, device) is not None, snapshots, time_limit, time_total))
     tag = f"rank {rank}{' (evaluations)' if lanes else ''}"
     by_name = {c.name: c for c in cells}
-    run_queue(jobs, job_runner(by_name, device, progress and world == 1, compile, graphs, last_call, tag, snapshots),
+    later = None if time_total is None else time_total - time_limit
+    run_queue(jobs, job_runner(by_name, device, progress and world == 1, compile, graphs, False, tag, snapshots, later),
               done=lambda spec: job_done(spec, by_name), name=f"k2020-{part}", time_limit=time_limit, started=t0,
               lanes=lanes, describe=describe_job)
     return collect(cells)

@@ -123,14 +123,19 @@ def stack_folder(members, root: Path | None = None) -> Path:
     return base / "stacks" / stack_key(members)
 
 
-def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=None) -> list[list]:
+def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=None,
+                max_seconds: float | None = None) -> list[list]:
     """(cell, seed) members grouped by `stack_shape`, each group cut into stacks so that the `slots` (GPUs x
     workers), each taking the next stack when free, finish together (the engine's `wrap_stacks`: a group's models are
     cut where the slots' equal shares of the whole time end, no stack of one where its group has more, none above
-    `max_stack`). `seconds(cell)`: a model's estimated training seconds (None: the same for all). The plan changes no
-    number. Members trained one by one (`Cell.alone`) are left out."""
+    `max_stack`). `seconds(cell)`: a model's estimated training seconds (None: the same for all). `max_seconds` (with
+    `seconds`): no stack above that many seconds of training where a stack of one fits in it, so that a stack
+    started at a call's beginning finishes within the call rather than waiting on a checkpoint for the next one. The
+    plan changes no number. Members trained one by one (`Cell.alone`) are left out."""
     if slots < 1 or max_stack < 1:
         raise ConfigError(f"slots and max_stack must be >= 1; got {slots}, {max_stack}")
+    if max_seconds is not None and (seconds is None or max_seconds <= 0):
+        raise ConfigError(f"max_seconds needs the models' seconds and must be positive; got {max_seconds}")
     groups: dict[tuple, list] = {}
     for cell, seed in members:
         shape = stack_shape(cell)
@@ -139,7 +144,9 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=Non
     sizes = [len(g) for g in groups.values()]
     times = [1.0 if seconds is None else float(seconds(g[0][0])) for g in groups.values()]
     stacks = []
-    for group, pieces in zip(groups.values(), wrap_stacks(sizes, times, slots, max_stack)):
+    caps = [max_stack if max_seconds is None or t <= 0 else max(1, min(max_stack, int(max_seconds // t)))
+            for t in times]
+    for group, pieces in zip(groups.values(), wrap_stacks(sizes, times, slots, caps)):
         start = 0
         for k in pieces:
             stacks.append(group[start:start + k])
