@@ -33,7 +33,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None,
                    help="--profile paper: pre-training steps (default the paper's 2M)")
     p.add_argument("--seeds", nargs="*", type=int, help="default: the plan's seeds")
-    p.add_argument("--time-limit", type=float, help="stop (resumably) after this many seconds")
+    p.add_argument("--time-limit", type=float,
+                   help="stop (resumably) after this many seconds; a stack is planned to finish within it where one "
+                        "model does (changes no number)")
     p.add_argument("--compile", action="store_true", help="GPU: fused, torch.compile'd stacks (changes no number)")
     p.add_argument("--no-graphs", action="store_true", help="GPU: no CUDA graphs (changes no number)")
     p.add_argument("--no-snapshots", action="store_true",
