@@ -81,3 +81,11 @@ def paper_env_of(monkeypatch, tmp_path):
         monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path / "runs"))
         return tmp_path
     return setup
+
+
+def pytest_collection_finish(session):
+    """Move the objects alive after collection (modules, test items) out of the garbage collector's reach: every
+    later full collection then scans only what the tests create (xlrepro.bench calls gc.collect between engines)."""
+    import gc
+    gc.collect()
+    gc.freeze()
