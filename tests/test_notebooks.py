@@ -133,8 +133,12 @@ def check_liu_chapter(chapter: str, results: Path, text: str) -> None:
     assert "image/png" in text and "pending the GPU run" not in text
 
 
+# A kernel of its own (~7 s) for one check that runs in `make test` without one: chapter_run names the valid profiles
+# (test_grid.py::test_bad_parameters_name_the_valid_choices), and the dufter2020 smoke runs above pass their
+# parameters through the same chapter_setup call.
+@pytest.mark.slow
 def test_bad_parameter_stops_with_the_valid_choices(tmp_path):
     with pytest.raises(papermill.PapermillExecutionError, match="valid choices: lab, paper"):
         papermill.execute_notebook(str(NOTEBOOKS[0]), str(tmp_path / "bad.ipynb"),
                                    parameters={**TINY, "profile": "wikipedia"}, kernel_name="python3",
-                                   progress_bar=False)
+                                   progress_bar=False, shutdown_kernel=SHUTDOWN_KERNEL)
