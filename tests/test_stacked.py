@@ -151,17 +151,21 @@ def test_a_compiled_stack_compiles_without_padding_and_leaves_the_global_setting
 
     from xlrepro.engine import stacked
     from xlrepro.engine.fused_bert import Levers
-    monkeypatch.setattr(inductor, "comprehensive_padding", True)
-    monkeypatch.setattr(inductor, "shape_padding", True)
     seen = []
     real = stacked.compiled_regions
     monkeypatch.setattr(stacked, "compiled_regions", lambda options: seen.append(options) or real(options))
     limit = dynamo.config.recompile_limit
-    for kwargs in ({}, {"compile": "regional"}, {"compile": "regional", "levers": Levers(persistent_reductions=False)}):
-        stack = ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1], **kwargs)
-        g = torch.Generator().manual_seed(0)
-        stack.train_step(*batch(g, 1))
-        assert inductor.comprehensive_padding and inductor.shape_padding and dynamo.config.recompile_limit == limit
+    # Inductor's own patch, not monkeypatch: undoing monkeypatch.setattr deletes a config module's entry, which broke
+    # every later compile in the process
+    with inductor.patch(comprehensive_padding=True, shape_padding=True):
+        for kwargs in ({}, {"compile": "regional"},
+                       {"compile": "regional", "levers": Levers(persistent_reductions=False)}):
+            stack = ModelStack([tiny(1, "eager")], OPT, "cpu", seeds=[1], **kwargs)
+            g = torch.Generator().manual_seed(0)
+            stack.train_step(*batch(g, 1))
+            assert inductor.comprehensive_padding and inductor.shape_padding
+            assert dynamo.config.recompile_limit == limit
+    assert hasattr(inductor, "comprehensive_padding") and hasattr(inductor, "shape_padding")
     assert seen == [{"comprehensive_padding": False, "shape_padding": False},
                     {"comprehensive_padding": False, "shape_padding": False, "triton.persistent_reductions": False}]
 
