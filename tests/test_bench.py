@@ -356,7 +356,9 @@ def test_two_ranks_time_the_reference_alone_then_data_parallel(tmp_path):
     import torch.multiprocessing as mp
     pd.DataFrame([{"case": "small", "engine": "HF fp32", "engine_key": "hf-fp32", "status": "skipped: budget"}]).to_csv(
         tmp_path / "bench.csv", index=False)  # a row from before the gpus column: kept, one GPU
-    mp.spawn(_data_parallel_rank, args=(str(tmp_path / "rendezvous"), tmp_path), nprocs=2, join=True)
+    # forked ranks: spawned ones re-import torch and xlrepro.bench (most of the test's time)
+    mp.start_processes(_data_parallel_rank, args=(str(tmp_path / "rendezvous"), tmp_path), nprocs=2,
+                       start_method="fork")
     df = pd.read_csv(tmp_path / "bench.csv")
     assert df[["case", "engine_key", "gpus"]].values.tolist() == [
         ["small", "hf-fp32", 1], ["base-dp", "ours", 1], ["base-dp", "ours-ddp", 2], ["base-dp", "ours-ddp-graph", 2]]

@@ -124,7 +124,8 @@ def test_chapter_renders_from_a_hand_made_runs_folder(trained, lab, tmp_path, mo
     out, results = tmp_path / "knn_replace.ipynb", tmp_path / "results"
     papermill.execute_notebook(str(ROOT / "notebooks/dufter2020/knn_replace.ipynb"), str(out),
                                parameters={"seeds": [0, 42], "results": str(results)}, kernel_name="python3",
-                               cwd=str(ROOT / "notebooks/dufter2020"), progress_bar=False)
+                               cwd=str(ROOT / "notebooks/dufter2020"), progress_bar=False,
+                               shutdown_kernel="immediate")  # as in test_notebooks (SHUTDOWN_KERNEL)
     text = out.read_text()
     assert '"output_type": "error"' not in text
     fig7 = pd.read_csv(results / "fig7.csv")
