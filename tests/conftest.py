@@ -37,10 +37,25 @@ def xlrepro_dirs(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def multilingual_cache(xlrepro_dirs):
-    """The session's cache with the prepared Bible of TEST_LANGUAGES, built once for every test that reads it."""
+    """The session's cache with the prepared Bible of TEST_LANGUAGES, built once for every test that reads it.
+
+    Under pytest-xdist the workers share the cache and may ask for it at the same time: each language is prepared by
+    the worker that takes its lock first (the others go on to the next language), then every worker waits for the
+    languages the others are preparing. Two workers thus split the work rather than both doing all of it."""
+    from xlrepro.atomic import LockHeld, locked
     from xlrepro.data.multilingual import prepare_multilingual_cache
 
-    prepare_multilingual_cache(xlrepro_dirs, TEST_LANGUAGES)
+    lock = lambda lang: xlrepro_dirs / "multilingual" / f"test-bible-{lang}"
+    for lang in TEST_LANGUAGES:
+        try:
+            with locked(lock(lang), wait=False):
+                prepare_multilingual_cache(xlrepro_dirs, [lang])
+        except LockHeld:
+            continue
+    for lang in TEST_LANGUAGES:
+        with locked(lock(lang)):  # the worker preparing it is done
+            pass
+    prepare_multilingual_cache(xlrepro_dirs, TEST_LANGUAGES)  # up to date: reads the manifest (or redoes a failed one)
     return xlrepro_dirs
 
 
