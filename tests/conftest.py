@@ -45,7 +45,7 @@ def multilingual_cache(xlrepro_dirs):
     from xlrepro.atomic import LockHeld, locked
     from xlrepro.data.multilingual import prepare_multilingual_cache
 
-    lock = lambda lang: xlrepro_dirs / "multilingual" / f"test-session-{lang}"
+    lock = lambda lang: xlrepro_dirs / "multilingual" / f"test-bible-{lang}"
     for lang in TEST_LANGUAGES:
         try:
             with locked(lock(lang), wait=False):

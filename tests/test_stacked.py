@@ -144,7 +144,7 @@ def test_a_failed_compiled_step_is_run_again_eagerly_and_the_stack_stays_eager()
 
 @pytest.mark.parametrize("inductor_runs", [
     False,
-    # torch.compile builds C++ kernels: about 30 s with an empty compile cache on 2 cores (4 s warm)
+    # torch.compile builds C++ kernels: about 30 s with an empty compile cache, 4 s with a warm one
     pytest.param(True, marks=pytest.mark.slow)], ids=["options", "inductor"])
 def test_a_compiled_stack_compiles_without_padding_and_leaves_the_global_settings(monkeypatch, inductor_runs):
     """Padded strides of unaligned hidden sizes failed Inductor's own checks when the width changed (single-head
