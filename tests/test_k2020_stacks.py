@@ -306,13 +306,15 @@ def test_two_cpu_ranks_under_torchrun_train_and_evaluate_every_cell(multilingual
     from xlrepro.papers.k2020.stacks import part_cells, run_part
     monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))
     argv = ["train", "k2020", "--part", "t11", "--profile", "smoke", "--seeds", "0"]
-    assert main(argv + ["--workers-per-gpu", "2"]) == 0
+    assert main(argv + ["--workers-per-gpu", "2", "--max-stack", "2"]) == 0
     out = capfd.readouterr().out  # the ranks' lines and this process's
     assert out.count("] done: stack") == 2 and out.count("] done: eval") == 3, out
     assert "[rank 0/2]" in out and "[rank 1/2]" in out
     cells = part_cells("t11", "smoke", [0])
     root = cells[0].dir.parent
-    assert len(list((root / "stacks").glob("*/timing.json"))) == 2  # 3 members over 2 slots: stacks of 2 and 1
+    # 3 members over 2 slots make one stack of 3 (no stack of one, wrap_stacks' min_piece); --max-stack 2 cuts it
+    # into stacks of 2 and 1, one for each rank
+    assert len(list((root / "stacks").glob("*/timing.json"))) == 2
     written = {f: f.stat().st_mtime_ns for f in root.glob("*/*") if f.suffix in (".csv", ".safetensors")}
     assert len([f for f in written if f.name.startswith("model_")]) == 3
     again = run_part("t11", "smoke", [0], progress=False)
