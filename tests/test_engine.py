@@ -36,6 +36,14 @@ def test_share_slots_keeps_small_groups_whole_and_cuts_a_big_one():
         planner.share_slots([3], 0, 16)
 
 
+def test_take_slots_gives_each_job_to_the_slot_with_the_least_work_so_far():
+    # 5, 4, 3, 3 over 2 slots: 5 -> 0, 4 -> 1, 3 -> 1 (4 < 5), 3 -> 0 (5 < 7)
+    assert planner.take_slots([5.0, 4.0, 3.0, 3.0], 2) == ([0, 1, 1, 0], [8.0, 7.0])
+    assert planner.take_slots([], 3) == ([], [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="slots must be >= 1"):
+        planner.take_slots([1.0], 0)
+
+
 def test_wrap_stacks_cuts_the_groups_where_equal_shares_of_the_time_end():
     # 24 + 3 models of one time over 4 slots of 6.75: the 24 fall 7 | 6 | 7 | 4, the 3 into the last slot; taking the
     # longest first, the four workers end at 7, 6, 7 and 4 + 3 models (a share each of 6 | 6 | 6 | 6 + 3 ends at 9)

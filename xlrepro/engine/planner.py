@@ -106,6 +106,18 @@ def share_slots(group_sizes: list[int], slots: int, max_stack: int) -> list[int]
     return [min(max_stack, math.ceil(n / max(1, round(slots * n / total)))) for n in group_sizes]
 
 
+def take_slots(seconds: Sequence[float], slots: int) -> tuple[list[int], list[float]]:
+    """The slot each job takes, in the order given, when each of `slots` workers takes the next job once free (each
+    job goes to the slot with the least work so far), and the slots' total seconds: how a queue deals its jobs."""
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1; got {slots}")
+    loads, taken = [0.0] * slots, []
+    for s in seconds:
+        taken.append(loads.index(min(loads)))
+        loads[taken[-1]] += s
+    return taken, loads
+
+
 def wrap_stacks(sizes: Sequence[int], seconds: Sequence[float], slots: int, max_stack: int | Sequence[int],
                 min_piece: int = 2) -> list[list[int]]:
     """Stack sizes for each group of models that can share kernels (`sizes[g]` models of `seconds[g]` each), so that

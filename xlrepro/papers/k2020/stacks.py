@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from xlrepro.config import ConfigError, choose, plural
+from xlrepro.engine.planner import take_slots
 from xlrepro.engine.queue import Job, launched_at, local_slot, queue_world, run_queue
 from xlrepro.engine.stacked import compile_mode
 
@@ -193,16 +194,15 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
                and any(not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s) for s in c.seeds)]
     later = (f"\nleft for a later run (they do not fit in {time_total:.0f} s): {', '.join(waiting)}"
              if waiting and time_total is not None else "")
-    loads, rows = [0.0] * slots, []
-    for job in (j for j in jobs if j["kind"] == "stack"):
-        stack = [(by_name[n], s) for n, s in job["members"]]
-        est = stack_seconds_left(stack, measured, gpu or "H200")
-        slot = loads.index(min(loads))
-        loads[slot] += est
+    stacks = [[(by_name[n], s) for n, s in j["members"]] for j in jobs if j["kind"] == "stack"]
+    ests = [stack_seconds_left(stack, measured, gpu or "H200") for stack in stacks]
+    taken, loads = take_slots(ests, slots)
+    rows = []
+    for stack, est, slot in zip(stacks, ests, taken):
         shape = stack[0][0].size.name
         rows.append({"slot": slot, "shape": shape, "models": len(stack), "estimated s": round(est),
                      "speed": shape_step_ms(stack[0][0], measured, gpu or "H200")[1],
-                     "cells": ", ".join(sorted({n for n, _ in job["members"]}))})
+                     "cells": ", ".join(sorted({c.name for c, _ in stack}))})
     count = lambda kind: sum(j["kind"] == kind for j in jobs)  # noqa: E731
     evals = [by_name[j["members"][0][0]] for j in jobs if j["kind"] == "eval"]
     eval_line = ""
@@ -245,12 +245,10 @@ def paused_stacks(left: list) -> list[list]:
 
 
 def busiest_slot(stacks: list[list], slots: int, measured: dict[str, float], gpu: str = "H200") -> float:
-    """Seconds of training of the busiest of `slots` slots when each takes the next stack when free, the longest
-    first (`stack_seconds_left`), as the queue deals them."""
-    loads = [0.0] * slots
-    for est in sorted((stack_seconds_left(st, measured, gpu) for st in stacks if st), reverse=True):
-        loads[loads.index(min(loads))] += est
-    return max(loads)
+    """Seconds of training (`stack_seconds_left`) of the busiest of `slots` slots when the stacks are dealt as
+    `jobs_of` hands them out, the longest first (`take_slots`)."""
+    ordered = sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)
+    return max(take_slots([stack_seconds_left(st, measured, gpu) for st in ordered], slots)[1])
 
 
 def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: float, model_seconds,
