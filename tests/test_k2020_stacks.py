@@ -734,3 +734,30 @@ def test_a_stack_that_cannot_finish_within_the_calls_that_follow_is_not_started(
     assert job_runner({cell.name: cell}, "cpu", later=50.0)(spec, 400.0) is None
     assert "cannot finish and be evaluated in the 450 s left" in capsys.readouterr().out
     assert job_runner({cell.name: cell}, "cpu", last_call=True)(spec, 484.0) is None
+
+
+def test_a_char_cell_plans_at_its_own_padded_width_and_stacks_apart_from_word_pieces(tmp_path):
+    """A word-piece stack timed at 10 ms per model-step: the char cell of the same size is not read as measured (its
+    128-wide rows cost more than word pieces' 76) but calibrated on it, above 10 ms; once a char stack is timed, its
+    own 17 ms is read. The two never share a stack."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import measured_step_ms, shape_step_ms
+    from xlrepro.papers.k2020.trainer import stack_shape
+    plan = smoke_plan()
+    pieces, chars = (Cell(plan, "smoke", n, [0], root=tmp_path) for n in ("enfake-ru", "enfake-ru/char"))
+    assert pieces.size.name == chars.size.name and chars.exp.tokenization == "char"
+    assert stack_shape(pieces) != stack_shape(chars)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "timing.json").write_text(json.dumps({"shape": pieces.size.name, "ms_per_model_step": 10.0}))
+    measured = measured_step_ms(tmp_path)
+    assert measured == {pieces.size.name: 10.0}  # a record without a tokenization was timed on word pieces
+    assert shape_step_ms(pieces, measured) == (10.0, "measured")
+    ms, where = shape_step_ms(chars, measured)
+    assert where == "similar shape" and ms > 12.0
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "timing.json").write_text(json.dumps({"shape": chars.size.name, "tokenization": "char",
+                                                            "ms_per_model_step": 17.0}))
+    measured = measured_step_ms(tmp_path)
+    assert measured == {pieces.size.name: 10.0, f"{chars.size.name}/char": 17.0}
+    assert shape_step_ms(chars, measured) == (17.0, "measured")
+    assert shape_step_ms(pieces, measured) == (10.0, "measured")

@@ -71,8 +71,15 @@ def speed_folders(cell, runs_root: Path | None = None) -> list[Path]:
     return sorted(runs_root.glob("*/stacks"))
 
 
+def speed_key(shape: str, tokenization: str = "wordpiece") -> str:
+    """The name a measured speed is kept under: the shape (`ModelSize.name`), with the tokenization where it is not
+    word pieces (its padded width sets the cost: `config.PADDED_WIDTH`)."""
+    return shape if tokenization == "wordpiece" else f"{shape}/{tokenization}"
+
+
 def measured_step_ms(folder, gpu: str | None = None, compiled: bool | None = None) -> dict[str, float]:
-    """Median milliseconds per model-step of each shape (`ModelSize.name`) over the finished stacks' timing.json
+    """Median milliseconds per model-step of each shape (`speed_key`: `ModelSize.name`, with the tokenization where
+    it is not word pieces; a record without one was timed on word pieces) over the finished stacks' timing.json
     files under `folder` (one folder or several); with `gpu` ("H100", "H200"), only those timed on such a GPU; with
     `compiled` (True, False), only stacks trained compiled (``--compile``) or not. The FLOP model (`config.step_ms`)
     misses what kernels and launch overheads make of a shape: measured stacks ran 0.5 to 2.8 times its estimate
@@ -85,7 +92,8 @@ def measured_step_ms(folder, gpu: str | None = None, compiled: bool | None = Non
         t = json.loads(f.read_text())
         if (gpu is None or gpu in t.get("device", "")) and (
                 compiled is None or (t.get("compile", "none") != "none") == compiled):
-            times.setdefault(t["shape"], []).append(t["ms_per_model_step"])
+            times.setdefault(speed_key(t["shape"], t.get("tokenization", "wordpiece")), []).append(
+                t["ms_per_model_step"])
     return {shape: float(np.median(v)) for shape, v in times.items()}
 
 
@@ -102,23 +110,26 @@ SIMILAR_WIDTH = 0.25  # a measured shape of the same depth calibrates the FLOP m
 
 
 def shape_step_ms(c: Cell, measured: dict[str, float], gpu: str = "H200") -> tuple[float, str]:
-    """Milliseconds per model-step of cell `c`'s shape and where the number comes from: "measured"; else "similar
-    shape": the FLOP model calibrated on the measured shape of the same depth nearest in width (within SIMILAR_WIDTH;
-    deep narrow shapes ran about twice the FLOP model's time, which the calibration carries over); else "FLOP model"
-    for `gpu`. Shape names are `config.model_size`'s L{layers}H{heads}d{hidden}."""
-    if c.size.name in measured:
-        return measured[c.size.name], "measured"
-    flop = lambda hidden, layers: step_ms(hidden, layers, PADDED_WIDTH[c.exp.tokenization], c.planned_rows,  # noqa: E731
-                                          c.profile.pretrain.batch_size, gpu=gpu)
+    """Milliseconds per model-step of cell `c`'s shape and where the number comes from: "measured" (its shape and
+    tokenization, `speed_key`); else "similar shape": the FLOP model calibrated on the measured word-piece shape of
+    the same depth nearest in width (within SIMILAR_WIDTH; deep narrow shapes ran about twice the FLOP model's time,
+    which the calibration carries over), at `c`'s padded width (so a char cell is calibrated on its word-piece
+    twin: 1.7 times its time by the FLOP model, 1.8 measured on an H100); else "FLOP model" for `gpu`. Shape names
+    are `config.model_size`'s L{layers}H{heads}d{hidden}."""
+    key = speed_key(c.size.name, c.exp.tokenization)
+    if key in measured:
+        return measured[key], "measured"
+    flop = lambda hidden, layers, tok: step_ms(hidden, layers, PADDED_WIDTH[tok], c.planned_rows,  # noqa: E731
+                                               c.profile.pretrain.batch_size, gpu=gpu)
     near = []
     for shape, ms in measured.items():
         m = re.fullmatch(r"L(\d+)H(\d+)d(\d+)", shape)
         if m and int(m[1]) == c.size.layers and abs(int(m[3]) / c.size.hidden - 1) <= SIMILAR_WIDTH:
-            ratio = flop(c.size.hidden, c.size.layers) / flop(int(m[3]), int(m[1]))
+            ratio = flop(c.size.hidden, c.size.layers, c.exp.tokenization) / flop(int(m[3]), int(m[1]), "wordpiece")
             near.append((abs(int(m[3]) - c.size.hidden), ms * ratio))
     if near:
         return min(near)[1], "similar shape"
-    return flop(c.size.hidden, c.size.layers), "FLOP model"
+    return flop(c.size.hidden, c.size.layers, c.exp.tokenization), "FLOP model"
 
 
 def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float:
