@@ -650,3 +650,48 @@ def test_a_health_bound_can_be_read_from_the_results():
     assert h.status.tolist() == ["ok", "failed"] and "acc en 0.27 ≤ 0.28" in h.loc[1, "reason"]
     with pytest.raises(ValueError, match="not both"):
         H.check_rule({**rule, "bound": 0.3})
+
+
+def test_a_claim_reads_the_strongest_recipe_that_holds_every_model_it_reads():
+    """Base results: a barely above b (not reproduced at margin 0.1). A stronger recipe retrained a and b (a far above
+    b) but not c: the claim on a and b reads the recipe, its evidence saying so; the claim on a and c reads the base
+    results, even though the recipe has a (no mixing); a model absent from both stays pending."""
+    base_frame = frame({"a": [0.50, 0.51, 0.52], "b": [0.52, 0.49, 0.51], "c": [0.10, 0.11, 0.12]})
+    strong = frame({"a": [0.80, 0.81, 0.82], "b": [0.40, 0.41, 0.42]})
+    common = {"chapter": "c", "section": "§1", "quote": "q", "why": "w", "artifact": "t"}
+    claims = [{**common, "id": "ab", "claim": "a > b", "test": greater(margin=0.1)},
+              {**common, "id": "ac", "claim": "a > c",
+               "test": greater(margin=0.1, right={"experiment": "c", "metric": "m"})},
+              {**common, "id": "az", "claim": "a > z",
+               "test": greater(margin=0.1, right={"experiment": "z", "metric": "m"})}]
+    alone = C.claims_table("p", "c", {"t": base_frame}, claims=claims)
+    assert alone["verdict"].tolist() == ["not reproduced", "reproduced", "pending"]
+    t = C.claims_table("p", "c", {"t": base_frame}, claims=claims, recipes=[("more text", {"t": strong})])
+    assert t["verdict"].tolist() == ["reproduced", "reproduced", "pending"]
+    assert t.loc[0, "evidence"].startswith("At more text: ") and "0.4" in t.loc[0, "evidence"]
+    assert t.loc[1, "evidence"] == alone.loc[1, "evidence"]  # c was not retrained: the base results decide
+    assert not t.loc[2, "evidence"].startswith("At ")
+
+
+def test_recipes_are_read_from_the_index_beside_the_results(tmp_path):
+    """recipes.json names each recipe's folder, strongest first; a folder it names must exist, and each entry has
+    exactly name, label and folder."""
+    import json
+
+    from xlrepro.config import ConfigError
+    from xlrepro.papers import get_paper
+    from xlrepro.verdicts import recipe_frames
+    paper = get_paper("k2020")
+    assert recipe_frames(paper, "mixed_pairs", tmp_path) == []  # no index: no recipe
+    (tmp_path / "recipe_x").mkdir()
+    (tmp_path / "recipe_x" / "mixed_pairs.csv").write_text(
+        "experiment,seed,language,task,metric,value\nenfake-es,0,es,sections,accuracy,0.5\n")
+    (tmp_path / "recipes.json").write_text(json.dumps([{"name": "x", "label": "more", "folder": "recipe_x"}]))
+    [(label, frames)] = recipe_frames(paper, "mixed_pairs", tmp_path)
+    assert label == "more" and frames["transfer"]["value"].tolist() == [0.5]  # the paper's own frames of that folder
+    (tmp_path / "recipes.json").write_text(json.dumps([{"name": "y", "label": "l", "folder": "recipe_y"}]))
+    with pytest.raises(ConfigError, match="does not exist"):
+        recipe_frames(paper, "mixed_pairs", tmp_path)
+    (tmp_path / "recipes.json").write_text(json.dumps([{"name": "x", "folder": "recipe_x"}]))
+    with pytest.raises(ConfigError, match="exactly name, label and folder"):
+        recipe_frames(paper, "mixed_pairs", tmp_path)

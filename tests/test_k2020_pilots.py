@@ -4,6 +4,8 @@ import json
 import pandas as pd
 import pytest
 
+from xlrepro.config import ConfigError
+
 from xlrepro.papers.k2020 import pilots
 
 
@@ -130,3 +132,53 @@ def test_loss_reading_gives_each_recipe_s_fall_over_the_last_steps():
         "**Was the loss still falling?** Over each run's last 1,000 steps it fell in 2 of 3 runs, with the learning "
         "rate decaying linearly to 0 over those steps. Median fall in nats (range, runs): *a* 0.300 (0.200 to 0.400, "
         "2 runs); *b* -0.010 (-0.010 to -0.010, 1 run).")
+
+
+def test_a_recipe_publishes_each_chapter_s_complete_cells_and_lists_itself_first(tmp_path, monkeypatch):
+    """Part es at alltext4x, with enfake-es/char missing its seed 2: the char cell stays out, every other es cell
+    goes into its chapter's CSV (Tables 8-10's into input_objective, Table 2's into linguistic), no chapter without
+    an es cell gets a file, and recipes.json lists the recipe before one published earlier."""
+    from xlrepro.papers.k2020 import report as R
+    from xlrepro.papers.k2020.bbert import Cell
+    monkeypatch.setattr(Cell, "evaluated", lambda self, s: not (self.name == "enfake-es/char" and s == 2))
+    asked = []
+
+    def collect(names, profile):
+        asked.append((list(names), profile))
+        return pd.DataFrame([row(n, s, "es", "accuracy", 0.5) for n in names for s in (0, 1, 2)])
+    monkeypatch.setattr(R, "collect", collect)
+    (tmp_path / "recipes.json").write_text(json.dumps([{"name": "alltext", "label": "old", "folder": "recipe_old"}]))
+    folder = pilots.publish_recipe("alltext4x", ["es"], tmp_path)
+    assert folder == tmp_path / "recipe_alltext4x" and all(p == "alltext4x" for _, p in asked)
+    files = sorted(p.name for p in folder.glob("*.csv"))
+    assert files == ["input_objective.csv", "linguistic.csv", "mixed_pairs.csv"]  # architecture has no es cell
+    objective = set(pd.read_csv(folder / "input_objective.csv")["experiment"])
+    assert objective == {"enfake-es", "enfake-es/nsp", "enfake-es/langid", "enfake-es/word"}
+    assert {"enfake-es/perm1", "enfake-es/unigram", "en-es"} <= set(pd.read_csv(folder / "linguistic.csv")["experiment"])
+    index = json.loads((tmp_path / "recipes.json").read_text())
+    assert [r["name"] for r in index] == ["alltext4x", "alltext"]
+    assert index[0] == {"name": "alltext4x", "label": "all the text, 16,000 steps", "folder": "recipe_alltext4x"}
+    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):
+        pilots.publish_recipe("lab", ["es"], tmp_path)
+
+
+def test_a_chapter_shows_a_recipe_s_tables_only_for_the_cells_it_retrained(tmp_path):
+    """Table 8's two es cells at a recipe: its heading and Table 8 with 50.0 and 40.0 (sd 0); Tables 9 and 10, with
+    no cell there, are not shown; without recipes.json nothing is."""
+    from xlrepro.papers.k2020 import report as R
+    assert R.recipe_tables("input_objective", tmp_path) == []
+    (tmp_path / "recipe_x").mkdir()
+    rows = [row(e, s, "es", "accuracy", v) for e, v in (("enfake-es", 0.5), ("enfake-es/nsp", 0.4)) for s in (0, 1, 2)]
+    rows += [row(f"majority/{e}", -1, "es", "accuracy", 0.25) for e in ("enfake-es", "enfake-es/nsp")]
+    pd.DataFrame(rows).to_csv(tmp_path / "recipe_x" / "input_objective.csv", index=False)
+    (tmp_path / "recipes.json").write_text(json.dumps([{"name": "x", "label": "more text", "folder": "recipe_x"}]))
+    shown = R.recipe_tables("input_objective", tmp_path)
+    assert len(shown) == 4 and "stronger recipe: more text" in shown[0].data and "2 of this chapter" in shown[0].data
+    assert shown[1].data.startswith("**Table 8, ours at more text**")
+    table = shown[2]
+    assert list(table.index)[:2] == ["enfake-es", "enfake-es/nsp"]
+    assert table.loc["enfake-es", "es"].startswith("50.0") and table.loc["enfake-es/nsp", "es"].startswith("40.0")
+    assert "0 minutes of training time in 0 stacks" in shown[3].data  # no timing record published here
+    (tmp_path / "recipe_x" / "stack_a.json").write_text(json.dumps({"train_seconds": 600, "device": "NVIDIA H200"}))
+    (tmp_path / "recipe_x" / "stack_b.json").write_text(json.dumps({"train_seconds": 300, "device": "NVIDIA H200"}))
+    assert "15 minutes of training time in 2 stacks" in R.recipe_tables("input_objective", tmp_path)[3].data

@@ -70,6 +70,12 @@ difference must reach ``partly_margin`` (default half the margin), not merely ha
 A claim whose artifact, or one of whose model IDs, is not in the results yet gets the verdict "pending" from
 :func:`claims_table` (the run is declared but not made); :func:`evaluate` raises :class:`MissingResults` instead.
 
+Recipes: a paper may retrain some of its cells with a stronger recipe declared before those runs (more text, more
+steps), published beside the base results (:func:`recipe_frames`). Each claim is then read on the first recipe,
+strongest first, that holds every model it reads (its preconditions included), its evidence saying so; a claim that
+reads a model the recipe has not trained (pending, missing or not run there) is read on the base results, as before.
+So a claim never mixes recipes.
+
 Noise (``NOISE``), named in every comparing test: ``2se`` (the difference exceeds ``k`` (default 2) standard
 errors, scipy.stats.sem per sample), ``welch`` (one-sided Welch t-test, scipy.stats.ttest_ind, p < ``alpha``) or
 ``deterministic`` (the numbers have no seed: all rows have seed -1; only the margin counts). A stochastic sample of
@@ -82,7 +88,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -752,7 +758,8 @@ def _left_out_words(left_out: Mapping) -> str:
 def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[str, pd.DataFrame],
                  out: str | os.PathLike | None = None, profile: str = "lab",
                  claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None,
-                 not_run: Mapping[str, str] | None = None) -> pd.DataFrame:
+                 not_run: Mapping[str, str] | None = None,
+                 recipes: Sequence[tuple[str, Mapping[str, pd.DataFrame]]] = ()) -> pd.DataFrame:
     """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict, id, quote,
     precondition, precondition_met, reason: the codes of :data:`REASONS` for an inconclusive verdict).
 
@@ -764,6 +771,10 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     `health`: the runs' health (:func:`xlrepro.health.assess`); by default the paper's health rule is applied to the
     frames given (and to the results folder's CSVs), and failed runs are left out of every selection, named in the
     evidence.
+    `recipes`: (label, frames) of stronger recipes, strongest first (:func:`recipe_frames`): a claim is read on the
+    first that holds every model it reads (an experiment of the base frames absent there is pending there), its
+    evidence starting "At <label>:"; else on `results`. Each recipe's failed runs come from the health rule applied
+    to its own frames.
     """
     from .health import assess, exclusions, load_rules
     from .results import CLAIM_COLUMNS, read_claims, write_claims
@@ -778,13 +789,33 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
         every = {**(read_results(folder) if folder is not None and Path(folder).is_dir() else {}), **frames}
         health = assess(load_rules(paper) if claims_path(paper).is_file() else [], every)
     failed = exclusions(health)
+    rules = load_rules(paper) if claims_path(paper).is_file() else []
+    base_names = {str(e) for f in frames.values() if "experiment" in f for e in f["experiment"].unique()}
+    stronger = []
+    for label, rframes in recipes:
+        names = {str(e) for f in rframes.values() if "experiment" in f for e in f["experiment"].unique()}
+        stronger.append((label, rframes, frozenset(base_names - names), exclusions(assess(rules, rframes))))
     rows_ = []
     for c in mine:
+        pre = "; ".join(p["says"] for p in c.get("requires") or [])
+        read = None
+        for label, rframes, waiting, rfailed in stronger:
+            rdata = Data(rframes, paper, c.get("artifact"), waiting, rfailed)
+            try:
+                j = judge(c, rdata, profile)
+            except (Pending, NotRun, MissingResults):  # a model this recipe has not trained: the next one reads it
+                continue
+            if j.verdict == PENDING:
+                continue
+            read = (rdata, replace(j, evidence=f"At {label}: {j.evidence}"))
+            break
         data = Data(frames, paper, c.get("artifact"), frozenset(map(str, pending)), failed,
                     not_run={str(k): v for k, v in (not_run or {}).items()})
-        pre = "; ".join(p["says"] for p in c.get("requires") or [])
         try:
-            j = judge(c, data, profile)
+            if read is not None:
+                data, j = read
+            else:
+                j = judge(c, data, profile)
         except Pending as wait:
             j = Judgement(PENDING, str(wait), pre, "pending" if pre else "")
         except NotRun as skipped:

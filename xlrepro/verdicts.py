@@ -73,6 +73,29 @@ def chapter_frames(paper, chapter: str, folder: Path) -> Mapping[str, pd.DataFra
     return read_results(folder)
 
 
+RECIPES = "recipes.json"  # in a results folder: the stronger recipes published beside it, strongest first
+
+
+def recipe_frames(paper, chapter: str, folder: Path) -> list[tuple[str, Mapping[str, pd.DataFrame]]]:
+    """(label, the frames `chapter`'s claims read there) of each stronger recipe published beside the results folder,
+    strongest first, for `claims_table`'s ``recipes``: ``<folder>/recipes.json`` lists them ([{"name", "label",
+    "folder"}], the folder relative to `folder`, holding the same CSVs for the cells retrained with that recipe). A
+    recipe whose folder lacks the chapter's files gives frames without them (its claims read the base results)."""
+    import json
+    index = Path(folder) / RECIPES
+    if not index.is_file():
+        return []
+    out = []
+    for r in json.loads(index.read_text()):
+        if set(r) != {"name", "label", "folder"}:
+            raise ConfigError(f"{index}: each recipe needs exactly name, label and folder; got {sorted(r)}")
+        sub = Path(folder) / r["folder"]
+        if not sub.is_dir():
+            raise ConfigError(f"{index}: recipe {r['name']!r} names folder {r['folder']!r}, which does not exist")
+        out.append((r["label"], chapter_frames(paper, chapter, sub)))
+    return out
+
+
 def paper_frames(paper_name: str, folder: str | os.PathLike) -> tuple[dict, pd.DataFrame]:
     """({chapter: the frames its claims read}, the runs' health) of one paper's results folder. The health rule
     reads the folder's CSVs and every chapter's derived frames."""
@@ -99,7 +122,8 @@ def recompute(paper_name: str, root: str | os.PathLike | None = None, notebooks:
         write_health(health, folder)
     tables = {}
     for ch in chapters:
-        tables[ch] = claims_table(paper.name, ch, frames[ch], out=folder, health=health)
+        tables[ch] = claims_table(paper.name, ch, frames[ch], out=folder, health=health,
+                                  recipes=recipe_frames(paper, ch, folder))
     if notebooks:
         stamp = _dt.date.today().isoformat()
         for ch, table in tables.items():

@@ -17,6 +17,12 @@ loss curves; ``pilot_<profile>/config_<cell>.json``; ``pilot_<profile>_corpus.cs
 `loss_curves` and `transfer_curves`:
 
     python -m xlrepro.papers.k2020.pilots alltext alltext2x alltext4x
+
+`publish_recipe` publishes table cells retrained with a scaling profile's recipe (``--part``, e.g. ``es``: the
+cells of Tables 1-3 and 8-11 whose target is Spanish at ``alltext4x``) as a stronger recipe beside the lab results:
+each claim is read on it where it holds every model the claim reads (`xlrepro.claims.claims_table`'s ``recipes``):
+
+    python -m xlrepro.papers.k2020.pilots alltext4x --part es
 """
 from __future__ import annotations
 
@@ -74,6 +80,53 @@ def publish(profile: str, results: Path | None = None) -> Path:
         with atomic.atomic_path(results / f"pilot_{profile}_curve.csv") as tmp:
             curve.to_csv(tmp, index=False)
     return out
+
+
+def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
+    """Publish the table cells of `parts` trained with `profile`'s recipe as a stronger recipe beside the lab results
+    (`xlrepro.verdicts.recipe_frames`): for each chapter, its cells of those parts with every planned seed evaluated
+    (and their ``majority/<cell>`` rows) into ``recipe_<profile>/<chapter>.csv``, the stacks' timing records of
+    those models beside them, and `profile` first in ``recipes.json``. A cell with a seed still to train stays out
+    (its claims read the lab results until it is complete). Returns the recipe's folder; fails where no cell of
+    `parts` is complete."""
+    from xlrepro.results import results_dir
+    from xlrepro.verdicts import RECIPES as INDEX
+
+    from . import report as R
+    from .bbert import Cell
+    from .config import not_run
+    from .constants import CHAPTERS, PARTS
+    choose("profile", profile, list(PILOTS))
+    plan = load_plan()
+    results = Path(results) if results is not None else results_dir("k2020")
+    wanted = {n for p in ([parts] if isinstance(parts, str) else parts) for n in experiments_of(plan, p)}
+    folder = results / f"recipe_{profile}"
+    frames = {}
+    for chapter in CHAPTERS:
+        skipped = not_run(plan, PARTS[chapter], profile)
+        names = [n for n in dict.fromkeys(n for p in PARTS[chapter] for n in experiments_of(plan, p))
+                 if n in wanted and n not in skipped]
+        complete = [n for n in names if all(Cell(plan, profile, n).evaluated(s) for s in plan.seeds)]
+        frame = R.collect(complete, profile)
+        if len(frame):
+            frames[chapter] = frame
+    if not frames:
+        raise ConfigError(f"no cell of {', '.join(sorted(wanted))} has all its seeds evaluated under "
+                          f"{R.run_folder(profile)}")
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for chapter, frame in frames.items():
+        R.save(frame, folder, chapter)
+    every = pd.concat(frames.values(), ignore_index=True)
+    for timing in sorted(R.run_folder(profile).glob("stacks/*/timing.json")):
+        record = json.loads(timing.read_text())
+        if all_evaluated(record, every):
+            atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
+    index = results / INDEX
+    listed = [r for r in (json.loads(index.read_text()) if index.is_file() else []) if r["name"] != profile]
+    atomic.write_json(index, [{"name": profile, "label": RECIPES[profile], "folder": folder.name}, *listed])
+    return folder
 
 
 def all_evaluated(record: dict, frame: pd.DataFrame) -> bool:
@@ -351,11 +404,16 @@ def loss_figure(curves: pd.DataFrame):
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m xlrepro.papers.k2020.pilots", description=__doc__.split("\n")[0])
     p.add_argument("profiles", nargs="+", help=f"scaling profiles to publish: {', '.join(PILOTS)}")
+    p.add_argument("--part", action="append", default=None,
+                   help="publish the table cells of this part (experiments.yaml `parts`, e.g. es; repeatable) as a "
+                        "stronger recipe beside the lab results (`publish_recipe`) instead of the base cells")
     a = p.parse_args(argv)
     for profile in a.profiles:
         choose("profile", profile, [q for q in PROFILES if q in PILOTS])
+    for part in a.part or []:
+        choose("part", part, list(load_plan().parts))
     for profile in a.profiles:
-        print(publish(profile))
+        print(publish_recipe(profile, a.part) if a.part else publish(profile))
 
 
 if __name__ == "__main__":

@@ -473,6 +473,59 @@ def claims_frames(chapter: str, folder) -> dict[str, pd.DataFrame]:
     return out
 
 
+def recipe_tables(chapter: str, folder) -> list:
+    """What a chapter shows of the stronger recipes published beside its results (`xlrepro.verdicts.recipe_frames`;
+    ``<folder>/recipes.json``): a heading and a line on how the claims read them, then for each recipe and each of
+    the chapter's tables with a cell retrained there that no earlier table showed, our numbers at that recipe
+    (`ours_table`, every cell with its majority class). Empty where no recipe is published (an exploratory folder, the smoke run)."""
+    from IPython.display import Markdown
+    from xlrepro.results import read_csv
+    from xlrepro.verdicts import RECIPES
+
+    choose("chapter", chapter, list(CHAPTER_TABLES))
+    index = Path(folder) / RECIPES
+    shown = []
+    for r in json.loads(index.read_text()) if index.is_file() else []:
+        path = Path(folder) / r["folder"] / f"{chapter}.csv"
+        if not path.is_file():
+            continue
+        frame = read_csv(path)
+        cells = [e for e in dict.fromkeys(frame["experiment"].astype(str)) if not e.startswith("majority/")]
+        parts, seen = [], set()
+        for table in CHAPTER_TABLES[chapter]:
+            rows = [e for e in table_rows(table, paper_table(table).index, cells) if e in cells]
+            if set(rows) <= seen:  # nothing new (Table 9's base row alone, shown under Table 8)
+                continue
+            seen |= set(rows)
+            mine = ours_table(frame, rows, "accuracy")
+            if not mine.empty:
+                parts += [Markdown(f"**{table}, ours at {r['label']}** (section task accuracy, %, mean ± sd over "
+                                   f"seeds)"), mine]
+        if parts:
+            shown += [Markdown(f"### At a stronger recipe: {r['label']}\n\nThe cells below were retrained with "
+                               f"profile `{r['name']}` of experiments.yaml ({len(cells)} of this chapter's "
+                               f"cells, each with all its seeds), as declared there before they ran. Each claim "
+                               f"below is read on this recipe where it holds every model the claim reads, its "
+                               f"evidence starting \"At {r['label']}\"; the other claims read the tables above.")]
+            shown += parts
+            shown.append(Markdown(recipe_cost(Path(folder) / r["folder"], frame)))
+    return shown
+
+
+def recipe_cost(folder: Path, frame: pd.DataFrame) -> str:
+    """A line on what a recipe's published models cost: the minutes of its stacks' timing records (``stack_*.json``,
+    those whose every model is published there) and the chapter's fine-tuning minutes (``finetune_seconds`` rows of
+    `frame`)."""
+    records = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("stack_*.json"))]
+    minutes = sum(r["train_seconds"] for r in records) / 60
+    devices = ", ".join(sorted({r.get("device", "unknown") for r in records})) or "no record"
+    tune = frame.loc[frame["metric"] == "finetune_seconds", "value"].astype(float).sum() / 60
+    return (f"*Cost.* Pre-training of the models published at this recipe: {minutes:.0f} minutes of training time in "
+            f"{len(records)} stacks (their timing records, beside the results; on {devices}; each GPU also ran "
+            f"evaluations, so not minutes of a GPU to itself). Fine-tuning of this chapter's cells there: "
+            f"{tune:.0f} worker-minutes.")
+
+
 PENDING_RUN = "pending the GPU run"  # the verdict of every claim of a chapter none of whose claims can be read yet
 
 
@@ -492,8 +545,10 @@ def chapter_claims_table(chapter: str, folder, todo=(), not_run=None) -> pd.Data
     frames = claims_frames(chapter, folder)
     try:
         skipped = {**(not_run or {}), **{f"majority/{e}": why for e, why in (not_run or {}).items()}}
+        from xlrepro.papers import get_paper
+        from xlrepro.verdicts import recipe_frames
         return claims_table(NAME, chapter, frames, out=folder, pending=todo + [f"majority/{e}" for e in todo],
-                            not_run=skipped)
+                            not_run=skipped, recipes=recipe_frames(get_paper(NAME), chapter, Path(folder)))
     except (KeyError, ValueError):  # a selector finds no trained cell yet
         return pd.DataFrame([{"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                               "evidence": "", "verdict": PENDING_RUN}
