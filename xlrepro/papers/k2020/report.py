@@ -504,7 +504,8 @@ def recipe_tables(chapter: str, folder) -> list:
         if parts:
             shown += [Markdown(f"### At a stronger recipe: {r['label']}\n\nThe cells below were retrained with "
                                f"profile `{r['name']}` of experiments.yaml ({len(cells)} of this chapter's "
-                               f"cells, each with all its seeds), as declared there before they ran. Each claim "
+                               f"cells, each with all its seeds; a cell with a seed still to train is left "
+                               f"out until it is complete), as declared there before they ran. Each claim "
                                f"below is read on this recipe where it holds every model the claim reads, its "
                                f"evidence starting \"At {r['label']}\"; the other claims read the tables above.")]
             shown += parts
