@@ -671,6 +671,13 @@ def test_a_claim_reads_the_strongest_recipe_that_holds_every_model_it_reads():
     assert t.loc[0, "evidence"].startswith("At more text: ") and "0.4" in t.loc[0, "evidence"]
     assert t.loc[1, "evidence"] == alone.loc[1, "evidence"]  # c was not retrained: the base results decide
     assert not t.loc[2, "evidence"].startswith("At ")
+    # a null that reads a model the recipe lacks (c into b's place): the base results decide that claim too
+    nulled = [{**claims[0], "nulls": [{"says": "c in place of b", "set": {"experiment": "c"}, "into": ["right"]}]}]
+    t = C.claims_table("p", "c", {"t": base_frame}, claims=nulled, recipes=[("more text", {"t": strong})])
+    assert not t.loc[0, "evidence"].startswith("At ") and t.loc[0, "verdict"] == "not reproduced"
+    strong_c = pd.concat([strong, frame({"c": [0.38, 0.39, 0.40]})])  # with c retrained, a null that passes there
+    t = C.claims_table("p", "c", {"t": base_frame}, claims=nulled, recipes=[("more text", {"t": strong_c})])
+    assert t.loc[0, "evidence"].startswith("At more text: ") and t.loc[0, "reason"] == "null:experiment=c"
 
 
 def test_recipes_are_read_from_the_index_beside_the_results(tmp_path):

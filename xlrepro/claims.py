@@ -733,7 +733,9 @@ def judge(claim: Mapping, data: Data, profile: str = "lab") -> Judgement:
         ndata = replace(data, left_out={}, seeds_seen=[])
         try:
             nv, ne = evaluate(with_null(claim["test"], n), ndata, profile)
-        except (MissingResults, KeyError, ValueError) as err:
+        except MissingResults:  # a model the null reads is not in the results (yet): as for the test itself
+            raise
+        except (KeyError, ValueError) as err:
             raise ValueError(f"claim {claim.get('id', '?')!r}: its null {n['says']!r} cannot be evaluated: {err}")
         if nv == REPRODUCED and verdict in (REPRODUCED, PARTLY):
             reasons.append(f"a null model passes the same test ({n['says']}: {ne})")
