@@ -11,7 +11,8 @@ import pytest
 from xlrepro import claims as C
 from xlrepro.health import exclusions
 from xlrepro.results import read_claims
-from xlrepro.verdicts import paper_frames
+from xlrepro.papers import get_paper
+from xlrepro.verdicts import paper_frames, recipe_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = sorted(p.parent.name for p in (ROOT / "xlrepro" / "papers").glob("*/claims.yaml"))
@@ -20,11 +21,18 @@ PAPERS = sorted(p.parent.name for p in (ROOT / "xlrepro" / "papers").glob("*/cla
 @functools.lru_cache(maxsize=None)
 def _judged(paper):
     """(claim, Data after judging it, Judgement) for every claim of `paper` whose results are published."""
-    frames, health = paper_frames(paper, ROOT / "book" / "results" / paper)
+    folder = ROOT / "book" / "results" / paper
+    frames, health = paper_frames(paper, folder)
     failed = exclusions(health)
     claims = C.load_claims(paper)
+    stronger = {ch: C.prepare_recipes(paper, frames[ch], recipe_frames(get_paper(paper), ch, folder))
+                for ch in frames}  # a claim is read on the strongest recipe holding its models, as claims_table does
     out = []
     for c in claims:
+        read = C.read_on_recipes(c, stronger[c["chapter"]], paper)
+        if read is not None:
+            out.append((c, *read))
+            continue
         data = C.Data(frames[c["chapter"]], paper, c.get("artifact"), excluded=failed)
         try:
             out.append((c, data, C.judge(c, data)))

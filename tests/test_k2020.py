@@ -700,7 +700,7 @@ def test_the_reproduce_box_names_the_chapters_parts_and_the_current_estimate(cha
     from xlrepro.papers.k2020.constants import PARTS
     assert f'CHAPTER = "{chapter}"' in text and "R.PARTS[CHAPTER]" in text  # the chapter reads the package's parts
     parts = list(PARTS[chapter])
-    minutes, named = re.search(r"about (\d+) GPU-minutes on an H200 for the B-BERTs of ([t0-9gc, ]+?) and", text).groups()
+    minutes, named = re.search(r"about (\d+) GPU-minutes on an H200 for the B-BERTs of ([t0-9gca, ]+?) and", text).groups()
     assert named.split(", ") == parts
     assert int(minutes) == round(float(gpu_plan(load_plan(), parts, gpu="H200")["GPU-min"].sum()))
     assert f"--part {','.join(parts)} --time-limit 540" in text and f"--part {','.join(parts)} --dry-run" in text
@@ -734,8 +734,10 @@ def test_chapter_claims_table_marks_untrained_cells_pending_and_writes_the_chapt
     from xlrepro.results import read_claims
 
     table = chapter_claims_table("mixed_pairs", tmp_path, todo=["enfake-es"])  # nothing trained yet
-    assert table["id"].tolist() == ["mixed_pairs_drop"] and table["verdict"].tolist() == [PENDING]
-    assert read_claims(tmp_path / "claims.csv")["id"].tolist() == ["mixed_pairs_drop"]
+    ids = ["mixed_pairs_drop", "mixed_pairs_drop_adjacency_es", "mixed_pairs_drop_adjacency_hi",
+           "mixed_pairs_drop_adjacency_ru"]
+    assert table["id"].tolist() == ids and table["verdict"].tolist() == [PENDING] * 4
+    assert read_claims(tmp_path / "claims.csv")["id"].tolist() == ids
 
 
 def test_chapter_claims_table_shows_every_claim_pending_where_no_selector_finds_a_cell(tmp_path, monkeypatch):
@@ -746,8 +748,9 @@ def test_chapter_claims_table_shows_every_claim_pending_where_no_selector_finds_
         raise KeyError("enfake-es")
     monkeypatch.setattr(xlrepro.claims, "claims_table", no_cell)
     table = chapter_claims_table("mixed_pairs", tmp_path)
-    assert table[["section", "evidence", "verdict"]].values.tolist() == [["§4, Table 11", "", PENDING_RUN]]
-    assert table["claim"].str.startswith("Pairs with the two verses in different languages").all()
+    assert table[["section", "evidence", "verdict"]].values.tolist() == [["§4, Table 11", "", PENDING_RUN]] * 4
+    assert table["claim"].iloc[0].startswith("Pairs with the two verses in different languages")
+    assert table["claim"].iloc[1:].str.startswith("On the adjacency task, pairs with one verse Fake-English").all()
     assert not (tmp_path / "claims.csv").exists()
     with pytest.raises(ConfigError, match="valid choices: linguistic, architecture, input_objective, mixed_pairs"):
         chapter_claims_table("mixed", tmp_path)

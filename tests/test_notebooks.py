@@ -19,6 +19,7 @@ K2020 = {"profile": "smoke", "train": True, "experiments": ["enfake-es"], "seeds
 PARAMETERS = {
     "dufter2020/engineering": {},  # reads recorded GPU probes only
     "k2020/input_objective": {**K2020, "experiments": ["enfake-es/word"]},
+    "k2020/mixed_pairs": {**K2020, "experiments": ["enfake-es", "enfake-es/adj"]},
     "multilingual/lab": {"model": "smoke", "languages": SMOKE_LANGS, "retrieval_sentences": 50, "dictionary_words": 100},
     # Liu et al.: three languages (small dictionaries), 3 chapters (small) / 15 (big), 16-d static embeddings, one pass
     **{f"liu2020/{n}": {"languages": ["en", "fr", "es"], "max_chapters": 3, "dim": 16, "epochs": 1}
@@ -105,6 +106,10 @@ def check_result_files(name: str, results: Path) -> None:
         assert len(df), f"{name}: {csv}.csv has no rows"
         if LONG_COLUMNS <= set(df.columns):
             assert df["value"].map(lambda v: isinstance(v, (int, float)) and not math.isnan(v)).any(), (name, csv)
+    if name == "k2020/mixed_pairs":  # Table 11 on the adjacency task: each /adj cell on its target and mixed pairs
+        adj = pd.read_csv(results / "mixed_pairs.csv").query("metric == 'adjacency_accuracy'")
+        assert set(adj["experiment"]) == {"enfake-es/adj", "majority/enfake-es/adj"}, name
+        assert set(adj["language"]) == {"enfake", "es", "enfake>es", "es>enfake"}, name
     record = json.loads((results / f"run_record_{chapter}.json").read_text())
     assert record, f"{name}: empty run record"
     if name in WITHOUT_CLAIMS:

@@ -757,6 +757,32 @@ def _left_out_words(left_out: Mapping) -> str:
     return "; ".join(f"model {exp} seed {seed} ({reason})" for (exp, seed), (reason, _) in runs.items())
 
 
+def prepare_recipes(paper: str, frames: Mapping[str, pd.DataFrame],
+                    recipes: Sequence[tuple[str, Mapping[str, pd.DataFrame]]]) -> list[tuple]:
+    """(label, frames, pending, failed runs) of each stronger recipe for `read_on_recipes`: an experiment of the
+    base `frames` absent from a recipe's is pending there; its failed runs come from the paper's health rule applied
+    to the recipe's own frames."""
+    from .health import assess, exclusions, load_rules
+    rules = load_rules(paper) if claims_path(paper).is_file() else []
+    names = lambda fs: {str(e) for f in fs.values() if "experiment" in f for e in f["experiment"].unique()}  # noqa
+    return [(label, rframes, frozenset(names(frames) - names(rframes)), exclusions(assess(rules, rframes)))
+            for label, rframes in recipes]
+
+
+def read_on_recipes(claim: Mapping, stronger: list[tuple], paper: str, profile: str = "lab"):
+    """(Data, Judgement) of `claim` on the first recipe of `stronger` (`prepare_recipes`) that holds every model it
+    reads, its evidence starting "At <label>:"; None where none does (the base results decide)."""
+    for label, rframes, waiting, rfailed in stronger:
+        data = Data(rframes, paper, claim.get("artifact"), waiting, rfailed)
+        try:
+            j = judge(claim, data, profile)
+        except (Pending, NotRun, MissingResults):  # a model this recipe has not trained: the next one reads it
+            continue
+        if j.verdict != PENDING:
+            return data, replace(j, evidence=f"At {label}: {j.evidence}")
+    return None
+
+
 def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[str, pd.DataFrame],
                  out: str | os.PathLike | None = None, profile: str = "lab",
                  claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None,
@@ -791,26 +817,11 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
         every = {**(read_results(folder) if folder is not None and Path(folder).is_dir() else {}), **frames}
         health = assess(load_rules(paper) if claims_path(paper).is_file() else [], every)
     failed = exclusions(health)
-    rules = load_rules(paper) if claims_path(paper).is_file() else []
-    base_names = {str(e) for f in frames.values() if "experiment" in f for e in f["experiment"].unique()}
-    stronger = []
-    for label, rframes in recipes:
-        names = {str(e) for f in rframes.values() if "experiment" in f for e in f["experiment"].unique()}
-        stronger.append((label, rframes, frozenset(base_names - names), exclusions(assess(rules, rframes))))
+    stronger = prepare_recipes(paper, frames, recipes)
     rows_ = []
     for c in mine:
         pre = "; ".join(p["says"] for p in c.get("requires") or [])
-        read = None
-        for label, rframes, waiting, rfailed in stronger:
-            rdata = Data(rframes, paper, c.get("artifact"), waiting, rfailed)
-            try:
-                j = judge(c, rdata, profile)
-            except (Pending, NotRun, MissingResults):  # a model this recipe has not trained: the next one reads it
-                continue
-            if j.verdict == PENDING:
-                continue
-            read = (rdata, replace(j, evidence=f"At {label}: {j.evidence}"))
-            break
+        read = read_on_recipes(c, stronger, paper, profile)
         data = Data(frames, paper, c.get("artifact"), frozenset(map(str, pending)), failed,
                     not_run={str(k): v for k, v in (not_run or {}).items()})
         try:

@@ -44,6 +44,8 @@ from .masking import whole_word_mask  # noqa: F401  (read as bbert.whole_word_ma
 NAME = "k2020"
 TASK = "sections"
 NER_TASK = "ner"
+ADJACENCY_TASK = "adjacency"  # Table 11's stand-in that needs both verses (xlrepro.tasks.adjacency)
+ADJACENCY_VERSION = "same-section-other-chapter-v1"  # bump when the adjacency pairs change
 NER_LABELS_VERSION = "spacy-en_core_web_sm-3.8.0/per-loc-org-v1"  # bump when the silver labels change
 # Bump when the training code changes numbers for the same configuration (a new key for every cell).
 ENGINE = "k2020-stack/length-bins/padded-vocab-v1"
@@ -61,7 +63,7 @@ def prediction_shares(pred: np.ndarray, n_labels: int) -> list[tuple[str, float]
 
 KEY_FREE_FIELDS = ("table", "tasks")  # Experiment fields left out of a cell's run key (see Cell.__init__)
 # Experiment fields added after cells were trained: in the run key only when set, so that those cells keep their keys
-KEY_WHEN_SET = ("single",)
+KEY_WHEN_SET = ("single", "retrain")
 
 
 class Cell:
@@ -347,13 +349,19 @@ class Cell:
         return self.evaluate_sections_seed(seed, device, progress, step=step)
 
     # ------------------------------------------------------------------------------------------- the task
-    def task_pairs(self, premise: str, hypothesis: str, split: str, keys=None, max_pairs=None) -> EncodedPairs:
+    def task_pairs(self, premise: str, hypothesis: str, split: str, keys=None, max_pairs=None,
+                   task: str = TASK) -> EncodedPairs:
         """Verse pairs of `split` with the first verse in language `premise` and the second in `hypothesis`
-        (the same language for the ordinary task; different ones for Table 11), encoded for this cell."""
+        (the same language for the ordinary task; different ones for Table 11), encoded for this cell: the section
+        task's pairs, or with `task` ADJACENCY_TASK the adjacency task's (twice as many: each positive and its
+        negative)."""
+        from xlrepro.tasks.adjacency import adjacency_pairs
+        choose("task", task, (TASK, ADJACENCY_TASK))
         self._load()
-        a = verse_pairs(D.base_language(premise), split, self.cache_dir, max_pairs=max_pairs, keys=keys)
-        b = a if hypothesis == premise else verse_pairs(D.base_language(hypothesis), split, self.cache_dir,
-                                                        max_pairs=max_pairs, keys=keys)
+        pairs = verse_pairs if task == TASK else adjacency_pairs
+        a = pairs(D.base_language(premise), split, self.cache_dir, max_pairs=max_pairs, keys=keys)
+        b = a if hypothesis == premise else pairs(D.base_language(hypothesis), split, self.cache_dir,
+                                                  max_pairs=max_pairs, keys=keys)
         if not (a[["book", "chapter", "verse"]].values == b[["book", "chapter", "verse"]].values).all():
             raise ValueError("premise and hypothesis pairs differ in keys: pass parallel keys")
         first = self.encode(premise, self.surface(premise, a["first"].tolist()))
@@ -371,11 +379,15 @@ class Cell:
     def evaluated(self, seed: int) -> bool:
         """Whether every task the experiment declares has its results for `seed`."""
         return (self.dir / f"results_{seed}.csv").exists() and (
-            "ner" not in self.exp.tasks or self.ner_results_path(seed).exists())
+            "ner" not in self.exp.tasks or self.ner_results_path(seed).exists()) and (
+            ADJACENCY_TASK not in self.exp.tasks or self.adjacency_results_path(seed).exists())
 
     def evaluate_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
-        """The section task's results of `seed` and, where the experiment declares it, the NER task's."""
+        """The section task's results of `seed` and, where the experiment declares them, the NER task's and the
+        adjacency task's."""
         frames = [self.evaluate_sections_seed(seed, device, progress)]
+        if ADJACENCY_TASK in self.exp.tasks:
+            frames.append(self.evaluate_adjacency_seed(seed, device, progress))
         if "ner" in self.exp.tasks:
             frames.append(self.evaluate_ner_seed(seed, device, progress))
         return pd.concat(frames, ignore_index=True)
@@ -503,6 +515,42 @@ class Cell:
         atomic.write_bytes(path, df.to_csv(index=False).encode())
         return df
 
+    def adjacency_results_path(self, seed: int) -> Path:
+        """results_adjacency-<key of the task's version>_<seed>.csv (a changed task gets new files)."""
+        key = run_key({"task": ADJACENCY_TASK, "version": ADJACENCY_VERSION})[:8]
+        return self.dir / f"results_adjacency-{key}_{seed}.csv"
+
+    def evaluate_adjacency_seed(self, seed: int, device="cpu", progress: bool = False) -> pd.DataFrame:
+        """Fine-tune seed `seed`'s encoder on the source's adjacency pairs (the section task's recipe, 2 labels);
+        metric ``adjacency_accuracy`` on every test language's test pairs (parallel keys, as the section task's) and
+        on Table 11's mixed pairs (``<first>><second>`` languages, both orders), ``dev_adjacency_accuracy`` on the
+        source's dev pairs, and the fine-tuning's seconds."""
+        from xlrepro.tasks.adjacency import LABELS
+        path = self.adjacency_results_path(seed)
+        if path.exists():
+            return pd.read_csv(path, dtype={"experiment": str, "language": str})
+        f, src = self.profile.finetune, self.exp.finetune
+        train = self.task_pairs(src, src, "train", max_pairs=f.max_train_pairs, task=ADJACENCY_TASK)
+        dev = self.task_pairs(src, src, "dev", max_pairs=f.max_test_pairs, task=ADJACENCY_TASK)
+        cfg = FinetuneConfig(lr=f.lr, batch_size=f.batch_size, epochs=f.epochs,
+                             max_length=self.profile.pretrain.max_length, seed=seed)
+        model, history = finetune(cfg, self.encoder(seed), train, len(LABELS), device=device, progress=progress)
+        keys = self.test_keys()
+        row = lambda language, metric, value: {"experiment": self.name, "seed": seed,  # noqa: E731
+                                               "language": language, "task": ADJACENCY_TASK, "metric": metric,
+                                               "value": value}
+        rows = [row(src, "dev_adjacency_accuracy", evaluate(model, dev, device, len(LABELS))[0])]
+        targets = [l for l in self.exp.test if l != src]
+        combos = [(l, l) for l in self.exp.test] + [(a, b) for t in targets for a, b in ((src, t), (t, src))]
+        for a, b in combos:
+            data = self.task_pairs(a, b, "test", keys=keys, max_pairs=f.max_test_pairs, task=ADJACENCY_TASK)
+            rows.append(row(a if a == b else f"{a}>{b}", "adjacency_accuracy",
+                            evaluate(model, data, device, len(LABELS))[0]))
+        rows.append(row(src, "finetune_seconds", history["seconds"]))
+        df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+        atomic.write_bytes(path, df.to_csv(index=False).encode())
+        return df
+
     def majority(self) -> pd.DataFrame:
         """The majority-class baseline (source train majority) on each test language's test pairs and on dev."""
         f = self.profile.finetune
@@ -515,6 +563,17 @@ class Cell:
                 test = verse_pairs(base, split, self.cache_dir, max_pairs=f.max_test_pairs, keys=k)
                 rows.append({"experiment": "majority", "seed": -1, "language": lang, "task": TASK, "metric": metric,
                              "value": majority_baseline(train["label"], test["label"])})
+        if ADJACENCY_TASK in self.exp.tasks:  # 0.5 by construction (each positive has its negative); measured
+            from xlrepro.tasks.adjacency import adjacency_pairs
+            src = self.exp.finetune
+            labels = adjacency_pairs(D.base_language(src), "train", self.cache_dir, max_pairs=f.max_train_pairs)
+            targets = [l for l in self.exp.test if l != src]
+            for lang in list(self.exp.test) + [f"{a}>{b}" for t in targets for a, b in ((src, t), (t, src))]:
+                test = adjacency_pairs(D.base_language(lang.split(">")[0]), "test", self.cache_dir,
+                                       max_pairs=f.max_test_pairs, keys=keys)
+                rows.append({"experiment": "majority", "seed": -1, "language": lang, "task": ADJACENCY_TASK,
+                             "metric": "adjacency_accuracy", "value": majority_baseline(labels["label"],
+                                                                                        test["label"])})
         return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
     def run(self, device="cpu", time_limit: float | None = None, progress: bool = True) -> pd.DataFrame | None:

@@ -18,7 +18,9 @@ from xlrepro.config import ConfigError, ModelSize, check_seeds, choose, load_yam
 from .data import FAKE, TEXTS, TOKENIZATIONS, check_corpus_language
 
 FAKE_WAYS = ("unicode", "id")
-TASKS = ("sections", "ner")  # the XNLI stand-in (xlrepro.tasks.sections) and the NER stand-in (xlrepro.tasks.entities)
+# the XNLI stand-in (xlrepro.tasks.sections), the NER stand-in (xlrepro.tasks.entities) and Table 11's pair task that
+# needs both verses (xlrepro.tasks.adjacency)
+TASKS = ("sections", "ner", "adjacency")
 PROFILES = ("lab", "alltext", "alltext2x", "alltext4x", "smoke")
 
 
@@ -43,7 +45,12 @@ class Experiment:
     parameters: float | None = field(default=None, metadata={
         "help": "share of the base's parameter count; the hidden width (a multiple of heads) is solved for it"})
     tasks: tuple[str, ...] = field(default=("sections",), metadata={
-        "help": "fine-tuning tasks: sections (XNLI stand-in) and/or ner (NER stand-in: English and Fake-English only)"})
+        "help": "fine-tuning tasks: sections (XNLI stand-in), ner (NER stand-in: English and Fake-English only), "
+                "adjacency (does the second verse follow the first: Table 11's stand-in, which one verse alone "
+                "cannot decide)"})
+    retrain: int = field(default=0, metadata={
+        "help": "an independent training of the same recipe, keyed apart from the cell it repeats (in the run key "
+                "only when set): Table 11's adjacency cells retrain the base B-BERT, whose weights were not kept"})
 
     def __post_init__(self):
         for task in self.tasks:
@@ -352,7 +359,7 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
              workers_per_gpu: int = 2) -> "pd.DataFrame":
     """GPU minutes per part, in the given order, each cell counted in the first part that needs it: pre-training
     (stacked cells at `step_ms`, NSP cells at NSP_STEP_MS, a fixed cost per stack) and fine-tuning (every seed; the
-    NER stand-in's too where declared),
+    NER stand-in's and the adjacency task's, at twice the section task's pairs, too where declared),
     with the wall minutes on `gpus` GPUs. Estimates, to be replaced by the timings the first GPU call records."""
     import pandas as pd
 
@@ -380,7 +387,10 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
         stacks = sum(math.ceil(m / cap) for m, cap in zip(sizes, share_slots(sizes, gpus * workers_per_gpu, 16)))
         pre_min = (pre + nsp + stacks * STACK_OVERHEAD_SECONDS) / 60
         ner_min = sum("ner" in plan.experiments[n].tasks for n in names) * len(plan.seeds) * NER_FINETUNE_SECONDS / 60
-        ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60 + ner_min
+        # the adjacency task fine-tunes on twice the section task's pairs (each positive and its negative)
+        adj_min = sum("adjacency" in plan.experiments[n].tasks for n in names) * len(plan.seeds) * 2 * \
+            FINETUNE_SECONDS / 60
+        ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60 + ner_min + adj_min
         total += pre_min + ft_min
         out.append({"part": part, "new experiments": len(names), "models": len(names) * len(plan.seeds),
                     "stacks": stacks, "pretrain GPU-min": round(pre_min, 1), "finetune GPU-min": round(ft_min, 1),

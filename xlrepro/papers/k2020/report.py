@@ -473,6 +473,19 @@ def claims_frames(chapter: str, folder) -> dict[str, pd.DataFrame]:
     return out
 
 
+ADJACENCY_CAPTION = ("**Table 11 on the adjacency task, ours** (accuracy, %, mean ± sd over seeds: does the second "
+                     "verse follow the first? Each verse is as often in a positive as in a negative, so one verse "
+                     "alone scores exactly 50 %, the majority class; `premise>hypothesis` columns are the mixed "
+                     "pairs)")
+
+
+def adjacency_table(results: pd.DataFrame, names) -> pd.DataFrame:
+    """`ours_table` of the adjacency task (metric ``adjacency_accuracy``) for the cells of `names` evaluated on it
+    (Table 11's enfake-X/adj); empty where none is."""
+    cells = [n for n in names if n in set(results.loc[results["metric"] == "adjacency_accuracy", "experiment"])]
+    return ours_table(results, cells, "adjacency_accuracy") if cells else pd.DataFrame()
+
+
 def recipe_tables(chapter: str, folder) -> list:
     """What a chapter shows of the stronger recipes published beside its results (`xlrepro.verdicts.recipe_frames`;
     ``<folder>/recipes.json``): a heading and a line on how the claims read them, then for each recipe and each of
@@ -501,6 +514,9 @@ def recipe_tables(chapter: str, folder) -> list:
             if not mine.empty:
                 parts += [Markdown(f"**{table}, ours at {r['label']}** (section task accuracy, %, mean ± sd over "
                                    f"seeds)"), mine]
+        adjacency = adjacency_table(frame, cells)
+        if not adjacency.empty:
+            parts += [Markdown(ADJACENCY_CAPTION.replace("ours**", f"ours at {r['label']}**")), adjacency]
         if parts:
             shown += [Markdown(f"### At a stronger recipe: {r['label']}\n\nThe cells below were retrained with "
                                f"profile `{r['name']}` of experiments.yaml ({len(cells)} of this chapter's "

@@ -43,7 +43,7 @@ from xlrepro.engine.planner import take_slots
 from xlrepro.engine.queue import Job, launched_at, local_slot, queue_world, run_queue
 from xlrepro.engine.stacked import compile_mode
 
-from .bbert import NER_TASK, RESULT_COLUMNS, TASK, Cell
+from .bbert import ADJACENCY_TASK, NER_TASK, RESULT_COLUMNS, TASK, Cell
 from .config import (EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS, PADDED_WIDTH,
                      STACK_OVERHEAD_SECONDS, step_ms)
 from .trainer import (MAX_STACK, PairTable, StackTrainer,  # noqa: F401  (PairTable, shared_bin, stack_shape: read as
@@ -158,16 +158,21 @@ def eval_seconds(cell: Cell) -> float:
     """Estimated wall seconds of one evaluation of `cell` (fine-tuning on each of its tasks, then testing; not
     resumable): each task's median fine-tuning over the cell's own evaluated seeds where it has any, else over every
     cell of its profile (`measured_finetune_seconds`) scaled to the cell's depth (`config.FINETUNE_FIXED_SHARE`);
-    times EVAL_SLACK, plus EVAL_TESTING_SECONDS. EVAL_MARGIN while a task has no measurement at all."""
+    times EVAL_SLACK, plus EVAL_TESTING_SECONDS. The adjacency task, until measured, takes twice the section task's
+    (twice its pairs). EVAL_MARGIN while a task has no measurement at all."""
     own = measured_finetune_seconds(cell.dir, "results_*.csv")
     everywhere = measured_finetune_seconds(cell.dir.parent)
     depth = FINETUNE_FIXED_SHARE + (1 - FINETUNE_FIXED_SHARE) * cell.size.layers / 12
     secs = 0.0
-    for task in [TASK] + ([NER_TASK] if "ner" in cell.exp.tasks else []):
+    tasks = [TASK] + ([NER_TASK] if "ner" in cell.exp.tasks else []) + (
+        [ADJACENCY_TASK] if ADJACENCY_TASK in cell.exp.tasks else [])
+    for task in tasks:
         if task in own:
             secs += own[task]
         elif task in everywhere:
             secs += everywhere[task] * depth
+        elif task == ADJACENCY_TASK and TASK in own | everywhere:  # twice the section task's pairs
+            secs += 2 * (own[TASK] if TASK in own else everywhere[TASK] * depth)
         else:
             return float(EVAL_MARGIN)
     return secs * EVAL_SLACK + EVAL_TESTING_SECONDS
@@ -220,7 +225,9 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     if evals:
         med = measured_finetune_seconds(cells[0].dir.parent)
         if med:
-            secs = sum(med.get(TASK, 0.0) + (med.get(NER_TASK, 0.0) if "ner" in c.exp.tasks else 0.0) for c in evals)
+            secs = sum(med.get(TASK, 0.0) + (med.get(NER_TASK, 0.0) if "ner" in c.exp.tasks else 0.0)
+                       + (med.get(ADJACENCY_TASK, 2 * med.get(TASK, 0.0)) if ADJACENCY_TASK in c.exp.tasks else 0.0)
+                       for c in evals)
             eval_line = (f"\nevaluations: about {secs / 60:.0f} worker-minutes of fine-tuning for the {len(evals)} left "
                          f"(median measured fine-tuning: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(med.items()))
                          + "; data and testing on top), shared by the evaluation workers")
