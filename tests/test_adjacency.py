@@ -32,3 +32,10 @@ def test_every_verse_is_once_in_each_class_so_one_side_alone_scores_half(monkeyp
         counts = pairs.groupby([side, "label"]).size().unstack()
         assert (counts == 1).all().all()
     assert pairs["label"].mean() == 0.5 and A.LABELS[1] == "next_verse"
+
+
+def test_jaccard_and_the_stump_threshold_by_hand():
+    assert A.jaccard([["a", "b"], [], ["x"]], [["b", "c"], [], ["y"]]).tolist() == [1 / 3, 0.0, 0.0]
+    # next-verse pairs overlap 0.5 and 0.4, others 0.1 and 0.0: any t in [0.1, 0.4) is perfect; the lowest midpoint
+    assert A.best_threshold([0.5, 0.1, 0.4, 0.0], [1, 0, 1, 0]) == pytest.approx(0.25)
+    assert A.best_threshold([0.0, 0.0], [1, 0]) == pytest.approx(-1.0)  # one value: every pair above, half right

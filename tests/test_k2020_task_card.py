@@ -164,3 +164,27 @@ def test_compare_zero_shot_against_the_best_source_baseline():
     assert card_mod.comparison_sentence(cmp.iloc[:0]) == ""
     with pytest.raises(ValueError, match="valid splits: test, dev"):
         card_mod.compare_zero_shot(card, results, split="train")
+
+
+def test_adjacency_card_on_hand_made_chapters(monkeypatch):
+    """Chapters of one verse pair each, whose two verses share one word (w<c> in English, v<c> in Spanish, a Cyrillic
+    one in Russian) and nothing with other chapters: the word overlap separates next verses perfectly in each
+    language, and falls to 50 % on every mixed pair with Fake-English (which shares no word); one verse alone scores
+    exactly 50 % (each verse is once in each class); the majority class is 50 %."""
+    from xlrepro.tasks import adjacency as A
+    word = {"en": "w", "es": "v", "ru": "ж"}
+
+    def pairs(lang, split, cache_dir=None, max_pairs=None, seed=0, *, keys=None):
+        n = 8 if split == "train" else 4
+        w = word[lang]
+        return pd.DataFrame([{"book": 1, "chapter": c, "verse": 1, "first": f"{w}a{c} {w}{c}",
+                              "second": f"{w}{c} {w}z{c}", "label": 0} for c in range(1, n + 1)])
+    monkeypatch.setattr(A, "verse_pairs", pairs)
+    monkeypatch.setattr(card_mod, "parallel_keys", lambda langs, split, cache_dir=None: [(1, c, 1) for c in range(5)])
+    card = card_mod.adjacency_card(["en", "es", "ru"])
+    table = card_mod.adjacency_table(card)
+    assert table.loc["majority", ["en", "es", "ru"]].tolist() == [50.0] * 3
+    assert table.loc["first_only", "en"] == 50.0 and table.loc["second_only", "en"] == 50.0
+    assert table.loc["overlap", ["en", "es", "ru"]].tolist() == [100.0] * 3
+    assert table.loc["overlap", ["enfake>es", "es>enfake", "enfake>ru", "ru>enfake"]].tolist() == [50.0] * 4
+    assert set(card["metric"]) == {"accuracy", "pairs", "threshold"} and (card["split"] == "test").all()

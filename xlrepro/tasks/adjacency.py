@@ -87,3 +87,24 @@ def adjacency_pairs(lang: str, split: str, cache_dir: str | os.PathLike | None =
     both = both.reset_index().sort_values(["_row", "_kind"])
     return both[["book", "chapter", "verse", "first", "second", "label"]].reset_index(drop=True).astype(
         {"label": "int64"})
+
+
+def jaccard(first_docs, second_docs) -> np.ndarray:
+    """The word-set overlap of each pair: |A ∩ B| / |A ∪ B| of the two verses' token lists (0 where both are empty).
+    Written here: a one-line set operation that no library call saves."""
+    out = []
+    for a, b in zip(first_docs, second_docs):
+        a, b = set(a), set(b)
+        out.append(len(a & b) / len(a | b) if a | b else 0.0)
+    return np.asarray(out, dtype=float)
+
+
+def best_threshold(scores, labels) -> float:
+    """The threshold t that makes ``score > t`` most accurate for `labels` (1: next verse) on these pairs, among the
+    midpoints between consecutive distinct scores and below the lowest (ties: the lowest t). A one-feature decision
+    stump, fitted on train pairs only."""
+    scores, labels = np.asarray(scores, float), np.asarray(labels)
+    values = np.unique(scores)
+    candidates = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2]) if len(values) else [0.0]
+    accuracy = [float(((scores > t) == (labels == 1)).mean()) for t in candidates]
+    return float(candidates[int(np.argmax(accuracy))])

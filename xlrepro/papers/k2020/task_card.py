@@ -234,6 +234,81 @@ def baseline_card(langs: Sequence[str] = ("en", "es", "hi", "ru"), cache_dir: st
     return pd.DataFrame(rows, columns=list(CARD_COLUMNS))
 
 
+ADJACENCY_CARD_FILE = "adjacency_card.csv"  # in book/results/k2020: Table 11's adjacency task's baselines
+ADJACENCY_C = 1.0  # the one-verse and joined bags of words check the task's construction; their C is not tuned
+
+
+def adjacency_card(langs: Sequence[str] = ("en", "es", "hi", "ru"), cache_dir: str | os.PathLike | None = None, *,
+                   train_lang: str = "en", max_train_pairs: int | None = None, seed: int = 0):
+    """The adjacency task's baselines (`xlrepro.tasks.adjacency`, Table 11's stand-in) as a long DataFrame with
+    `CARD_COLUMNS`, on the test pairs of K et al.'s chapters (keys shared by `langs` and `train_lang`):
+
+    * ``majority``: the train majority class (the classes are equal: 50 %), on each language's pairs;
+    * ``first_only``, ``second_only``: a bag of words (TF-IDF of word unigrams and a logistic regression, C
+      `ADJACENCY_C`) of one verse, trained on `train_lang`'s train pairs and tested on its test pairs: 50 % exactly
+      when each verse is as often in a positive as in a negative, a check of the task itself;
+    * ``joined``: the same on both verses joined into one bag: a linear model of the summed words cannot relate
+      the two verses, so about 50 %;
+    * ``overlap``: the verses' word overlap (`jaccard`) above a threshold fitted on `train_lang`'s train pairs
+      (`best_threshold`), a lexical model that does read both verses, on each language's pairs and on the mixed
+      pairs ``enfake>X`` and ``X>enfake`` (Fake-English shares no word with X, so it falls to 50 %).
+    Metrics: accuracy and pairs; the overlap rows add its threshold."""
+    import pandas as pd
+
+    from xlrepro.tasks.adjacency import adjacency_pairs, best_threshold, jaccard
+
+    langs = list(dict.fromkeys(check_language(lang) for lang in langs))
+    check_language(train_lang)
+    keys = parallel_keys(sorted(set(langs) | {train_lang}), "test", cache_dir)
+    train = adjacency_pairs(train_lang, "train", cache_dir, max_pairs=max_train_pairs, seed=seed)
+    tests = {lang: adjacency_pairs(lang, "test", cache_dir, keys=keys) for lang in langs}
+    rows = []
+
+    def add(baseline, lang, values):
+        rows.extend({"baseline": baseline, "train_language": train_lang, "test_language": lang, "split": "test",
+                     "metric": m, "value": float(v)} for m, v in values.items())
+
+    majority = majority_class(train["label"])
+    for lang, t in tests.items():
+        add("majority", lang, {"accuracy": float((t["label"] == majority).mean()), "pairs": len(t)})
+    test = tests[train_lang] if train_lang in tests else adjacency_pairs(train_lang, "test", cache_dir, keys=keys)
+    sides = {"first_only": lambda p: [tokenize(a, train_lang) for a in p["first"]],
+             "second_only": lambda p: [tokenize(b, train_lang) for b in p["second"]],
+             "joined": lambda p: [tokenize(a, train_lang) + tokenize(b, train_lang)
+                                  for a, b in zip(p["first"], p["second"])]}
+    for baseline, docs in sides.items():
+        vec, clf = fit_bow(docs(train), train["label"], "word", C=ADJACENCY_C, seed=seed)
+        pred, _, _ = predict_bow(vec, clf, docs(test), majority)
+        add(baseline, train_lang, {"accuracy": float((pred == test["label"].to_numpy()).mean()), "pairs": len(test)})
+
+    def words(texts, lang):
+        if lang == FAKE:
+            return [tokenize(_fake(t), "en") for t in texts]
+        return [tokenize(t, lang) for t in texts]
+
+    threshold = best_threshold(jaccard(words(train["first"], train_lang), words(train["second"], train_lang)),
+                               train["label"])
+    base = {lang: t for lang, t in tests.items()}
+    combos = [(lang, lang) for lang in langs] + [
+        (a, b) for x in langs if x != "en" for a, b in ((FAKE, x), (x, FAKE))]
+    for a, b in combos:
+        t = base["en" if a == FAKE else a]  # the same keys in every language: the rows align
+        first, second = words(t["first"], a), words((base["en"] if b == FAKE else base[b])["second"], b)
+        pred = jaccard(first, second) > threshold
+        add("overlap", a if a == b else f"{a}>{b}", {
+            "accuracy": float((pred == (t["label"].to_numpy() == 1)).mean()), "pairs": len(t),
+            "threshold": threshold})
+    return pd.DataFrame(rows, columns=list(CARD_COLUMNS))
+
+
+def adjacency_table(card):
+    """The adjacency card's accuracies (%) as baseline x test pairs, for readers."""
+    acc = card[card["metric"] == "accuracy"]
+    order = list(dict.fromkeys(acc["test_language"]))
+    table = acc.pivot_table(index="baseline", columns="test_language", values="value", sort=False) * 100
+    return table[order].round(1)
+
+
 def accuracy_table(card, split: str = "test"):
     """Accuracy in % of `card` (`baseline_card`'s frame) on `split`: one row per (baseline, train_language), one
     column per test language; the in-language ceilings make one row, train_language "own"."""
@@ -310,13 +385,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--train-language", default="en", choices=LANGUAGES)
     p.add_argument("--max-train-pairs", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--adjacency", action="store_true",
+                   help=f"the adjacency task's card instead (Table 11; default --out: {ADJACENCY_CARD_FILE})")
     a = p.parse_args(argv)
     if a.out is None:
         from xlrepro.results import results_dir
-        a.out = results_dir("k2020") / CARD_FILE
+        a.out = results_dir("k2020") / (ADJACENCY_CARD_FILE if a.adjacency else CARD_FILE)
     if a.max_train_pairs is not None and a.max_train_pairs < 1:
         p.error(f"--max-train-pairs must be a positive number of pairs; got {a.max_train_pairs}")
     t0 = time.time()
+    if a.adjacency:
+        card = adjacency_card(a.languages, train_lang=a.train_language, max_train_pairs=a.max_train_pairs,
+                              seed=a.seed)
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(adjacency_table(card))
+        with atomic_path(a.out) as tmp:
+            card.to_csv(tmp, index=False)
+        print(f"wrote {a.out} ({time.time() - t0:.0f} s)")
+        return
     card = baseline_card(a.languages, train_lang=a.train_language, max_train_pairs=a.max_train_pairs, seed=a.seed,
                          progress=True)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
