@@ -36,12 +36,14 @@ def test_ragged_lengths_are_fixed_and_bounded():
 
 def test_each_case_gets_its_engines():
     assert engines_for("small") == ["hf-fp32", "hf-bf16", "hf-compile", "hf-best", "ours", "ours-nomask", "ours-qkv",
-                                    "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-nomask-mm-tuned", "ours-stack"]
+                                    "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-tuned",
+                                    "ours-stack"]
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     assert all("hf-best" in engines_for(c) for c in ("small", "base", "mbert", "base-ragged"))
     assert bench.RUN_ORDER[:2] == ("hf-best", "ours")  # the headline's pair first: a time limit cuts it last
     ragged = engines_for("base-ragged")
     assert "ours-flex" in ragged and "ours-packed" in ragged and "ours-nomask" not in ragged
+    assert "ours-fp8" in engines_for("base") and "ours-fp8" not in ragged  # packed rows: no multiple of 16
 
 
 def test_the_data_parallel_case_gets_its_references_and_data_parallel_engines():

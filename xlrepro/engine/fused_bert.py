@@ -36,6 +36,11 @@ ATTENTION = "auto"
 
 ATTENTIONS = ("math", "sdpa", "auto", "flex")
 LINEARS = ("baddbmm", "mm")
+# "fp8": the encoder's linear layers in FP8 (`Fp8Linear`), for a stack of one model (the single-model engine the bench
+# times against HF); not among the stacks' LINEARS, since torch has no batched scaled product for a model dimension
+FP8 = "fp8"
+ONE_MODEL_LINEARS = (*LINEARS, FP8)
+FP8_MAX = 448.0  # the largest float8_e4m3fn value (torch.finfo(torch.float8_e4m3fn).max)
 QKV = ("query", "key", "value")
 
 
@@ -51,9 +56,10 @@ class Levers:
         "flex" refuses to train with attention dropout (train it with `attention_probs_dropout_prob=0`).
     fused_qkv: one [3H, H] matrix product for queries, keys and values instead of three [H, H] ones.
     linear: how the encoder's linear layers multiply (see `_project`): "baddbmm" (the default: one batched product
-        that starts from the broadcast bias) or "mm" (the product without the bias: one model runs `F.linear`, whose
+        that starts from the broadcast bias), "mm" (the product without the bias: one model runs `F.linear`, whose
         bias cuBLAS adds in the product's epilogue; a stack runs `bmm` and adds the bias in the element-wise kernel
-        that follows).
+        that follows) or "fp8" (one model only: FP8 products with a scale per row, `Fp8Linear`; changes numbers
+        beyond rounding, so it is a switch with a training check, never a default).
     autotune: compile with Inductor's `max_autotune_gemm`: Triton templates for the matrix products are timed against
         cuBLAS at compile time, and the element-wise work after a product may be fused into it (its epilogue). A
         compile option (the compiled stacks only); compiling takes minutes longer.
@@ -73,8 +79,8 @@ class Levers:
     def __post_init__(self):
         if self.attention is not None and self.attention not in ATTENTIONS:
             raise ValueError(f"attention={self.attention!r}: valid values are None, {', '.join(map(repr, ATTENTIONS))}")
-        if self.linear not in LINEARS:
-            raise ValueError(f"linear={self.linear!r}: valid values are {', '.join(map(repr, LINEARS))}")
+        if self.linear not in ONE_MODEL_LINEARS:
+            raise ValueError(f"linear={self.linear!r}: valid values are {', '.join(map(repr, ONE_MODEL_LINEARS))}")
 
     def options(self) -> dict:
         """The keyword arguments of `stacked_mlm_losses` these levers set (none for a default; `autotune` is a
@@ -101,6 +107,47 @@ def _resolve_attention(attention: str | None, valid, config) -> str:
     return ("math" if config.num_attention_heads == 1 else "sdpa") if attention == "auto" else attention
 
 
+def _fp8_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(t / s in float8_e4m3fn, s as float32 [rows, 1]): one scale per row of a 2-D tensor, its largest magnitude
+    mapped to FP8_MAX (a row of zeros keeps a tiny scale, so nothing divides by zero)."""
+    scale = t.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-12) / FP8_MAX
+    return (t.float() / scale).to(torch.float8_e4m3fn), scale
+
+
+def _check_fp8_shape(*sizes: int) -> None:
+    bad = [n for n in sizes if n % 16]
+    if bad:  # the FP8 product needs every dimension a multiple of 16 on a GPU: say so rather than fall back
+        raise ValueError(f"linear='fp8' needs every dimension of its products a multiple of 16; got {sizes}")
+
+
+class Fp8Linear(torch.autograd.Function):
+    """y = x @ weight^T + bias with the products in FP8 (float8_e4m3fn, one scale per row of each operand:
+    `torch._scaled_mm`, cuBLASLt's FP8 GEMM on Hopper), as torchao's "rowwise_with_gw_hp" float8 recipe does: the
+    forward product and the input's gradient in FP8, the weight's gradient in bf16. Written here because torchao's
+    float8 training converts `nn.Linear` modules, and this engine multiplies parameter tensors functionally.
+    x [N, in] (any float dtype), weight [out, in], bias [out] -> y [N, out] in bf16."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        _check_fp8_shape(*x.shape, weight.shape[0])
+        x8, sx = _fp8_rows(x)                         # [N, in], [N, 1]
+        w8, sw = _fp8_rows(weight)                    # [out, in], [out, 1]
+        y = torch._scaled_mm(x8, w8.t(), scale_a=sx, scale_b=sw.t(), out_dtype=torch.bfloat16)  # [N, out]
+        ctx.save_for_backward(x, weight)
+        ctx.bias_dtype = bias.dtype
+        return y + bias.to(y.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad = grad.contiguous()                      # [N, out]
+        g8, sg = _fp8_rows(grad)                      # [N, out], [N, 1]
+        wt8, swt = _fp8_rows(weight.t().contiguous())  # [in, out], [in, 1]: a scale per input unit
+        grad_x = torch._scaled_mm(g8, wt8.t(), scale_a=sg, scale_b=swt.t(), out_dtype=torch.bfloat16)  # [N, in]
+        grad_w = grad.t().to(torch.bfloat16) @ x.to(torch.bfloat16)  # [out, in], in bf16
+        return grad_x.to(x.dtype), grad_w.to(weight.dtype), grad.sum(0).to(ctx.bias_dtype)
+
+
 def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, linear: str = "baddbmm") -> torch.Tensor:
     """x [M, N, in] @ weight[m]^T + bias[m] for every model m; weight [M, out, in], bias [M, out].
 
@@ -110,9 +157,14 @@ def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, linear: 
     baddbmm against 0.222 ms for a plain product of the same size in the backward. "mm" leaves the bias out of the
     batched product: one model runs `F.linear` (cuBLAS adds the bias in the product's epilogue, as in HF's model), a
     stack runs `bmm` and adds the bias afterwards, which Inductor fuses into the element-wise kernel that follows.
-    The same sums; only the rounding may differ. The bench measures it (`ours-mm`, `ours-nomask-mm`)."""
+    The same sums; only the rounding may differ. The bench measures it (`ours-mm`, `ours-nomask-mm`). "fp8" (one
+    model): `Fp8Linear`, the bench's `ours-fp8`."""
     if linear == "baddbmm":
         return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+    if linear == FP8:  # one model: x [1, N, in]
+        if x.shape[0] != 1:
+            raise ValueError(f"linear='fp8' runs a stack of one model; this stack has {x.shape[0]}")
+        return Fp8Linear.apply(x.squeeze(0), weight.squeeze(0), bias.squeeze(0)).unsqueeze(0)
     if x.shape[0] == 1:  # squeeze, not x[0]: a view's backward is free, select's writes a zero-filled copy
         return F.linear(x.squeeze(0), weight.squeeze(0), bias.squeeze(0)).unsqueeze(0)
     y = torch.bmm(x, weight.transpose(1, 2))
@@ -292,7 +344,7 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     Levers (`Levers`, off by default): attention_mask may also be [M, B, 1, W, W] (packed documents, see
     `pack_documents`), None (no padding at all), or a flex `BlockMask` over M*B rows with attention="flex";
     fused_qkv computes queries, keys and values with one matrix product; linear: how the encoder's linear layers
-    multiply (`_project`: "baddbmm" or "mm").
+    multiply (`_project`: "baddbmm", "mm", or "fp8" for one model).
     """
     attention = _resolve_attention(attention, ATTENTIONS, config)
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
@@ -311,8 +363,8 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
         attend = attention_mask
     if (attention == "flex") != (attend is not None and not isinstance(attend, torch.Tensor)):
         raise ValueError("attention='flex' takes a BlockMask as attention_mask (document_block_mask), and only it does")
-    if linear not in LINEARS:
-        raise ValueError(f"linear={linear!r}: valid values are {', '.join(map(repr, LINEARS))}")
+    if linear not in ONE_MODEL_LINEARS:
+        raise ValueError(f"linear={linear!r}: valid values are {', '.join(map(repr, ONE_MODEL_LINEARS))}")
     levers = {"fused_qkv": True} if fused_qkv else {}  # the default call stays exactly what the grid compiled
     if linear != "baddbmm":
         levers["linear"] = linear
