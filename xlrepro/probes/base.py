@@ -12,6 +12,9 @@ rows: median of --repeats runs of --steps steps after --warmup steps, then profi
                                       cuBLAS at compile time, with fused epilogues)
   gemm                                the floor: only the step's matrix products (12 layers x 6 forward and 12 backward
                                       products at the case's shapes, bf16, torch.mm), no other work
+  gemm-fp8                            the same products as `Fp8Linear` runs them: forward and input gradient in FP8
+                                      (torch._scaled_mm, a scale per row; quantising not counted), weight gradient bf16
+  ours-fp8                            ours with FP8 linear layers (`Levers(linear="fp8")`, `fused_bert.Fp8Linear`)
   attention                           SDPA forward + backward alone at the case's shapes, dropout 0.1, per backend
 Writes --out/base_probe.json (rows, after every variant) and base_probe-<variant>.txt (kernel profiles).
 Usage (on a GPU machine): python -m xlrepro.probes.base --variants gemm,attention,ours,nodrop,... [--case base]
@@ -85,6 +88,36 @@ def main() -> None:
         return step, gemm_flops
 
 
+    def gemm_fp8_step():
+        """`gemm_step`'s products as `Fp8Linear` runs them: the forward product and the input's gradient in FP8 (unit
+        row scales: quantising is not counted), the weight's gradient in bf16."""
+        n, h, f = case.batch * case.length, case.size.hidden, case.size.ffn
+        bf = dict(device=dev, dtype=torch.bfloat16)
+        e4 = lambda *shape: torch.randn(*shape, device=dev).to(torch.float8_e4m3fn)  # noqa: E731
+        x, g, inner, ginner = e4(n, h), e4(n, h), e4(n, f), e4(n, f)
+        wh, w1, w2 = e4(h, h), e4(f, h), e4(h, f)            # [out, in] row-major: .t() is column-major
+        wht, w1t, w2t = e4(h, h), e4(h, f), e4(f, h)         # the transposed weights the input gradients read
+        xb, gb, ib, gib = (torch.randn(n, h, **bf), torch.randn(n, h, **bf), torch.randn(n, f, **bf),
+                           torch.randn(n, f, **bf))
+        ones = lambda rows: torch.ones(rows, 1, device=dev)  # noqa: E731
+        mm8 = lambda a, b: torch._scaled_mm(a, b.t(), scale_a=ones(a.shape[0]),  # noqa: E731
+                                            scale_b=ones(b.shape[0]).t(), out_dtype=torch.bfloat16)
+
+        def step():
+            for _ in range(case.size.layers):
+                for _ in range(4):
+                    mm8(x, wh)           # forward [n, h]
+                    mm8(g, wht)          # grad of the input
+                    gb.t() @ xb          # grad of the weight, bf16
+                mm8(x, w1)
+                mm8(ginner, w1t)
+                gib.t() @ xb
+                mm8(inner, w2)
+                mm8(g, w2t)
+                gb.t() @ ib
+        return step, 3 * case.size.layers * 2 * n * (4 * h * h + 2 * h * f)
+
+
     def attention_rows():
         """SDPA forward + backward alone, [B, heads, W, head size], dropout 0.1, no mask, per backend."""
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -130,9 +163,12 @@ def main() -> None:
         if variant == "gemm":
             step, f = gemm_step()
             return step, None, f
+        if variant == "gemm-fp8":
+            step, f = gemm_fp8_step()
+            return step, None, f
         if variant == "hf-compile":
             return bench._hf_step(case, inputs, dev, "hf-compile"), None, flops
-        if variant in ("ours", "ours-nomask", "ours-mm", "ours-nomask-mm"):
+        if variant in ("ours", "ours-nomask", "ours-mm", "ours-nomask-mm", "ours-fp8"):
             return ours(variant), None, flops
         if variant.startswith("stack"):
             n, _, linear = variant[len("stack"):].partition("-")
