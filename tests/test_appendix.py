@@ -367,3 +367,11 @@ def test_pilot_stack_work_sums_each_pilots_stacks(tmp_path):
     w = work[0]
     assert (w.minutes, w.unit, w.card, w.shape) == (2.0, "GPU-minutes", "H100, H200", (192, 12, None))
     assert w.what == "alltext pilot's pre-training: 2 stacks, 3 models (pilot_alltext/stack_*.json)"
+    # a recipe's stacks are counted too, except one a pilot already counted
+    _write(tmp_path / "recipe_alltext" / "stack_a.json", {"members": ["en-es/0", "en-es/1"], "shape": "L12H12d192",
+                                                          "train_seconds": 90, "device": "NVIDIA H200"})
+    _write(tmp_path / "recipe_alltext" / "stack_c.json", {"members": ["enfake-es/id/0"], "shape": "L12H12d192",
+                                                          "train_seconds": 60, "device": "NVIDIA H200"})
+    pilot, recipe = E.pilot_stack_work(tmp_path, "k2020", "linguistic")
+    assert (recipe.minutes, recipe.card) == (1.0, "H200")
+    assert recipe.what == "alltext recipe's pre-training: 1 stacks, 1 models (recipe_alltext/stack_*.json)"

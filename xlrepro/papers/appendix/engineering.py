@@ -1089,17 +1089,24 @@ def record_work(folder: Path, paper: str) -> list[GpuWork]:
 def pilot_stack_work(folder: Path, paper: str, chapter: str) -> list[GpuWork]:
     """The pre-training of each published pilot of stacks (``<folder>/pilot_<profile>/stack_*.json``: the engine's
     stack timing records, ``train_seconds``, ``members``, ``shape`` like ``L12H12d192``, ``device``), one piece of
-    work per pilot; the fine-tunings are not recorded there and are not counted."""
-    out = []
-    for pilot in sorted(p for p in folder.glob("pilot_*") if p.is_dir()):
-        records = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(pilot.glob("stack_*.json"))]
+    work per pilot, then of each stronger recipe published beside the results (``recipe_<profile>/stack_*.json``),
+    a stack already counted under a pilot not counted again; the fine-tunings are not recorded there and are not
+    counted."""
+    out, seen = [], set()
+    folders = sorted(p for p in folder.glob("pilot_*") if p.is_dir()) + \
+        sorted(p for p in folder.glob("recipe_*") if p.is_dir())
+    for pilot in folders:
+        files = [f for f in sorted(pilot.glob("stack_*.json")) if f.name not in seen]
+        seen |= {f.name for f in files}
+        records = [json.loads(f.read_text(encoding="utf-8")) for f in files]
         records = [r for r in records if "train_seconds" in r]
         if not records:
             continue
         shapes = {r.get("shape") for r in records}
         m = re.fullmatch(r"L(\d+)H\d+d(\d+)", shapes.pop()) if len(shapes) == 1 and None not in shapes else None
-        out.append(GpuWork(paper, chapter, f"{pilot.name.removeprefix('pilot_')} pilot's pre-training: {len(records)} "
-                                           f"stacks, {sum(len(r['members']) for r in records)} models "
+        kind, name = pilot.name.split("_", 1)
+        out.append(GpuWork(paper, chapter, f"{name} {'pilot' if kind == 'pilot' else 'recipe'}'s pre-training: "
+                                           f"{len(records)} stacks, {sum(len(r['members']) for r in records)} models "
                                            f"({pilot.name}/stack_*.json)",
                            sum(float(r["train_seconds"]) for r in records) / 60, "GPU-minutes",
                            _card(", ".join(sorted({str(r.get("device", "")) for r in records}))),
