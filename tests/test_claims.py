@@ -700,5 +700,5 @@ def test_recipes_are_read_from_the_index_beside_the_results(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         recipe_frames(paper, "mixed_pairs", tmp_path)
     (tmp_path / "recipes.json").write_text(json.dumps([{"name": "x", "folder": "recipe_x"}]))
-    with pytest.raises(ConfigError, match="exactly name, label and folder"):
+    with pytest.raises(ConfigError, match="needs name, label and folder"):
         recipe_frames(paper, "mixed_pairs", tmp_path)

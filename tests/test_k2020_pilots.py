@@ -157,7 +157,8 @@ def test_a_recipe_publishes_each_chapter_s_complete_cells_and_lists_itself_first
     assert {"enfake-es/perm1", "enfake-es/unigram", "en-es"} <= set(pd.read_csv(folder / "linguistic.csv")["experiment"])
     index = json.loads((tmp_path / "recipes.json").read_text())
     assert [r["name"] for r in index] == ["alltext4x", "alltext"]
-    assert index[0] == {"name": "alltext4x", "label": "all the text, 16,000 steps", "folder": "recipe_alltext4x"}
+    assert index[0] == {"name": "alltext4x", "label": "all the text, 16,000 steps", "folder": "recipe_alltext4x",
+                        "parts": ["es"]}
     with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):
         pilots.publish_recipe("lab", ["es"], tmp_path)
 
@@ -182,3 +183,12 @@ def test_a_chapter_shows_a_recipe_s_tables_only_for_the_cells_it_retrained(tmp_p
     (tmp_path / "recipe_x" / "stack_a.json").write_text(json.dumps({"train_seconds": 600, "device": "NVIDIA H200"}))
     (tmp_path / "recipe_x" / "stack_b.json").write_text(json.dumps({"train_seconds": 300, "device": "NVIDIA H200"}))
     assert "15 minutes of training time in 2 stacks" in R.recipe_tables("input_objective", tmp_path)[3].data
+
+
+def test_a_recipe_names_the_commands_that_retrain_and_publish_it():
+    from xlrepro.papers.k2020 import report as R
+    text = R.recipe_commands({"name": "alltext4x", "label": "l", "folder": "f", "parts": ["es", "t7"]})
+    assert "xlrepro train k2020 --part es,t7 --profile alltext4x --compile --no-snapshots --time-limit 540" in text
+    assert "python -m xlrepro.papers.k2020.pilots alltext4x --part es --part t7" in text
+    assert "xlrepro verdicts k2020" in text
+    assert R.recipe_commands({"name": "x", "label": "l", "folder": "f"}) == ""  # no parts recorded: no command

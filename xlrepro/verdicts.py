@@ -79,16 +79,18 @@ RECIPES = "recipes.json"  # in a results folder: the stronger recipes published 
 def recipe_frames(paper, chapter: str, folder: Path) -> list[tuple[str, Mapping[str, pd.DataFrame]]]:
     """(label, the frames `chapter`'s claims read there) of each stronger recipe published beside the results folder,
     strongest first, for `claims_table`'s ``recipes``: ``<folder>/recipes.json`` lists them ([{"name", "label",
-    "folder"}], the folder relative to `folder`, holding the same CSVs for the cells retrained with that recipe). A
-    recipe whose folder lacks the chapter's files gives frames without them (its claims read the base results)."""
+    "folder"}, and optionally "parts": what the paper trained with it], the folder relative to `folder`, holding the
+    same CSVs for the cells retrained with that recipe). A recipe whose folder lacks the chapter's files gives frames
+    without them (its claims read the base results)."""
     import json
     index = Path(folder) / RECIPES
     if not index.is_file():
         return []
     out = []
     for r in json.loads(index.read_text()):
-        if set(r) != {"name", "label", "folder"}:
-            raise ConfigError(f"{index}: each recipe needs exactly name, label and folder; got {sorted(r)}")
+        if not {"name", "label", "folder"} <= set(r) <= {"name", "label", "folder", "parts"}:
+            raise ConfigError(f"{index}: each recipe needs name, label and folder (and may give parts); got "
+                              f"{sorted(r)}")
         sub = Path(folder) / r["folder"]
         if not sub.is_dir():
             raise ConfigError(f"{index}: recipe {r['name']!r} names folder {r['folder']!r}, which does not exist")

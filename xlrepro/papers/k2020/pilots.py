@@ -125,7 +125,8 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
             atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
     index = results / INDEX
     listed = [r for r in (json.loads(index.read_text()) if index.is_file() else []) if r["name"] != profile]
-    atomic.write_json(index, [{"name": profile, "label": RECIPES[profile], "folder": folder.name}, *listed])
+    atomic.write_json(index, [{"name": profile, "label": RECIPES[profile], "folder": folder.name,
+                               "parts": [parts] if isinstance(parts, str) else list(parts)}, *listed])
     return folder
 
 

@@ -523,10 +523,24 @@ def recipe_tables(chapter: str, folder) -> list:
                                f"cells, each with all its seeds; a cell with a seed still to train is left "
                                f"out until it is complete), as declared there before they ran. Each claim "
                                f"below is read on this recipe where it holds every model the claim reads, its "
-                               f"evidence starting \"At {r['label']}\"; the other claims read the tables above.")]
+                               f"evidence starting \"At {r['label']}\"; the other claims read the tables above."
+                               + recipe_commands(r))]
             shown += parts
             shown.append(Markdown(recipe_cost(Path(folder) / r["folder"], frame)))
     return shown
+
+
+def recipe_commands(recipe: dict) -> str:
+    """The commands that retrain and publish a recipe's parts (recipes.json's ``parts``; empty where none is
+    named), as a Markdown block to append to its heading."""
+    parts = ",".join(recipe.get("parts") or [])
+    if not parts:
+        return ""
+    flags = " ".join(f"--part {p}" for p in recipe["parts"])
+    return (f"\n\n```bash\nxlrepro train k2020 --part {parts} --profile {recipe['name']} --compile --no-snapshots "
+            f"--time-limit 540   # resumable: repeat it until nothing is left\n"
+            f"python -m xlrepro.papers.k2020.pilots {recipe['name']} {flags}   # publish the complete cells\n"
+            f"xlrepro verdicts k2020\n```")
 
 
 def recipe_cost(folder: Path, frame: pd.DataFrame) -> str:
