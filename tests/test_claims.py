@@ -377,7 +377,7 @@ def test_a_claim_on_a_run_not_made_yet_is_pending(tmp_path):
                "test": greater(), "why": "because"}]
     t = C.claims_table("p", "c1", tmp_path, claims=claims)
     assert t["verdict"].tolist() == ["pending", "pending"]
-    assert "unknown experiment ['z']" in t.loc[0, "evidence"] and "no results artifact 'u'" in t.loc[1, "evidence"]
+    assert t.loc[0, "evidence"] == "model z has no results yet" and "no results artifact 'u'" in t.loc[1, "evidence"]
     with pytest.raises(C.MissingResults):
         C.evaluate(claims[0]["test"], C.Data({"t": read_csv(tmp_path / "t.csv")}, "p", "t"))
     with pytest.raises(KeyError, match="unknown metric"):  # a wrong metric is an error, not a pending run

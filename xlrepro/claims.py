@@ -834,7 +834,9 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
         except NotRun as skipped:
             j = Judgement(INCONCLUSIVE, f"Inconclusive: {skipped}", pre, "", reason_code("not_run"))
         except MissingResults as e:  # the run is still to be made: say so rather than stop the chapter
-            j = Judgement(PENDING, f"no results yet ({e.args[0]})", pre, "pending" if pre else "")
+            missing = getattr(e, "experiments", None)
+            words = f"model {', '.join(missing)} has no results yet" if missing else f"no results yet ({e.args[0]})"
+            j = Judgement(PENDING, words, pre, "pending" if pre else "")
         evidence = j.evidence
         if data.left_out and j.verdict != PENDING:
             evidence = f"{evidence}. Left out as failed runs (health.csv): {_left_out_words(data.left_out)}"

@@ -137,8 +137,11 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
                 raise AllRunsFailed("every run of model " + "; ".join(f"{w} failed (health.csv: {', '.join(gone[w])})"
                                                                       for w in bad) + ": no run left to test")
         if bad:
-            raise (MissingResults if key in ("experiment", "language") else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
+            err = (MissingResults if key in ("experiment", "language") else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
                            f"valid choices: {', '.join(sorted(set(col)))}")
+            if key == "experiment":
+                err.experiments = bad  # the models without results, for the verdict's words
+            raise err
         df = df[col.isin(want)]
     if "exclude_language" in sel:
         df = df[~df["language"].astype(str).isin(_as_list(sel["exclude_language"]))]
