@@ -702,3 +702,21 @@ def test_recipes_are_read_from_the_index_beside_the_results(tmp_path):
     (tmp_path / "recipes.json").write_text(json.dumps([{"name": "x", "folder": "recipe_x"}]))
     with pytest.raises(ConfigError, match="needs name, label and folder"):
         recipe_frames(paper, "mixed_pairs", tmp_path)
+
+
+def test_a_recipe_that_holds_only_some_of_an_unnamed_selection_does_not_read_the_claim():
+    """An `each` test over whatever models the frame has (no experiment named): on base results {a, b} it reads both;
+    a recipe holding only a would test a alone, so the base results decide. Two recipes: the first lacks b, the
+    second holds both and reads the claim."""
+    base_frame = frame({"a": [0.6, 0.61, 0.62], "b": [0.3, 0.31, 0.32]})
+    claim = {"id": "every", "chapter": "c", "section": "§1", "quote": "q", "why": "w", "artifact": "t",
+             "claim": "every model above 0.5",
+             "test": {"kind": "each", "over": "experiment",
+                      "test": {"kind": "above", "value": {"metric": "m"}, "bound": 0.5, "noise": "2se"}}}
+    alone = C.claims_table("p", "c", {"t": base_frame}, claims=[claim])
+    only_a = ("only a", {"t": frame({"a": [0.9, 0.91, 0.92]})})
+    t = C.claims_table("p", "c", {"t": base_frame}, claims=[claim], recipes=[only_a])
+    assert t.loc[0, "evidence"] == alone.loc[0, "evidence"] and not t.loc[0, "evidence"].startswith("At ")
+    both = ("both", {"t": frame({"a": [0.9, 0.91, 0.92], "b": [0.8, 0.81, 0.82]})})
+    t = C.claims_table("p", "c", {"t": base_frame}, claims=[claim], recipes=[only_a, both])
+    assert t.loc[0, "evidence"].startswith("At both: ") and t.loc[0, "verdict"] == "reproduced"

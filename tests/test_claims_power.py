@@ -29,15 +29,16 @@ def _judged(paper):
                 for ch in frames}  # a claim is read on the strongest recipe holding its models, as claims_table does
     out = []
     for c in claims:
-        read = C.read_on_recipes(c, stronger[c["chapter"]], paper)
-        if read is not None:
-            out.append((c, *read))
-            continue
         data = C.Data(frames[c["chapter"]], paper, c.get("artifact"), excluded=failed)
         try:
-            out.append((c, data, C.judge(c, data)))
+            judged = (c, data, C.judge(c, data))
         except (C.Pending, C.MissingResults):
-            continue
+            judged = None
+        read = C.read_on_recipes(c, stronger[c["chapter"]], paper, base_read=data.read if judged else None)
+        if read is not None:
+            out.append((c, *read))
+        elif judged is not None:
+            out.append(judged)
     return out
 
 

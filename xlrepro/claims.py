@@ -769,17 +769,23 @@ def prepare_recipes(paper: str, frames: Mapping[str, pd.DataFrame],
             for label, rframes in recipes]
 
 
-def read_on_recipes(claim: Mapping, stronger: list[tuple], paper: str, profile: str = "lab"):
+def read_on_recipes(claim: Mapping, stronger: list[tuple], paper: str, profile: str = "lab",
+                    base_read: set | None = None):
     """(Data, Judgement) of `claim` on the first recipe of `stronger` (`prepare_recipes`) that holds every model it
-    reads, its evidence starting "At <label>:"; None where none does (the base results decide)."""
+    reads, its evidence starting "At <label>:"; None where none does (the base results decide). A recipe holds them
+    where the claim's selections find no model missing there and, with `base_read` (the experiments the claim read
+    on the base results, `Data.read`), pick every one of those: a selector that names no experiment (`each` over
+    whatever models a frame has) must not read a subset of its models on the recipe. A recipe whose frames the
+    claim cannot read (a missing column, a null that cannot be evaluated) is passed over too."""
     for label, rframes, waiting, rfailed in stronger:
         data = Data(rframes, paper, claim.get("artifact"), waiting, rfailed)
         try:
             j = judge(claim, data, profile)
-        except (Pending, NotRun, MissingResults):  # a model this recipe has not trained: the next one reads it
+        except (Pending, NotRun, KeyError, ValueError):  # MissingResults is a KeyError: a model it has not trained
             continue
-        if j.verdict != PENDING:
-            return data, replace(j, evidence=f"At {label}: {j.evidence}")
+        if j.verdict == PENDING or (base_read is not None and not base_read <= data.read):
+            continue
+        return data, replace(j, evidence=f"At {label}: {j.evidence}")
     return None
 
 
@@ -821,14 +827,22 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     rows_ = []
     for c in mine:
         pre = "; ".join(p["says"] for p in c.get("requires") or [])
-        read = read_on_recipes(c, stronger, paper, profile)
         data = Data(frames, paper, c.get("artifact"), frozenset(map(str, pending)), failed,
                     not_run={str(k): v for k, v in (not_run or {}).items()})
+        read = None
         try:
+            try:
+                j = judge(c, data, profile)
+                judged = True
+            except (Pending, NotRun, MissingResults):
+                judged = False
+                if not stronger:
+                    raise
+            read = read_on_recipes(c, stronger, paper, profile, base_read=data.read if judged else None)
             if read is not None:
                 data, j = read
-            else:
-                j = judge(c, data, profile)
+            elif not judged:
+                j = judge(c, data, profile)  # raises again: the base results decide, as pending or not run
         except Pending as wait:
             j = Judgement(PENDING, str(wait), pre, "pending" if pre else "")
         except NotRun as skipped:
@@ -839,7 +853,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
             j = Judgement(PENDING, words, pre, "pending" if pre else "")
         evidence = j.evidence
         if data.left_out and j.verdict != PENDING:
-            evidence = f"{evidence}. Left out as failed runs (health.csv): {_left_out_words(data.left_out)}"
+            where = "health.csv" if read is None else "the health rule on this recipe's runs"
+            evidence = f"{evidence}. Left out as failed runs ({where}): {_left_out_words(data.left_out)}"
         if c.get("after_run") and j.verdict != PENDING:
             evidence = f"{evidence}. Note written after the run: {c['after_run']}"
         rows_.append({"claim": c["claim"], "section": c["section"], "criterion": criterion(c),

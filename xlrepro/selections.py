@@ -86,6 +86,9 @@ class Data:
     power: list = field(default_factory=list)  # (k SE, tolerance, seeds) of every within/flat comparison made
     # experiments the profile does not run (-> why): their claims are inconclusive (reason not_run)
     not_run: Mapping[str, str] = field(default_factory=dict)
+    # the experiments the selections picked (shared by the copies a judgement makes): a claim read on a stronger
+    # recipe must read there every model it reads on the base results (`claims.read_on_recipes`)
+    read: set = field(default_factory=set)
 
     def frame(self, sel: Mapping) -> pd.DataFrame:
         if "reference" in sel:
@@ -139,12 +142,14 @@ def rows(sel: Mapping, data: Data) -> pd.DataFrame:
         if bad:
             err = (MissingResults if key in ("experiment", "language") else KeyError)(f"unknown {key} {bad} in {sel.get('reference') or sel.get('artifact', data.artifact)}; "
                            f"valid choices: {', '.join(sorted(set(col)))}")
-            if key == "experiment":
+            if key == "experiment" and "reference" not in sel:
                 err.experiments = bad  # the models without results, for the verdict's words
             raise err
         df = df[col.isin(want)]
     if "exclude_language" in sel:
         df = df[~df["language"].astype(str).isin(_as_list(sel["exclude_language"]))]
+    if "reference" not in sel and "experiment" in df:
+        data.read.update(df["experiment"].astype(str))
     return df
 
 
