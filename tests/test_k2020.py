@@ -788,3 +788,22 @@ def test_a_profile_s_left_out_parts_are_not_run_and_their_claims_are_inconclusiv
     assert table.loc["transfer_without_overlap_gate_size", "reason"] == "not_run"
     assert "part t1g is left out at profile alltext4x" in table.loc["transfer_without_overlap_gate_size", "evidence"]
     assert table.loc["spanish_transfers_best", "verdict"] == "pending"  # no results here at all
+
+
+def test_an_adjacency_run_that_never_left_its_majority_class_is_a_failed_run():
+    """Seed 0 of enfake-es/adj scores 51 % on its own (Fake-English) adjacency pairs, 1 point above the 50 % majority
+    class: the health rule adjacency_never_left_majority marks it failed; seed 1 (80 %) passes; the section task's
+    rule does not read adjacency rows."""
+    from xlrepro.health import FAILED, OK, assess, load_rules
+    from xlrepro.papers.k2020.report import source_over_majority
+    rows = [dict(experiment="enfake-es/adj", seed=s, language="enfake", task="adjacency", metric="adjacency_accuracy",
+                 value=v) for s, v in ((0, 0.51), (1, 0.8))]
+    rows.append(dict(experiment="majority/enfake-es/adj", seed=-1, language="enfake", task="adjacency",
+                     metric="adjacency_accuracy", value=0.5))
+    margin = source_over_majority(pd.DataFrame(rows))
+    assert margin["metric"].tolist() == ["adjacency_over_majority"] * 2
+    assert margin["value"].tolist() == pytest.approx([0.01, 0.30])
+    health = assess(load_rules("k2020"), {"source_over_majority": margin})
+    mine = health[health["rule"] == "adjacency_never_left_majority"].sort_values("seed")
+    assert mine["status"].tolist() == [FAILED, OK]
+    assert "never_left_majority" not in set(health["rule"])  # no section-task row to read

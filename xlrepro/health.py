@@ -81,6 +81,9 @@ def _values(rule: Mapping, frames: Mapping[str, pd.DataFrame]) -> pd.Series | No
     from .selections import Data, MissingResults, rows
     if rule["reads"]["artifact"] not in frames:
         return None
+    frame, metric = frames[rule["reads"]["artifact"]], rule["reads"].get("metric")
+    if metric is not None and ("metric" not in frame or str(metric) not in set(frame["metric"].astype(str))):
+        return None  # no run of what the rule reads (e.g. no cell evaluated on the task it checks)
     try:
         df = rows(rule["reads"], Data(frames))
     except MissingResults:  # a chapter's frames that hold none of the models the rule reads

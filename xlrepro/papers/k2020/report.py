@@ -423,11 +423,12 @@ def derived(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
 SOURCE_OVER_MAJORITY = "source_over_majority"  # the health frame: source accuracy minus the majority class
 
 
-def _source_accuracies(results: pd.DataFrame):
+def _source_accuracies(results: pd.DataFrame, metric: str = "accuracy", task: str = "sections"):
     """(experiment, seed, source language, source accuracy, majority) of every cell with a ``majority/<cell>`` row:
-    the section-task test accuracy on the cell's own fine-tuning language and the majority class's share there."""
+    the test accuracy (`metric` of `task`: the section task's by default) on the cell's own fine-tuning language and
+    the majority class's share there."""
     plan = load_plan()
-    acc = results[(results["metric"] == "accuracy") & (results["task"] == "sections")]
+    acc = results[(results["metric"] == metric) & (results["task"] == task)]
     acc = acc.drop_duplicates(["experiment", "seed", "language"])
     for name in acc["experiment"].unique():
         if name.startswith("majority/") or name not in plan.experiments:
@@ -445,12 +446,17 @@ def source_over_majority(results: pd.DataFrame) -> pd.DataFrame:
     """Per (experiment, seed): the section-task test accuracy on the cell's own fine-tuning (source) language minus
     the majority class there (its ``majority/<cell>`` row: the source train majority class's share of the test
     pairs). A classifier that learnt its source task stands well above 0; one at 0 never left the majority class.
-    Metric ``accuracy_over_majority``, language the source; cells without a majority row are left out."""
+    Metric ``accuracy_over_majority``, language the source; cells without a majority row are left out. Cells
+    evaluated on the adjacency task (Table 11's enfake-X/adj) add metric ``adjacency_over_majority``: the same on
+    that task's source pairs, whose majority class is 50 %."""
     if results.empty:
         return pd.DataFrame(columns=RESULT_COLUMNS)
     rows = [{"experiment": name, "seed": seed, "language": src, "task": "sections",
              "metric": "accuracy_over_majority", "value": v - major}
             for name, seed, src, v, major in _source_accuracies(results)]
+    rows += [{"experiment": name, "seed": seed, "language": src, "task": "adjacency",
+              "metric": "adjacency_over_majority", "value": v - major}
+             for name, seed, src, v, major in _source_accuracies(results, "adjacency_accuracy", "adjacency")]
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
