@@ -157,6 +157,13 @@ def test_a_recipe_publishes_each_chapter_s_complete_cells_and_lists_itself_first
     assert {"enfake-es/perm1", "enfake-es/unigram", "en-es"} <= set(pd.read_csv(folder / "linguistic.csv")["experiment"])
     index = json.loads((tmp_path / "recipes.json").read_text())
     assert [r["name"] for r in index] == ["alltext4x", "alltext"]
+    pilots.publish_recipe("alltext2x", ["es"], tmp_path)  # published after alltext4x, but weaker: listed after it
+    assert [r["name"] for r in json.loads((tmp_path / "recipes.json").read_text())] == ["alltext4x", "alltext2x",
+                                                                                       "alltext"]
+    pilots.publish_recipe("alltext4x", ["t7"], tmp_path)  # a part added to a recipe keeps the parts before it
+    again = json.loads((tmp_path / "recipes.json").read_text())[0]
+    assert again["parts"] == ["es", "t7"] and (folder / "input_objective.csv").is_file()
+    assert not list(tmp_path.glob(".recipe_*"))  # the folder built aside was put in place
     assert index[0] == {"name": "alltext4x", "label": "all the text, 16,000 steps", "folder": "recipe_alltext4x",
                         "parts": ["es"]}
     with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):

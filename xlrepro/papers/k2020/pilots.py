@@ -84,11 +84,12 @@ def publish(profile: str, results: Path | None = None) -> Path:
 
 def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
     """Publish the table cells of `parts` trained with `profile`'s recipe as a stronger recipe beside the lab results
-    (`xlrepro.verdicts.recipe_frames`): for each chapter, its cells of those parts with every planned seed evaluated
-    (and their ``majority/<cell>`` rows) into ``recipe_<profile>/<chapter>.csv``, the stacks' timing records of
-    those models beside them, and `profile` first in ``recipes.json``. A cell with a seed still to train stays out
-    (its claims read the lab results until it is complete). Returns the recipe's folder; fails where no cell of
-    `parts` is complete."""
+    (`xlrepro.verdicts.recipe_frames`): for each chapter, its cells of those parts and of the parts the recipe
+    published before (recipes.json's ``parts``) with every planned seed evaluated (and their ``majority/<cell>``
+    rows) into ``recipe_<profile>/<chapter>.csv``, the timing records of the stacks whose every model is published
+    beside them, and the recipe in ``recipes.json``, the recipes ordered strongest first (`PILOTS` from the end). A
+    cell with a seed still to train stays out (its claims read the lab results until it is complete). The folder is
+    built aside and then put in place. Returns the recipe's folder; fails where no cell of the parts is complete."""
     from xlrepro.results import results_dir
     from xlrepro.verdicts import RECIPES as INDEX
 
@@ -99,7 +100,13 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
     choose("profile", profile, list(PILOTS))
     plan = load_plan()
     results = Path(results) if results is not None else results_dir("k2020")
-    wanted = {n for p in ([parts] if isinstance(parts, str) else parts) for n in experiments_of(plan, p)}
+    index = results / INDEX
+    listed = json.loads(index.read_text()) if index.is_file() else []
+    before = next((r.get("parts") or [] for r in listed if r["name"] == profile), [])
+    parts = list(dict.fromkeys([*before, *([parts] if isinstance(parts, str) else parts)]))
+    for part in parts:
+        choose("part", part, list(plan.parts))
+    wanted = {n for p in parts for n in experiments_of(plan, p)}
     folder = results / f"recipe_{profile}"
     frames = {}
     for chapter in CHAPTERS:
@@ -113,20 +120,25 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
     if not frames:
         raise ConfigError(f"no cell of {', '.join(sorted(wanted))} has all its seeds evaluated under "
                           f"{R.run_folder(profile)}")
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+    aside = results / f".recipe_{profile}.new"
+    if aside.exists():
+        shutil.rmtree(aside)
+    aside.mkdir(parents=True)
     for chapter, frame in frames.items():
-        R.save(frame, folder, chapter)
+        R.save(frame, aside, chapter)
     every = pd.concat(frames.values(), ignore_index=True)
     for timing in sorted(R.run_folder(profile).glob("stacks/*/timing.json")):
         record = json.loads(timing.read_text())
         if all_evaluated(record, every):
-            atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
-    index = results / INDEX
-    listed = [r for r in (json.loads(index.read_text()) if index.is_file() else []) if r["name"] != profile]
-    atomic.write_json(index, [{"name": profile, "label": RECIPES[profile], "folder": folder.name,
-                               "parts": [parts] if isinstance(parts, str) else list(parts)}, *listed])
+            atomic.write_json(aside / f"stack_{timing.parent.name}.json", record)
+    if folder.exists():
+        shutil.rmtree(folder)
+    aside.rename(folder)
+    entry = {"name": profile, "label": RECIPES[profile], "folder": folder.name, "parts": parts}
+    recipes = [r for r in listed if r["name"] != profile] + [entry]
+    strength = {name: i for i, name in enumerate(PILOTS)}  # more text and steps later in PILOTS: stronger
+    recipes.sort(key=lambda r: -strength.get(r["name"], -1))
+    atomic.write_json(index, recipes)
     return folder
 
 
