@@ -682,7 +682,7 @@ def test_a_claim_reads_the_strongest_recipe_that_holds_every_model_it_reads():
 
 def test_recipes_are_read_from_the_index_beside_the_results(tmp_path):
     """recipes.json names each recipe's folder, strongest first; a folder it names must exist, and each entry has
-    exactly name, label and folder."""
+    name, label and folder (and may give parts)."""
     import json
 
     from xlrepro.config import ConfigError

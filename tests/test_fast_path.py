@@ -270,7 +270,9 @@ def test_fp8_linear_is_close_to_hf_for_one_model_and_refuses_what_it_cannot_run(
         assert cos > 0.99, (k, cos.item())
     with pytest.raises(ValueError, match="multiple of 16"):  # 4 rows of width 9: 36 tokens
         fused_loss_and_grads(hf(1), padded_inputs(docs, masked, 9), Levers(linear="fp8"))
-    one = padded_inputs(docs, masked, 8)
-    stack = ModelStack([hf(1), hf(2)], OPT, "cpu", levers=Levers(linear="fp8"))
+    with pytest.raises(ValueError, match="stack of one model; got 2 models"):  # refused before any step
+        ModelStack([hf(1), hf(2)], OPT, "cpu", levers=Levers(linear="fp8"))
+    from xlrepro.engine.fused_bert import _project
+    x = torch.randn(2, 16, 16)  # the loss itself refuses a model dimension above one too
     with pytest.raises(ValueError, match="stack of one model"):
-        stack._losses(stack.params, stack.buffers, *(t.expand(2, *t.shape[1:]) for t in one))
+        _project(x, torch.randn(2, 16, 16), torch.randn(2, 16), "fp8")

@@ -167,12 +167,12 @@ def test_compare_zero_shot_against_the_best_source_baseline():
 
 
 def test_adjacency_card_on_hand_made_chapters(monkeypatch):
-    """Chapters of one verse pair each, whose two verses share one word (w<c> in English, v<c> in Spanish, a Cyrillic
-    one in Russian) and nothing with other chapters: the word overlap separates next verses perfectly in each
+    """Chapters of one verse pair each, whose two verses share one word (w<c> in English and Spanish alike, a
+    Cyrillic one in Russian) and nothing with other chapters: the word overlap separates next verses perfectly in each
     language, and falls to 50 % on every mixed pair with Fake-English (which shares no word); one verse alone scores
     exactly 50 % (each verse is once in each class); the majority class is 50 %."""
     from xlrepro.tasks import adjacency as A
-    word = {"en": "w", "es": "v", "ru": "ж"}
+    word = {"en": "w", "es": "w", "ru": "ж"}  # es shares en's words: only the Fake-English shift removes them
 
     def pairs(lang, split, cache_dir=None, max_pairs=None, seed=0, *, keys=None):
         n = 8 if split == "train" else 4
@@ -188,3 +188,5 @@ def test_adjacency_card_on_hand_made_chapters(monkeypatch):
     assert table.loc["overlap", ["en", "es", "ru"]].tolist() == [100.0] * 3
     assert table.loc["overlap", ["enfake>es", "es>enfake", "enfake>ru", "ru>enfake"]].tolist() == [50.0] * 4
     assert set(card["metric"]) == {"accuracy", "pairs", "threshold"} and (card["split"] == "test").all()
+    with pytest.raises(ValueError, match="put 'en' in langs"):
+        card_mod.adjacency_card(["es", "ru"])

@@ -110,6 +110,7 @@ def _resolve_attention(attention: str | None, valid, config) -> str:
 def _fp8_rows(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(t / s in float8_e4m3fn, s as float32 [rows, 1]): one scale per row of a 2-D tensor, its largest magnitude
     mapped to FP8_MAX (a row of zeros keeps a tiny scale, so nothing divides by zero)."""
+    t = t.contiguous()  # a row-major first operand, as cuBLASLt's FP8 product needs it
     scale = t.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-12) / FP8_MAX
     return (t.float() / scale).to(torch.float8_e4m3fn), scale
 

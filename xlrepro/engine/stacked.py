@@ -21,7 +21,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from transformers import BertForMaskedLM
 
 from .distributed import average_gradients, world
-from .fused_bert import EAGER, Levers, compiled_regions, inductor_options, stacked_mlm_losses
+from .fused_bert import EAGER, FP8, Levers, compiled_regions, inductor_options, stacked_mlm_losses
 from .noise import Noise
 
 NO_DECAY = ("bias", "LayerNorm.weight")  # as in HF's Trainer: no weight decay on biases and LayerNorm weights
@@ -222,6 +222,8 @@ class ModelStack:
         # bounds these memory-bound steps (`_select_losses`). compile=True on a CPU compiles too (the tests do).
         self.compiled = None if compile in (None, False, "none") else compile
         self.engine = choose_engine(engine, seeds=seeds, levers=levers, compiled=self.compiled)
+        if levers is not None and levers.linear == FP8 and len(models) != 1:
+            raise ValueError(f"linear='fp8' runs a stack of one model; got {len(models)} models")
         wrapped = [MaskedPositionsLM(m) for m in models]
         params, buffers = stack_module_state(wrapped)
         self.params = {k: v.detach().to(self.device).requires_grad_() for k, v in params.items()}

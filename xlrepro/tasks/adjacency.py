@@ -10,7 +10,9 @@ reading the two languages together. This task asks instead whether the second ve
 * for each positive, a negative keeps its first verse and takes the second verse of another pair of the same
   section (`SECTIONS`) from another chapter, label ``other_chapter``. The partners are a rotation by half of the
   section's pairs in canonical order (`negative_partners`), so they come from far in the section, and the genre that
-  the section task reads cannot tell a negative from a positive.
+  the section task reads cannot tell a negative from a positive. Where one chapter holds more than half of a
+  section's pairs (a small subsample), that section is rotated with the next one, so some partners cross sections;
+  on the full English train, dev and test splits none does.
 
 Each first verse and each second verse appear exactly once in each class, so any classifier that reads one side only
 scores exactly 50 % (the task card's single-side rows check it), and both classes are equally frequent (the
@@ -39,6 +41,8 @@ def negative_partners(sections, chapters) -> np.ndarray:
     rotated together with the next section instead; ValueError where even all the pairs together cannot avoid it."""
     sections, chapters = list(sections), [tuple(c) for c in chapters]
     n = len(sections)
+    if len(chapters) != n:
+        raise ValueError(f"negative_partners needs one chapter per pair; got {n} sections and {len(chapters)} chapters")
     if n < 2:
         raise ValueError(f"the adjacency task needs pairs from at least two chapters; got {n} pairs")
     groups: list[list[int]] = []
@@ -93,7 +97,7 @@ def jaccard(first_docs, second_docs) -> np.ndarray:
     """The word-set overlap of each pair: |A ∩ B| / |A ∪ B| of the two verses' token lists (0 where both are empty).
     Written here: a one-line set operation that no library call saves."""
     out = []
-    for a, b in zip(first_docs, second_docs):
+    for a, b in zip(first_docs, second_docs, strict=True):
         a, b = set(a), set(b)
         out.append(len(a & b) / len(a | b) if a | b else 0.0)
     return np.asarray(out, dtype=float)

@@ -552,7 +552,9 @@ class Cell:
         return df
 
     def majority(self) -> pd.DataFrame:
-        """The majority-class baseline (source train majority) on each test language's test pairs and on dev."""
+        """The majority-class baseline (source train majority) on each test language's test pairs and on dev; for a
+        cell evaluated on the adjacency task also that task's (50 %) on each test language's pairs and Table 11's
+        mixed pairs."""
         f = self.profile.finetune
         train = verse_pairs(D.base_language(self.exp.finetune), "train", self.cache_dir, max_pairs=f.max_train_pairs)
         keys = self.test_keys()

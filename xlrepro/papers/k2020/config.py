@@ -49,12 +49,16 @@ class Experiment:
                 "adjacency (does the second verse follow the first: Table 11's stand-in, which one verse alone "
                 "cannot decide)"})
     retrain: int = field(default=0, metadata={
-        "help": "an independent training of the same recipe, keyed apart from the cell it repeats (in the run key "
-                "only when set): Table 11's adjacency cells retrain the base B-BERT, whose weights were not kept"})
+        "help": "a re-run of the same recipe with the same seeds (the same data order, initialisation and masks; "
+                "GPU nondeterminism aside), keyed apart from the cell it repeats (in the run key only when set): "
+                "Table 11's adjacency cells retrain the base B-BERT, whose weights were not kept. Its results are "
+                "never pooled with the cell's as more seeds"})
 
     def __post_init__(self):
         for task in self.tasks:
             choose("task", task, TASKS)
+        if not isinstance(self.retrain, int) or isinstance(self.retrain, bool) or self.retrain < 0:
+            raise ConfigError(f"retrain is a count of re-runs, an integer >= 0; got {self.retrain!r}")
         if "sections" not in self.tasks:
             raise ConfigError(f"tasks must include sections (the cell's own results); got {list(self.tasks)}")
         if "ner" in self.tasks:

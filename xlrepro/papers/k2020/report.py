@@ -528,8 +528,9 @@ def recipe_tables(chapter: str, folder) -> list:
                                f"profile `{r['name']}` of experiments.yaml ({len(cells)} of this chapter's "
                                f"cells, each with all its seeds; a cell with a seed still to train is left "
                                f"out until it is complete), as declared there before they ran. Each claim "
-                               f"below is read on this recipe where it holds every model the claim reads, its "
-                               f"evidence starting \"At {r['label']}\"; the other claims read the tables above."
+                               f"below is read on the strongest published recipe that holds every model the claim "
+                               f"reads, its evidence starting \"At <recipe>\" (here \"At {r['label']}\"); the "
+                               f"other claims read the tables above."
                                + recipe_commands(r))]
             shown += parts
             shown.append(Markdown(recipe_cost(Path(folder) / r["folder"], frame)))

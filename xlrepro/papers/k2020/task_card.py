@@ -259,6 +259,9 @@ def adjacency_card(langs: Sequence[str] = ("en", "es", "hi", "ru"), cache_dir: s
 
     langs = list(dict.fromkeys(check_language(lang) for lang in langs))
     check_language(train_lang)
+    if "en" not in langs:
+        raise ValueError(f"the adjacency card's mixed pairs shift the English pairs into Fake-English: put 'en' in "
+                         f"langs; got {langs}")
     keys = parallel_keys(sorted(set(langs) | {train_lang}), "test", cache_dir)
     train = adjacency_pairs(train_lang, "train", cache_dir, max_pairs=max_train_pairs, seed=seed)
     tests = {lang: adjacency_pairs(lang, "test", cache_dir, keys=keys) for lang in langs}
