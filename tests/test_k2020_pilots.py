@@ -199,3 +199,31 @@ def test_a_recipe_names_the_commands_that_retrain_and_publish_it():
     assert "python -m xlrepro.papers.k2020.pilots alltext4x --part es --part t7" in text
     assert "xlrepro verdicts k2020" in text
     assert R.recipe_commands({"name": "x", "label": "l", "folder": "f"}) == ""  # no parts recorded: no command
+
+
+def test_the_fp8_check_applies_both_criteria_to_hand_made_runs(tmp_path):
+    """mm seeds end at losses 2.00, 2.02, 2.04 (their last five points), fp8 at 2.01 each: 0.01 nats apart, within
+    0.02. es accuracies: mm 0.50, 0.54, 0.58 (sd 0.04, 2 SE 0.046), fp8 0.56 each: 0.02 apart, within 2 SE. Both hold;
+    fp8 accuracies of 0.62 fail the second."""
+    from xlrepro.config import ConfigError
+    from xlrepro.papers.k2020 import fp8_check as F
+    curve = {str(k): [9.0, 9.0, 9.0] for k in range(0, 400, 100)}
+    curve.update({str(k): [2.00, 2.02, 2.04] for k in range(400, 900, 100)})
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "timing.json").write_text(json.dumps({"members": ["en-es/mm/0", "en-es/mm/1", "en-es/mm/2"],
+                                                            "mlm_loss_curve": curve}))
+    for s in range(3):  # one model per stack
+        (tmp_path / f"f{s}").mkdir()
+        (tmp_path / f"f{s}" / "timing.json").write_text(json.dumps({
+            "members": [f"en-es/fp8/{s}"], "mlm_loss_curve": {str(k): [2.01] for k in range(400, 900, 100)}}))
+    losses = F.final_losses(tmp_path)
+    assert losses[("en-es/mm", 1)] == pytest.approx(2.02) and losses[("en-es/fp8", 2)] == pytest.approx(2.01)
+    accuracy = {("en-es/mm", s): v for s, v in enumerate((0.50, 0.54, 0.58))}
+    accuracy.update({("en-es/fp8", s): 0.56 for s in range(3)})
+    out = F.check(losses, accuracy)
+    assert out["loss_difference"] == pytest.approx(0.01) and out["es_2se_mm"] == pytest.approx(2 * 0.04 / 3 ** 0.5)
+    assert out["criterion_1"] and out["criterion_2"] and out["adopted"]
+    accuracy.update({("en-es/fp8", s): 0.62 for s in range(3)})
+    assert not F.check(losses, accuracy)["adopted"]
+    with pytest.raises(ConfigError, match="at least two seeds of en-es/fp8"):
+        F.check(losses, {k: v for k, v in accuracy.items() if k[0] == "en-es/mm" or k[1] == 0})

@@ -761,3 +761,23 @@ def test_a_char_cell_plans_at_its_own_padded_width_and_stacks_apart_from_word_pi
     assert measured == {pieces.size.name: 10.0, f"{chars.size.name}/char": 17.0}
     assert shape_step_ms(chars, measured) == (17.0, "measured")
     assert shape_step_ms(pieces, measured) == (10.0, "measured")
+
+
+def test_a_cell_with_its_own_linear_layers_trains_alone_with_that_lever(tmp_path, monkeypatch):
+    """The FP8 switch's check cells: en-es/mm and en-es/fp8 have keys of their own (en-es keeps its key), train one
+    model per stack (the base cell's seeds share one), and hand their linear layers to the engine as a lever."""
+    import xlrepro.engine.pretrain as engine_pretrain
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.trainer import StackTrainer, plan_stacks
+    plan = smoke_plan()
+    base, mm, fp8 = (Cell(plan, "smoke", n, [0, 1, 2], root=tmp_path) for n in ("en-es", "en-es/mm", "en-es/fp8"))
+    assert len({base.key, mm.key, fp8.key}) == 3
+    assert Cell(plan, "lab", "en-es").key == "a39b5dedf1760303"  # the published lab cell's key, unchanged
+    stacks = plan_stacks([(c, s) for c in (base, mm) for s in c.seeds], slots=1)
+    assert sorted(len(st) for st in stacks if st[0][0] is mm) == [1, 1, 1]
+    assert [len(st) for st in stacks if st[0][0] is base] == [3]
+    given = []
+    monkeypatch.setattr(engine_pretrain, "new_stack", lambda *a, **k: given.append(k.get("levers")))
+    StackTrainer([(mm, 0)])._new_stack()
+    StackTrainer([(base, 0)])._new_stack()
+    assert given[0].linear == "mm" and given[1] is None

@@ -121,10 +121,11 @@ ENGINES = {
     "ours-mm": Engine("ours + bias outside the batched product", "ours", "all", linear="mm"),
     "ours-nomask-mm": Engine("ours + no mask + bias outside the product", "ours", "dense", nomask=True, linear="mm"),
     # FP8 products (one scale per row; the weight gradient in bf16): numbers change beyond rounding, so a speed row
-    # until its training check passes (`fused_bert.Fp8Linear`). The check's criterion, written before any run: K et
-    # al.'s base B-BERT (lab recipe, en-es, one model per stack, seeds 0-2) trained with linear fp8 and with mm: the
-    # seed means of the final MLM loss (its last five recorded points) differ by at most 0.02 nats, and the seed
-    # means of the zero-shot es accuracy by less than 2 SE of the mm seeds; only then may a chapter train with it.
+    # until its training check passes (`fused_bert.Fp8Linear`). The check's criterion, written before any run (one
+    # definition, with the check in the K et al. recipe's fp8_check module): its base B-BERT (lab recipe, en-es, one
+    # model per stack, seeds 0-2) trained with linear fp8 and with mm: the seed means of the final MLM loss (its last
+    # five recorded points) differ by at most 0.02 nats, and those of the zero-shot es accuracy by less than 2 SE of
+    # the mm seeds; only then may a chapter train with it.
     "ours-fp8": Engine("ours + FP8 linear layers", "ours", "dense", linear="fp8"),
     "ours-nomask-mm-tuned": Engine("ours + no mask + bias outside the product + autotuned matmuls", "ours", "dense",
                                    nomask=True, linear="mm", autotune=True),

@@ -63,7 +63,7 @@ def prediction_shares(pred: np.ndarray, n_labels: int) -> list[tuple[str, float]
 
 KEY_FREE_FIELDS = ("table", "tasks")  # Experiment fields left out of a cell's run key (see Cell.__init__)
 # Experiment fields added after cells were trained: in the run key only when set, so that those cells keep their keys
-KEY_WHEN_SET = ("single", "retrain")
+KEY_WHEN_SET = ("single", "retrain", "linear")
 
 
 class Cell:

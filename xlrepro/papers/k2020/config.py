@@ -48,6 +48,11 @@ class Experiment:
         "help": "fine-tuning tasks: sections (XNLI stand-in), ner (NER stand-in: English and Fake-English only), "
                 "adjacency (does the second verse follow the first: Table 11's stand-in, which one verse alone "
                 "cannot decide)"})
+    linear: str = field(default="", metadata={
+        "help": "how the encoder's linear layers multiply in pre-training (`xlrepro.engine.fused_bert.Levers`): "
+                "empty for the stacks' default (one batched product from the bias), mm, or fp8 (FP8 products, a "
+                "stack of one model); in the run key only when set, and such a cell trains alone in its stack. "
+                "For the training check of the engine's FP8 switch (bench.py states its criterion)"})
     retrain: int = field(default=0, metadata={
         "help": "a re-run of the same recipe with the same seeds (the same data order, initialisation and masks; "
                 "GPU nondeterminism aside), keyed apart from the cell it repeats (in the run key only when set): "
@@ -57,6 +62,9 @@ class Experiment:
     def __post_init__(self):
         for task in self.tasks:
             choose("task", task, TASKS)
+        if self.linear:
+            from xlrepro.engine.fused_bert import ONE_MODEL_LINEARS
+            choose("linear", self.linear, [x for x in ONE_MODEL_LINEARS if x != "baddbmm"])
         if not isinstance(self.retrain, int) or isinstance(self.retrain, bool) or self.retrain < 0:
             raise ConfigError(f"retrain is a count of re-runs, an integer >= 0; got {self.retrain!r}")
         if "sections" not in self.tasks:

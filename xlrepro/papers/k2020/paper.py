@@ -218,7 +218,7 @@ class BBert:
             steps=s.steps, batch_size=s.batch_size, max_length=s.max_length, warmup=s.warmup, mlm_probability=0.15,
             alpha=0.7, weight_decay=0.01, vocab_size=s.vocab_size, max_lines=None, length_bins=1))
         self.exp = SimpleNamespace(alone=False, nsp=False,  # trained as a stack of its seeds, without NSP,
-                                   tokenization="wordpiece")  # on word pieces (`trainer.stack_shape`)
+                                   tokenization="wordpiece", linear="")  # word pieces, default products
         self.alone = False
         self.config = {"paper": NAME, "engine": ENGINE, "languages": list(self.languages), "size": self.size,
                        "pretrain": self.profile.pretrain, "max_chars": s.max_chars,

@@ -112,7 +112,7 @@ def stack_shape(cell) -> tuple:
         return None
     s, p = cell.size, cell.profile.pretrain
     return (s.hidden, s.layers, s.heads, s.ffn, s.lr, p.steps, p.warmup, p.weight_decay, p.batch_size, p.max_length,
-            p.mlm_probability, p.length_bins, cell.planned_rows, cell.exp.nsp, cell.exp.tokenization)
+            p.mlm_probability, p.length_bins, cell.planned_rows, cell.exp.nsp, cell.exp.tokenization, cell.exp.linear)
 
 
 def stack_key(members) -> str:
@@ -148,6 +148,8 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=Non
     stacks = []
     caps = [max_stack if max_seconds is None or t <= 0 else max(1, min(max_stack, int(max_seconds // t)))
             for t in times]
+    # a cell with its own linear layers (`Experiment.linear`: the FP8 switch's check) trains one model per stack
+    caps = [1 if g[0][0].exp.linear else cap for g, cap in zip(groups.values(), caps)]
     for group, pieces in zip(groups.values(), wrap_stacks(sizes, times, slots, caps)):
         start = 0
         for k in pieces:
@@ -233,8 +235,11 @@ class StackTrainer:
         optim = OptimConfig(lr=self.size.lr, weight_decay=p.weight_decay, eps=1e-6,
                             warmup_steps=math.ceil(p.warmup * p.steps), total_steps=p.steps, max_grad_norm=1.0)
         from xlrepro.engine.pretrain import new_stack
+        linear = self.members[0][0].exp.linear  # one per stack (`stack_shape`); empty: the default product
+        from xlrepro.engine.fused_bert import Levers
         return new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
-                         rows=torch.arange(p.batch_size), compile=self.compile, graphs=self.graphs)
+                         rows=torch.arange(p.batch_size), compile=self.compile, graphs=self.graphs,
+                         levers=Levers(linear=linear) if linear else None)
 
     def run(self, time_limit: float | None = None, progress: bool = True) -> bool:
         """Train to the end (True) or until `time_limit` seconds (False, checkpointed); save every model.
