@@ -763,7 +763,7 @@ def test_prediction_shares_name_the_most_predicted_class():
 
 
 def test_a_profile_s_left_out_parts_are_not_run_and_their_claims_are_inconclusive(tmp_path):
-    """alltext4x leaves out t1g and t8c (experiments.yaml): "all" drops their own experiments (t1g's enfake-ru cell
+    """alltext4x leaves out t1g, t8c and fp8check (experiments.yaml): "all" drops their own experiments (t1g's enfake-ru cell
     stays, Table 6 needs it), naming one is an error with the reason and the valid parts, the chapter lists them as
     not run, and a claim on them is inconclusive (not_run) rather than pending for ever."""
     from xlrepro.config import ConfigError
@@ -774,7 +774,7 @@ def test_a_profile_s_left_out_parts_are_not_run_and_their_claims_are_inconclusiv
     assert sorted(set(every) - set(kept)) == sorted(["en-es/L12H12/22.3%", "enfake-es/L12H12/22.3%",
                                                      "en-hi/L12H12/22.3%", "enfake-hi/L12H12/22.3%",
                                                      "en-ru/L12H12/22.3%", "enfake-es/single", "enfake-hi/single",
-                                                     "enfake-ru/single"])
+                                                     "enfake-ru/single", "en-es/mm", "en-es/fp8"])  # + fp8check
     assert experiments_of(plan, "all", "lab") == every  # the lab runs every part
     with pytest.raises(ConfigError, match=r"does not run part t8c \(t8c: Table 8's control.*its parts: pilot, base"):
         experiments_of(plan, "t8,t8c", "alltext4x")
