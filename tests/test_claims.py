@@ -720,3 +720,20 @@ def test_a_recipe_that_holds_only_some_of_an_unnamed_selection_does_not_read_the
     both = ("both", {"t": frame({"a": [0.9, 0.91, 0.92], "b": [0.8, 0.81, 0.82]})})
     t = C.claims_table("p", "c", {"t": base_frame}, claims=[claim], recipes=[only_a, both])
     assert t.loc[0, "evidence"].startswith("At both: ") and t.loc[0, "verdict"] == "reproduced"
+
+
+def test_verdicts_recomputed_from_the_book_read_k2020_s_recipe_and_write_its_health(tmp_path):
+    """The published K et al. results with their alltext4x recipe: recomputed, the Spanish word-order claim is read
+    on the recipe (reproduced there, not reproduced on the lab recipe), a claim that also reads hi and ru cells stays
+    on the lab results, and the recipe's runs get a health.csv of their own."""
+    import shutil
+
+    from xlrepro.verdicts import recompute
+    shutil.copytree(ROOT / "book" / "results" / "k2020", tmp_path / "book" / "results" / "k2020")
+    tables = recompute("k2020", root=tmp_path, notebooks=False)
+    ling = tables["linguistic"].set_index("id")
+    assert ling.loc["permutation_monotone_es", "evidence"].startswith("At all the text, 16,000 steps: ")
+    assert ling.loc["permutation_monotone_es", "verdict"] == "reproduced"
+    assert not ling.loc["spanish_transfers_best", "evidence"].startswith("At ")
+    health = pd.read_csv(tmp_path / "book" / "results" / "k2020" / "recipe_alltext4x" / "health.csv")
+    assert {"enfake-es/perm1", "enfake-es/unigram"} <= set(health["experiment"])

@@ -853,7 +853,7 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
             j = Judgement(PENDING, words, pre, "pending" if pre else "")
         evidence = j.evidence
         if data.left_out and j.verdict != PENDING:
-            where = "health.csv" if read is None else "the health rule on this recipe's runs"
+            where = "health.csv" if read is None else "the recipe's health.csv"
             evidence = f"{evidence}. Left out as failed runs ({where}): {_left_out_words(data.left_out)}"
         if c.get("after_run") and j.verdict != PENDING:
             evidence = f"{evidence}. Note written after the run: {c['after_run']}"

@@ -76,6 +76,13 @@ def chapter_frames(paper, chapter: str, folder: Path) -> Mapping[str, pd.DataFra
 RECIPES = "recipes.json"  # in a results folder: the stronger recipes published beside it, strongest first
 
 
+def recipe_folders(folder: Path) -> list[Path]:
+    """The folders of the stronger recipes published beside a results folder (``recipes.json``), strongest first."""
+    import json
+    index = Path(folder) / RECIPES
+    return [Path(folder) / r["folder"] for r in json.loads(index.read_text())] if index.is_file() else []
+
+
 def recipe_frames(paper, chapter: str, folder: Path) -> list[tuple[str, Mapping[str, pd.DataFrame]]]:
     """(label, the frames `chapter`'s claims read there) of each stronger recipe published beside the results folder,
     strongest first, for `claims_table`'s ``recipes``: ``<folder>/recipes.json`` lists them ([{"name", "label",
@@ -122,6 +129,10 @@ def recompute(paper_name: str, root: str | os.PathLike | None = None, notebooks:
     chapters = list(frames)
     if len(health):
         write_health(health, folder)
+    for sub in recipe_folders(folder):  # each stronger recipe's runs get their own health.csv
+        recipe_health = paper_frames(paper.name, sub)[1]
+        if len(recipe_health):
+            write_health(recipe_health, sub)
     tables = {}
     for ch in chapters:
         tables[ch] = claims_table(paper.name, ch, frames[ch], out=folder, health=health,
