@@ -76,33 +76,35 @@ def chapter_frames(paper, chapter: str, folder: Path) -> Mapping[str, pd.DataFra
 RECIPES = "recipes.json"  # in a results folder: the stronger recipes published beside it, strongest first
 
 
-def recipe_folders(folder: Path) -> list[Path]:
-    """The folders of the stronger recipes published beside a results folder (``recipes.json``), strongest first."""
-    import json
-    index = Path(folder) / RECIPES
-    return [Path(folder) / r["folder"] for r in json.loads(index.read_text())] if index.is_file() else []
-
-
-def recipe_frames(paper, chapter: str, folder: Path) -> list[tuple[str, Mapping[str, pd.DataFrame]]]:
-    """(label, the frames `chapter`'s claims read there) of each stronger recipe published beside the results folder,
-    strongest first, for `claims_table`'s ``recipes``: ``<folder>/recipes.json`` lists them ([{"name", "label",
-    "folder"}, and optionally "parts": what the paper trained with it], the folder relative to `folder`, holding the
-    same CSVs for the cells retrained with that recipe). A recipe whose folder lacks the chapter's files gives frames
-    without them (its claims read the base results)."""
+def read_recipes(folder: Path) -> list[dict]:
+    """The stronger recipes published beside a results folder, strongest first: ``<folder>/recipes.json``, a list of
+    {"name", "label", "folder"} and optionally "parts" (what the paper trained with it), the folder relative to
+    `folder` and holding the same CSVs for the cells retrained with that recipe. Empty where none is published;
+    ConfigError for an entry without those keys or naming a folder that does not exist."""
     import json
     index = Path(folder) / RECIPES
     if not index.is_file():
         return []
-    out = []
-    for r in json.loads(index.read_text()):
+    recipes = json.loads(index.read_text())
+    for r in recipes:
         if not {"name", "label", "folder"} <= set(r) <= {"name", "label", "folder", "parts"}:
             raise ConfigError(f"{index}: each recipe needs name, label and folder (and may give parts); got "
                               f"{sorted(r)}")
-        sub = Path(folder) / r["folder"]
-        if not sub.is_dir():
+        if not (Path(folder) / r["folder"]).is_dir():
             raise ConfigError(f"{index}: recipe {r['name']!r} names folder {r['folder']!r}, which does not exist")
-        out.append((r["label"], chapter_frames(paper, chapter, sub)))
-    return out
+    return recipes
+
+
+def recipe_folders(folder: Path) -> list[Path]:
+    """The folders of the stronger recipes published beside a results folder (`read_recipes`), strongest first."""
+    return [Path(folder) / r["folder"] for r in read_recipes(folder)]
+
+
+def recipe_frames(paper, chapter: str, folder: Path) -> list[tuple[str, Mapping[str, pd.DataFrame]]]:
+    """(label, the frames `chapter`'s claims read there) of each stronger recipe published beside the results folder
+    (`read_recipes`), strongest first, for `claims_table`'s ``recipes``. A recipe whose folder lacks the chapter's
+    files gives frames without them (its claims read the base results)."""
+    return [(r["label"], chapter_frames(paper, chapter, Path(folder) / r["folder"])) for r in read_recipes(folder)]
 
 
 def paper_frames(paper_name: str, folder: str | os.PathLike) -> tuple[dict, pd.DataFrame]:

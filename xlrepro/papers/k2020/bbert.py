@@ -515,6 +515,12 @@ class Cell:
         atomic.write_bytes(path, df.to_csv(index=False).encode())
         return df
 
+    def mixed_languages(self) -> list[tuple[str, str]]:
+        """Table 11's mixed pairs on the adjacency task: (first verse's language, second's), the source with each
+        target, both orders."""
+        src = self.exp.finetune
+        return [(a, b) for t in self.exp.test if t != src for a, b in ((src, t), (t, src))]
+
     def adjacency_results_path(self, seed: int) -> Path:
         """results_adjacency-<key of the task's version>_<seed>.csv (a changed task gets new files)."""
         key = run_key({"task": ADJACENCY_TASK, "version": ADJACENCY_VERSION})[:8]
@@ -540,9 +546,7 @@ class Cell:
                                                "language": language, "task": ADJACENCY_TASK, "metric": metric,
                                                "value": value}
         rows = [row(src, "dev_adjacency_accuracy", evaluate(model, dev, device, len(LABELS))[0])]
-        targets = [l for l in self.exp.test if l != src]
-        combos = [(l, l) for l in self.exp.test] + [(a, b) for t in targets for a, b in ((src, t), (t, src))]
-        for a, b in combos:
+        for a, b in [(l, l) for l in self.exp.test] + self.mixed_languages():
             data = self.task_pairs(a, b, "test", keys=keys, max_pairs=f.max_test_pairs, task=ADJACENCY_TASK)
             rows.append(row(a if a == b else f"{a}>{b}", "adjacency_accuracy",
                             evaluate(model, data, device, len(LABELS))[0]))
@@ -567,10 +571,9 @@ class Cell:
                              "value": majority_baseline(train["label"], test["label"])})
         if ADJACENCY_TASK in self.exp.tasks:  # 0.5 by construction (each positive has its negative); measured
             from xlrepro.tasks.adjacency import adjacency_pairs
-            src = self.exp.finetune
-            labels = adjacency_pairs(D.base_language(src), "train", self.cache_dir, max_pairs=f.max_train_pairs)
-            targets = [l for l in self.exp.test if l != src]
-            for lang in list(self.exp.test) + [f"{a}>{b}" for t in targets for a, b in ((src, t), (t, src))]:
+            labels = adjacency_pairs(D.base_language(self.exp.finetune), "train", self.cache_dir,
+                                     max_pairs=f.max_train_pairs)
+            for lang in list(self.exp.test) + [f"{a}>{b}" for a, b in self.mixed_languages()]:
                 test = adjacency_pairs(D.base_language(lang.split(">")[0]), "test", self.cache_dir,
                                        max_pairs=f.max_test_pairs, keys=keys)
                 rows.append({"experiment": "majority", "seed": -1, "language": lang, "task": ADJACENCY_TASK,

@@ -499,12 +499,11 @@ def recipe_tables(chapter: str, folder) -> list:
     (`ours_table`, every cell with its majority class). Empty where no recipe is published (an exploratory folder, the smoke run)."""
     from IPython.display import Markdown
     from xlrepro.results import read_csv
-    from xlrepro.verdicts import RECIPES
+    from xlrepro.verdicts import read_recipes
 
     choose("chapter", chapter, list(CHAPTER_TABLES))
-    index = Path(folder) / RECIPES
     shown = []
-    for r in json.loads(index.read_text()) if index.is_file() else []:
+    for r in read_recipes(folder):
         path = Path(folder) / r["folder"] / f"{chapter}.csv"
         if not path.is_file():
             continue

@@ -291,12 +291,11 @@ def adjacency_card(langs: Sequence[str] = ("en", "es", "hi", "ru"), cache_dir: s
 
     threshold = best_threshold(jaccard(words(train["first"], train_lang), words(train["second"], train_lang)),
                                train["label"])
-    base = {lang: t for lang, t in tests.items()}
     combos = [(lang, lang) for lang in langs] + [
         (a, b) for x in langs if x != "en" for a, b in ((FAKE, x), (x, FAKE))]
     for a, b in combos:
-        t = base["en" if a == FAKE else a]  # the same keys in every language: the rows align
-        first, second = words(t["first"], a), words((base["en"] if b == FAKE else base[b])["second"], b)
+        t = tests["en" if a == FAKE else a]  # the same keys in every language: the rows align
+        first, second = words(t["first"], a), words(tests["en" if b == FAKE else b]["second"], b)
         pred = jaccard(first, second) > threshold
         add("overlap", a if a == b else f"{a}>{b}", {
             "accuracy": float((pred == (t["label"].to_numpy() == 1)).mean()), "pairs": len(t),
