@@ -692,6 +692,23 @@ def test_time_total_plans_only_the_cells_that_fit_in_the_part_s_order(tmp_path):
     assert names(jobs_of([b, a], slots=1, time_total=600), "stack") == ["enfake-ru/L12H1"]  # the part's order
 
 
+def test_a_cell_passed_over_for_its_long_evaluation_does_not_hold_back_the_next(tmp_path, monkeypatch):
+    """Models of 100 s, a stack's start-up 45 s. B's evaluation takes 1000 s, A's 240 s; one slot, 600 s: B (245 s +
+    1000) waits, A (245 + 240 = 485 s) fits though B comes first in the part; at 1300 s B fits and A no longer
+    (490 + 1000); 1500 s holds both."""
+    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = smoke_plan(steps=100)
+    a, b = (Cell(plan, "smoke", n, [0, 1], root=tmp_path) for n in ("enfake-ru/L1H12", "enfake-ru/L12H1"))
+    _timed(tmp_path, a, b)
+    monkeypatch.setattr(stacks, "eval_seconds", lambda c: {"enfake-ru/L1H12": 240.0, "enfake-ru/L12H1": 1000.0}[c.name])
+    names = lambda jobs: sorted({n for j in jobs if j["kind"] == "stack" for n, _ in j["members"]})  # noqa: E731
+    assert names(stacks.jobs_of([b, a], slots=1, time_total=600)) == ["enfake-ru/L1H12"]
+    assert names(stacks.jobs_of([b, a], slots=1, time_total=1200)) == ["enfake-ru/L1H12"]
+    assert names(stacks.jobs_of([b, a], slots=1, time_total=1300)) == ["enfake-ru/L12H1"]
+    assert names(stacks.jobs_of([b, a], slots=1, time_total=1500)) == ["enfake-ru/L12H1", "enfake-ru/L1H12"]
+
+
 def test_a_call_s_time_limit_cuts_the_stacks_and_the_dealt_plan_must_fit_the_total(tmp_path):
     """--time-limit 200: a stack may train 155 s, one 100 s model (145 s with its start-up). A and B, 3 seeds each,
     on 2 slots: six stacks of one, dealt 3 to a slot: 435 s + 240 > 600, though the work shared evenly would fit

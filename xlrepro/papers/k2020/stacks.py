@@ -275,12 +275,13 @@ def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: floa
     paused stack) fit into `time_total` seconds over `slots` slots beside what the `paused` stacks have left: a cell
     is kept while the work kept so far, shared evenly by the slots, and the cell's own models as one stack (a stack
     is not divided between slots) each stay within it, with the longest evaluation (`eval_seconds`, after the last
-    stack) on top; a cell counts one stack's start-up (STACK_OVERHEAD_SECONDS) beside its models' seconds. A cell
-    that does not fit is passed over and the next one tried. A model trained one at a time (`Cell.alone`) counts at
-    NSP_STEP_MS a step. An estimate: `job_runner` still starts no stack that cannot finish."""
+    stack; of the paused stacks' cells, the cells kept and the cell tried) on top; a cell counts one stack's start-up
+    (STACK_OVERHEAD_SECONDS) beside its models' seconds. A cell that does not fit is passed over, its evaluation with
+    it, and the next one tried. A model trained one at a time (`Cell.alone`) counts at NSP_STEP_MS a step. An
+    estimate: `job_runner` still starts no stack that cannot finish."""
     from .config import NSP_STEP_MS
     work = sum(stack_seconds_left(st, measured) for st in paused)
-    tail = max((eval_seconds(c) for c, _ in fresh), default=0.0)
+    tail = max((eval_seconds(c) for st in paused for c, _ in st), default=0.0)  # the paused stacks' evaluations
     counts: dict[str, list] = {}
     for c, _ in fresh:
         counts.setdefault(c.name, [c, 0])[1] += 1
@@ -288,8 +289,9 @@ def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: floa
     for name, (c, n) in counts.items():
         add = n * (c.profile.pretrain.steps * NSP_STEP_MS / 1000 if c.alone else model_seconds(c)) + \
             STACK_OVERHEAD_SECONDS
-        if max((work + add) / slots, add) + tail <= time_total:
-            work += add
+        own_tail = max(tail, eval_seconds(c))  # a cell passed over adds no evaluation of its own
+        if max((work + add) / slots, add) + own_tail <= time_total:
+            work, tail = work + add, own_tail
             kept.append(name)
     return kept
 
