@@ -63,6 +63,18 @@ def test_bench_lines_name_failed_rows_stacks_fallbacks_the_fastest_and_what_was_
     assert "ours-stack" not in lines[3] and len(lines) == 4
 
 
+def test_fp8_lines_compare_with_the_bf16_engine_and_say_whether_the_check_is_worth_running():
+    rows = [bench_row("base", "ours", "ours", ms_per_model_step=50.0),
+            bench_row("base", "ours-fp8", "ours + FP8", ms_per_model_step=51.0),
+            bench_row("small", "ours", "ours", ms_per_model_step=5.0)]  # no FP8 row: no line
+    lines = E.fp8_lines(pd.DataFrame(rows))
+    assert lines[0] == "base: FP8 linear layers 51.00 ms per model-step against 50.00 ms in bf16 (0.98x)"
+    assert len(lines) == 2 and lines[1].startswith("FP8 makes no step at least 5% faster")
+    rows[1] = bench_row("base", "ours-fp8", "ours + FP8", ms_per_model_step=40.0)  # 1.25x
+    assert E.fp8_lines(pd.DataFrame(rows))[1].startswith("FP8 is faster here")
+    assert E.fp8_lines(pd.DataFrame(rows[2:])) == []
+
+
 def test_hf_best_lines_put_ours_against_hf_best():
     hb = pd.DataFrame([bench_row("base", "hf-best", "HF best", ms_per_model_step=30.0, transformers="5.0"),
                        bench_row("base", "ours", "ours", ms_per_model_step=20.0, speedup_vs_best_hf=1.5, mfu=0.35,
