@@ -227,3 +227,25 @@ def test_the_fp8_check_applies_both_criteria_to_hand_made_runs(tmp_path):
     assert not F.check(losses, accuracy)["adopted"]
     with pytest.raises(ConfigError, match="at least two seeds of en-es/fp8"):
         F.check(losses, {k: v for k, v in accuracy.items() if k[0] == "en-es/mm" or k[1] == 0})
+
+
+def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_ablations_there(tmp_path):
+    from xlrepro.papers.k2020 import report as R
+    from xlrepro.papers.k2020.gates import failing_cells
+    detail = "failing: en-hi (0.395 - 2 SE 0.105 vs majority 0.254); enfake-ru (0.297 - 2 SE 0.069 vs majority 0.254)"
+    assert failing_cells(detail) == ["en-hi", "enfake-ru"]
+    assert failing_cells("every cell passes") == failing_cells("pending: en-hi has seeds 0") == []
+    assert failing_cells(float("nan")) == []  # a superseded row's empty detail
+    recipe = {"name": "x", "label": "more text", "folder": "recipe_x"}
+    assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru"]) == ""  # no gates.csv
+    pd.DataFrame([{"gate": "x_base_transfers", "detail": detail}, {"gate": "y_base_transfers",
+                                                                   "detail": "failing: en-es (...)"}]
+                 ).to_csv(tmp_path / "gates.csv", index=False)
+    line = R.recipe_gate_line(tmp_path, recipe, ["enfake-es/nsp", "enfake-ru", "enfake-ru/nsp", "en-hi"])
+    assert "the base B-BERTs en-hi, enfake-ru still fail the transfer gate (`x_base_transfers`" in line
+    assert line.endswith("their ablation cells retrained here (enfake-ru/nsp) are shown, their claims "
+                              "inconclusive.")
+    assert R.recipe_gate_line(tmp_path, recipe, ["enfake-es/nsp"]).endswith("none of their ablation cells was "
+                                                                           "retrained here.")
+    pd.DataFrame([{"gate": "x_base_transfers", "detail": "every cell passes"}]).to_csv(tmp_path / "gates.csv")
+    assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru/nsp"]) == ""

@@ -76,6 +76,14 @@ def base_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
             "detail": "failing: " + "; ".join(failed) if failed else "every cell passes"}
 
 
+def failing_cells(detail: str) -> list[str]:
+    """The pair cells that a `base_transfers` row's detail names as failing (its "failing: <cell> (...); ..." form);
+    none for a row that passed, is pending or was superseded."""
+    if not isinstance(detail, str) or not detail.startswith("failing: "):
+        return []
+    return [part.strip().split(" ")[0] for part in detail[len("failing: "):].split(";") if part.strip()]
+
+
 def ablations_learn_source(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     models, failed = set(), []
     for name in g["artifacts"]:

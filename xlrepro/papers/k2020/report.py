@@ -529,11 +529,34 @@ def recipe_tables(chapter: str, folder) -> list:
                                f"out until it is complete), as declared there before they ran. Each claim "
                                f"below is read on the strongest published recipe that holds every model the claim "
                                f"reads, its evidence starting \"At <recipe>\" (here \"At {r['label']}\"); the "
-                               f"other claims read the tables above."
+                               f"other claims read the tables above." + recipe_gate_line(folder, r, cells)
                                + recipe_commands(r))]
             shown += parts
             shown.append(Markdown(recipe_cost(Path(folder) / r["folder"], frame)))
     return shown
+
+
+def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
+    """A sentence naming the base pair cells that fail the recipe's own transfer gate (gates.csv beside the results,
+    row ``<recipe>_base_transfers``): a claim on those targets stays inconclusive there whatever an ablation shows;
+    then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at the recipe) were
+    retrained there anyway. Empty where the gate passed or is not published."""
+    from .gates import failing_cells
+    path = Path(folder) / "gates.csv"
+    if not path.is_file():
+        return ""
+    gates = pd.read_csv(path)
+    row = gates[gates["gate"] == f"{recipe['name']}_base_transfers"]
+    failing = failing_cells(row["detail"].iloc[0]) if len(row) else []
+    if not failing:
+        return ""
+    ablations = [c for c in cells if c.split("/")[0] in failing and "/" in c]
+    return (f" At this recipe the base B-BERTs {', '.join(failing)} still fail the transfer gate "
+            f"(`{recipe['name']}_base_transfers` in gates.csv), so a claim on their targets stays inconclusive "
+            "whatever an ablation shows: "
+            + (f"their ablation cells retrained here ({', '.join(ablations)}) are shown, their claims "
+               "inconclusive."
+               if ablations else "none of their ablation cells was retrained here."))
 
 
 def recipe_commands(recipe: dict) -> str:
