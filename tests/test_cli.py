@@ -154,6 +154,8 @@ def test_train_on_several_gpus_starts_torchrun_with_the_same_command(monkeypatch
     assert launched == [(["train", "dufter2020", "--ids", "0", "--data-parallel"], 2)]
     assert main(["train", "dufter2020", "--data-parallel", "--workers-per-gpu", "2"]) == 2
     assert main(["train", "dufter2020", "--part", "table3", "--data-parallel"]) == 2  # the grid's option
+    assert main(["train", "dufter2020", "--finetune-processes", "2"]) == 2  # table3's option
+    assert main(["train", "dufter2020", "--part", "table3", "--finetune-processes", "0"]) == 2
 
 
 @pytest.mark.parametrize("compile_flag", [[], ["--compile"]])

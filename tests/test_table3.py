@@ -200,3 +200,52 @@ def test_the_learning_rate_is_chosen_on_english_dev_alone(tmp_path, monkeypatch)
     out = stack.finetune_member(0, model=None, progress=False)
     assert "lr_selection" not in out and out["finetune"]["lr"] == cfg.finetune.lr
     assert out["accuracy"] == {"en": 0.4, "de": 0.4, "hi": 0.4} and not list(stack.member_dir(0).glob("finetune-*"))
+
+
+def test_table3_plan_pretrains_each_shard_on_a_gpu_and_deals_one_fine_tuning_per_member():
+    cfg = rl.load_config()  # 4 models x 3 seeds: two shards of six
+    pretrain, finetune = rl.plan_table3(cfg, shards=2, gpus=2)
+    assert [(j.shard, j.gpu, j.part) for j in pretrain] == [(0, 0, None), (1, 1, None)]
+    assert [(j.shard, j.part, j.gpu) for j in finetune] == (
+        [(0, (j, 6), j % 2) for j in range(6)] + [(1, (j, 6), j % 2) for j in range(6)])
+    assert finetune[7].argv() == ["--shard", "1/2", "--finetune-part", "1/6"] and finetune[7].name == "shard1-finetune1"
+    assert pretrain[1].argv() == ["--shard", "1/2", "--pretrain-only"]
+    one, _ = rl.plan_table3(cfg, shards=3, gpus=1)
+    assert [j.gpu for j in one] == [0, 0, 0]
+    with pytest.raises(ConfigError, match="gpus must be 1 or more"):
+        rl.plan_table3(cfg, shards=2, gpus=0)
+
+
+def test_table3_runs_every_pretraining_before_any_fine_tuning_at_most_n_at_once_per_gpu(tmp_path):
+    """A stand-in child that records what runs at once: both GPUs pretrain side by side, every fine-tuning starts
+    after both, and no GPU holds more than 2 fine-tunings at a time; a failed pretraining leaves its shard's
+    fine-tunings unstarted and the run unfinished."""
+    import threading
+    import time as clock
+    lock, running, events, peak = threading.Lock(), {}, [], {}
+
+    def fake(job, seconds_left, log):
+        with lock:
+            running[job.gpu] = running.get(job.gpu, 0) + 1
+            peak[(job.gpu, job.part is None)] = max(peak.get((job.gpu, job.part is None), 0), running[job.gpu])
+            events.append(("start", job.name))
+        clock.sleep(0.05)
+        with lock:
+            running[job.gpu] -= 1
+            events.append(("end", job.name))
+        return 1 if job.name == fail else 0
+
+    fail = None
+    assert rl.run_table3(shards=2, gpus=2, processes=2, logs=tmp_path, run=fake)
+    starts = [n for e, n in events if e == "start"]
+    last_pretrain_end = max(i for i, (e, n) in enumerate(events) if e == "end" and "pretrain" in n)
+    first_finetune = min(i for i, (e, n) in enumerate(events) if e == "start" and "finetune" in n)
+    assert last_pretrain_end < first_finetune and len(starts) == 14
+    assert peak[(0, True)] == peak[(1, True)] == 1 and peak[(0, False)] == peak[(1, False)] == 2
+    events.clear()
+    fail = "shard1-pretrain"
+    assert not rl.run_table3(shards=2, gpus=2, processes=2, logs=tmp_path, run=fake)
+    assert not [n for e, n in events if e == "start" and n.startswith("shard1-finetune")]
+    assert len([n for e, n in events if e == "start" and n.startswith("shard0-finetune")]) == 6
+    with pytest.raises(ConfigError, match="processes must be 1 or more"):
+        rl.run_table3(processes=0, logs=tmp_path, run=fake)

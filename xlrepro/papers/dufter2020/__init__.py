@@ -24,8 +24,8 @@ PARTS = ("grid", "table3", "table4")
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", default="grid", choices=PARTS,
                    help="grid (the default): the English/Fake-English models of every table (--ids); table3: Table 3's "
-                        "real-language models, pretrained and fine-tuned (`real_languages`, its two stacks one after "
-                        "the other); table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle "
+                        "real-language models, pretrained and fine-tuned (`real_languages.run_table3`: its two stacks "
+                        "on the GPUs side by side, then the fine-tunings, --finetune-processes at once per GPU); table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle "
                         "layer (`word_order`; needs `xlrepro pretrain mini-mbert`). Both write their rows into "
                         "book/results/dufter2020/ (table3.csv, table4.csv), which the knn_replace chapter reads")
     p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
@@ -52,6 +52,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="stacks trained side by side on each GPU (2 lets a small stack and its compile overlap "
                         "a large one). With more than one slot (GPUs x workers) the command starts torchrun, one rank "
                         "a slot, each taking the next stack from the engine's queue (xlrepro/engine/queue.py)")
+    p.add_argument("--finetune-processes", type=int,
+                   help="--part table3: fine-tunings side by side on each GPU, one process each (default 6: a "
+                        "fine-tuning keeps a GPU about a fifth busy); changes no number")
     p.add_argument("--data-parallel", action="store_true",
                    help="every GPU trains each stack on its share of every batch (torchrun, one rank a GPU) instead "
                         "of taking stacks of its own (the same numbers to rounding)")
@@ -70,6 +73,8 @@ def prepare_train(a: argparse.Namespace):
 
     if a.part != "grid":
         return _prepare_part(a)
+    if getattr(a, "finetune_processes", None) is not None:
+        raise ConfigError(f"--finetune-processes applies to --part table3 only; got --part {a.part}")
     chapter = load_chapter(NAME)
     ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
     for i in ids:
@@ -117,7 +122,6 @@ def prepare_train(a: argparse.Namespace):
 
 def _prepare_part(a: argparse.Namespace):
     """`--part table3` or `--part table4`: the options they take are checked, then the training to run."""
-    import time
 
     from xlrepro.config import ConfigError
     from xlrepro.devices import check_long_run, default_device
@@ -130,20 +134,28 @@ def _prepare_part(a: argparse.Namespace):
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     device = default_device()
+    if a.part != "table3" and getattr(a, "finetune_processes", None) is not None:
+        raise ConfigError(f"--finetune-processes applies to --part table3 only; got --part {a.part}")
+    processes = getattr(a, "finetune_processes", None)
+    processes = 6 if processes is None else processes
+    if processes < 1:
+        raise ConfigError(f"--finetune-processes must be 1 or more; got {processes}")
     if a.part == "table3":
         check_long_run(f"training Table 3's real-language models of {NAME}", device, a.allow_cpu)
 
         def train() -> str:
             from .real_languages import main as real_languages
-            start, shards, done = time.monotonic(), 2, 0
-            for k in range(shards):  # the published run's two stacks of six models, one after the other
-                left = None if a.time_limit is None else a.time_limit - (time.monotonic() - start)
-                if left is not None and left < 60:
-                    break
-                limit = [] if left is None else ["--time-limit", f"{left:.0f}"]
-                done += real_languages(["--shard", f"{k}/{shards}", "--device", device, *limit,
-                                        *(["--no-graphs"] if a.no_graphs else [])]) == 0
-            if done < shards:
+            import torch
+
+            from .real_languages import load_config, prepare, run_root, run_table3
+            # tokenizers and the knn table, once, before the child processes read them
+            prepare(load_config(), root=run_root(False))
+            gpus = max(1, torch.cuda.device_count()) if device.startswith("cuda") else 1
+            # the published run's two stacks of six models; their fine-tunings side by side
+            done = run_table3(shards=2, gpus=gpus, processes=processes, time_limit=a.time_limit,
+                              extra=["--device", "cuda" if device.startswith("cuda") else device,
+                                     *(["--no-graphs"] if a.no_graphs else [])])
+            if not done:
                 return "time limit reached: run the same command again to resume"
             from xlrepro.paths import repo_root
             table = repo_root() / "book" / "results" / NAME / "table3.csv"  # what knn_replace reads

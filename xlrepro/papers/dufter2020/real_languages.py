@@ -32,7 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -521,6 +523,93 @@ def shard_stacks(cfg: Table3Config, shards: int) -> list[list[tuple[str, int]]]:
     if not 1 <= shards <= len(members):
         raise ConfigError(f"shards must be between 1 and {len(members)}; got {shards}")
     return [members[k::shards] for k in range(shards)]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One child process of `run_table3`: shard `shard` of `shards`, pretrained (`part` None) or fine-tuned
+    (`--finetune-part part[0]/part[1]`), on GPU `gpu`."""
+    shard: int
+    shards: int
+    gpu: int
+    part: tuple[int, int] | None = None
+
+    def argv(self) -> list[str]:
+        return ["--shard", f"{self.shard}/{self.shards}"] + (
+            ["--pretrain-only"] if self.part is None else ["--finetune-part", f"{self.part[0]}/{self.part[1]}"])
+
+    @property
+    def name(self) -> str:
+        return f"shard{self.shard}-" + ("pretrain" if self.part is None else f"finetune{self.part[0]}")
+
+
+def plan_table3(cfg: Table3Config, shards: int, gpus: int) -> tuple[list[Job], list[Job]]:
+    """The pretraining jobs (shard k on GPU k % gpus; a GPU's shards one after the other) and the fine-tuning jobs
+    (one per member: `--finetune-part j/<the shard's members>`, dealt to the GPUs in turn, shard after shard)."""
+    if gpus < 1:
+        raise ConfigError(f"gpus must be 1 or more; got {gpus}")
+    stacks = shard_stacks(cfg, shards)
+    pretrain = [Job(k, shards, k % gpus) for k in range(shards)]
+    finetune = [Job(k, shards, i % gpus, (j, len(stack)))
+                for i, (k, j, stack) in enumerate((k, j, st) for k, st in enumerate(stacks) for j in range(len(st)))]
+    return pretrain, finetune
+
+
+def run_table3(shards: int = 2, gpus: int = 1, processes: int = 6, time_limit: float | None = None,
+               extra: Sequence[str] = (), logs: Path | None = None, run: Callable | None = None) -> bool:
+    """Table 3 on `gpus` GPUs in child processes of this module: every shard pretrained (each GPU its shards one
+    after the other, the GPUs side by side; `--pretrain-only`, resumable), then every member fine-tuned, at most
+    `processes` at once per GPU (a fine-tuning keeps a GPU about a fifth busy; each member's rates run one after the
+    other in its process, resuming from their files). Each child gets the time left and writes its output to
+    ``<logs>/<job>.log``. True when every job finished. `extra`: more options for every child (--device, --no-graphs,
+    --root, --smoke); `run(job, seconds_left, log)` -> exit status replaces the child process (tests).
+
+    Hand-written because the jobs are whole processes with a GPU each (CUDA_VISIBLE_DEVICES), which the engine's
+    queue (`xlrepro.engine.queue`, ranks of one torchrun launch) does not start."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    if processes < 1:
+        raise ConfigError(f"processes must be 1 or more; got {processes}")
+    pretrain, finetune = plan_table3(load_config("--smoke" in extra), shards, gpus)
+    start = time.monotonic()
+    logs = Path(logs or run_root("--smoke" in extra) / "logs")
+    logs.mkdir(parents=True, exist_ok=True)
+
+    def left() -> float | None:
+        return None if time_limit is None else time_limit - (time.monotonic() - start)
+
+    def child(job: Job) -> int:
+        rest = left()
+        if rest is not None and rest < 30:
+            return 3  # no time left to start it: a later run resumes
+        log = logs / f"{job.name}.log"
+        if run is not None:
+            code = run(job, rest, log)
+        else:
+            limit = [] if rest is None else ["--time-limit", f"{rest:.0f}"]
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(job.gpu)} if gpus > 1 else None
+            with open(log, "a") as out:
+                code = subprocess.run([sys.executable, "-m", __name__, *job.argv(), *limit, *extra], env=env,
+                                      stdout=out, stderr=subprocess.STDOUT).returncode
+        where = "" if "cpu" in extra else f" on GPU {job.gpu}"
+        print(f"table3 {job.name}{where}: {'done' if code == 0 else f'stopped ({code})'}; log {log}", flush=True)
+        return code
+
+    def on_gpu(jobs: list[Job], width: int) -> list[int]:
+        with ThreadPoolExecutor(max_workers=width) as pool:
+            return list(pool.map(child, jobs))
+
+    with ThreadPoolExecutor(max_workers=gpus) as pool:  # each GPU pretrains its shards one after the other
+        codes = [c for cs in pool.map(lambda g: on_gpu([j for j in pretrain if j.gpu == g], 1), range(gpus))
+                 for c in cs]
+    ready = {j.shard for j, c in zip(pretrain, codes) if c == 0}
+    todo = [j for j in finetune if j.shard in ready]
+    with ThreadPoolExecutor(max_workers=gpus) as pool:
+        codes += [c for cs in pool.map(lambda g: on_gpu([j for j in todo if j.gpu == g], processes), range(gpus))
+                  for c in cs]
+    return len(ready) == shards and len(codes) == len(pretrain) + len(finetune) and not any(codes)
 
 
 def run_root(smoke: bool) -> Path:
