@@ -65,14 +65,19 @@ def test_bench_lines_name_failed_rows_stacks_fallbacks_the_fastest_and_what_was_
 
 def test_fp8_lines_compare_with_the_bf16_engine_and_say_whether_the_check_is_worth_running():
     rows = [bench_row("base", "ours", "ours", ms_per_model_step=50.0),
-            bench_row("base", "ours-fp8", "ours + FP8", ms_per_model_step=51.0),
+            bench_row("base", "ours-mm", "ours + mm", ms_per_model_step=45.0),
+            bench_row("base", "ours-fp8", "ours + FP8", ms_per_model_step=50.0),
+            bench_row("mbert", "ours", "ours", ms_per_model_step=40.0),
+            bench_row("mbert", "ours-fp8", "ours + FP8", ms_per_model_step=40.0),
             bench_row("small", "ours", "ours", ms_per_model_step=5.0)]  # no FP8 row: no line
     lines = E.fp8_lines(pd.DataFrame(rows))
-    assert lines[0] == "base: FP8 linear layers 51.00 ms per model-step against 50.00 ms in bf16 (0.98x)"
-    assert len(lines) == 2 and lines[1].startswith("FP8 makes no step at least 5% faster")
-    rows[1] = bench_row("base", "ours-fp8", "ours + FP8", ms_per_model_step=40.0)  # 1.25x
-    assert E.fp8_lines(pd.DataFrame(rows))[1].startswith("FP8 is faster here")
-    assert E.fp8_lines(pd.DataFrame(rows[2:])) == []
+    assert lines[0] == ("base: FP8 linear layers 50.00 ms per model-step against 45.00 ms in bf16 ('ours-mm', the "
+                        "same engine without FP8; 0.90x)")
+    assert lines[1].startswith("mbert: FP8 linear layers 40.00 ms per model-step against 40.00 ms in bf16 ('ours',")
+    assert len(lines) == 3 and lines[2].startswith("FP8 makes no step at least 5% faster")
+    rows[2] = bench_row("base", "ours-fp8", "ours + FP8", ms_per_model_step=40.0)  # 1.125x of ours-mm
+    assert E.fp8_lines(pd.DataFrame(rows))[2].startswith("FP8 is faster here")
+    assert E.fp8_lines(pd.DataFrame(rows[5:])) == []
 
 
 def test_hf_best_lines_put_ours_against_hf_best():

@@ -141,7 +141,8 @@ def test_chapter_at_full_size_on_a_cpu_trains_nothing_and_lists_what_awaits_a_gp
 
 
 @pytest.mark.parametrize("workers, compile_flag", [(1, []), (2, ["--compile"])])
-def test_train_on_several_gpus_starts_torchrun_with_the_same_command(monkeypatch, gpu, workers, compile_flag):
+def test_train_on_several_gpus_starts_torchrun_with_the_same_command(monkeypatch, capsys, gpu, workers,
+                                                                    compile_flag):
     """Two GPUs: one rank a slot (GPUs x workers), each running the same command line under torchrun."""
     launched = []
     monkeypatch.setattr("xlrepro.engine.queue.launch", lambda argv, nproc: launched.append((argv, nproc)) or 0)
@@ -154,8 +155,11 @@ def test_train_on_several_gpus_starts_torchrun_with_the_same_command(monkeypatch
     assert launched == [(["train", "dufter2020", "--ids", "0", "--data-parallel"], 2)]
     assert main(["train", "dufter2020", "--data-parallel", "--workers-per-gpu", "2"]) == 2
     assert main(["train", "dufter2020", "--part", "table3", "--data-parallel"]) == 2  # the grid's option
+    capsys.readouterr()
     assert main(["train", "dufter2020", "--finetune-processes", "2"]) == 2  # table3's option
+    assert "--finetune-processes applies to --part table3 only; got --part grid" in capsys.readouterr().err
     assert main(["train", "dufter2020", "--part", "table3", "--finetune-processes", "0"]) == 2
+    assert "--finetune-processes must be 1 or more; got 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("compile_flag", [[], ["--compile"]])

@@ -232,10 +232,23 @@ def test_the_fp8_check_applies_both_criteria_to_hand_made_runs(tmp_path):
 def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_ablations_there(tmp_path):
     from xlrepro.papers.k2020 import report as R
     from xlrepro.papers.k2020.gates import failing_cells
+    from xlrepro.papers.k2020.gates import base_transfers
+    # the gate's own detail: en-hi (40 %, 2 SE 20 points) and enfake-ru (25.3 %) fail, en-es passes, the cells
+    # without results fail
+    rows = [{"experiment": e, "seed": s, "metric": "accuracy", "language": e.split("-")[1], "task": "sections",
+             "value": v} for e, vs in (("en-es", (0.6, 0.6, 0.62)), ("en-hi", (0.5, 0.5, 0.2)),
+                                       ("enfake-ru", (0.25, 0.26, 0.25))) for s, v in enumerate(vs)]
+    rows += [{"experiment": f"majority/{e}", "seed": -1, "metric": "accuracy", "language": e.split("-")[1],
+              "task": "sections", "value": 0.25} for e in ("en-es", "en-hi", "enfake-ru")]
+    gate = {"artifact": "t", "sources": ["en", "enfake"], "targets": ["es", "hi", "ru"], "points": 5}
+    detail = base_transfers(gate, {"t": pd.DataFrame(rows)})["detail"]
+    assert failing_cells(detail) == ["en-hi", "en-ru", "enfake-es", "enfake-hi", "enfake-ru"]  # no results: failing
+    gate2 = {**gate, "sources": ["en"], "targets": ["es", "hi"]}
+    assert failing_cells(base_transfers(gate2, {"t": pd.DataFrame(rows)})["detail"]) == ["en-hi"]
+    gate3 = {**gate, "sources": ["en"], "targets": ["es"]}
+    assert failing_cells(base_transfers(gate3, {"t": pd.DataFrame(rows)})["detail"]) == []  # every cell passes
+    assert failing_cells("pending: en-hi has seeds 0") == failing_cells(float("nan")) == []
     detail = "failing: en-hi (0.395 - 2 SE 0.105 vs majority 0.254); enfake-ru (0.297 - 2 SE 0.069 vs majority 0.254)"
-    assert failing_cells(detail) == ["en-hi", "enfake-ru"]
-    assert failing_cells("every cell passes") == failing_cells("pending: en-hi has seeds 0") == []
-    assert failing_cells(float("nan")) == []  # a superseded row's empty detail
     recipe = {"name": "x", "label": "more text", "folder": "recipe_x"}
     assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru"]) == ""  # no gates.csv
     pd.DataFrame([{"gate": "x_base_transfers", "detail": detail}, {"gate": "y_base_transfers",
@@ -243,6 +256,7 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
                  ).to_csv(tmp_path / "gates.csv", index=False)
     line = R.recipe_gate_line(tmp_path, recipe, ["enfake-es/nsp", "enfake-ru", "enfake-ru/nsp", "en-hi"])
     assert "the base B-BERTs en-hi, enfake-ru still fail the transfer gate (`x_base_transfers`" in line
+    assert "a claim whose precondition needs one of them stays inconclusive" in line
     assert line.endswith("their ablation cells retrained here (enfake-ru/nsp) are shown, their claims "
                               "inconclusive.")
     assert R.recipe_gate_line(tmp_path, recipe, ["enfake-es/nsp"]).endswith("none of their ablation cells was "

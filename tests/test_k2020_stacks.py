@@ -709,6 +709,23 @@ def test_a_cell_passed_over_for_its_long_evaluation_does_not_hold_back_the_next(
     assert names(stacks.jobs_of([b, a], slots=1, time_total=1500)) == ["enfake-ru/L12H1", "enfake-ru/L1H12"]
 
 
+def test_a_later_cell_s_longer_evaluation_must_leave_the_earlier_cells_room(tmp_path, monkeypatch):
+    """Two slots, 600 s. A: 4 models of 100 s as one stack (445 s with its start-up), evaluation 100 s; B: 1 model
+    (145 s), evaluation 300 s. A fits (445 + 100); with B the tail becomes 300 s and A's stack alone needs 745 s: B
+    waits. 800 s holds both."""
+    from xlrepro.papers.k2020 import stacks
+    from xlrepro.papers.k2020.bbert import Cell
+    plan = smoke_plan(steps=100)
+    a = Cell(plan, "smoke", "enfake-ru/L1H12", [0, 1, 2, 3], root=tmp_path)
+    b = Cell(plan, "smoke", "enfake-ru/L12H1", [0], root=tmp_path)
+    _timed(tmp_path, a, b)
+    monkeypatch.setattr(stacks, "eval_seconds", lambda c: {"enfake-ru/L1H12": 100.0, "enfake-ru/L12H1": 300.0}[c.name])
+    fresh = [(a, s) for s in a.seeds] + [(b, 0)]
+    seconds = lambda c: 100.0  # noqa: E731
+    assert stacks.cells_that_fit([], fresh, 2, 600, seconds, {}) == ["enfake-ru/L1H12"]
+    assert stacks.cells_that_fit([], fresh, 2, 800, seconds, {}) == ["enfake-ru/L1H12", "enfake-ru/L12H1"]
+
+
 def test_a_call_s_time_limit_cuts_the_stacks_and_the_dealt_plan_must_fit_the_total(tmp_path):
     """--time-limit 200: a stack may train 155 s, one 100 s model (145 s with its start-up). A and B, 3 seeds each,
     on 2 slots: six stacks of one, dealt 3 to a slot: 435 s + 240 > 600, though the work shared evenly would fit

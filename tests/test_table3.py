@@ -224,7 +224,7 @@ def test_table3_runs_every_pretraining_before_any_fine_tuning_at_most_n_at_once_
     import time as clock
     lock, running, events, peak = threading.Lock(), {}, [], {}
 
-    def fake(job, seconds_left, log):
+    def fake(job, seconds_left, log, env):
         with lock:
             running[job.gpu] = running.get(job.gpu, 0) + 1
             peak[(job.gpu, job.part is None)] = max(peak.get((job.gpu, job.part is None), 0), running[job.gpu])
@@ -249,3 +249,72 @@ def test_table3_runs_every_pretraining_before_any_fine_tuning_at_most_n_at_once_
     assert len([n for e, n in events if e == "start" and n.startswith("shard0-finetune")]) == 6
     with pytest.raises(ConfigError, match="processes must be 1 or more"):
         rl.run_table3(processes=0, logs=tmp_path, run=fake)
+
+
+class FakeChild:
+    """subprocess.Popen's stand-in: records argv and environment; `wait` blocks until `terminate` unless it is told
+    to return at once."""
+    made: list = []
+    finish_at_once = True
+
+    def __init__(self, argv, env=None, stdout=None, stderr=None):
+        import threading
+        self.argv, self.env, self.ended = argv, env, threading.Event()
+        if FakeChild.finish_at_once:
+            self.ended.set()
+        FakeChild.made.append(self)
+
+    def wait(self, timeout=None):
+        self.ended.wait()
+        return 0 if FakeChild.finish_at_once else -15
+
+    def terminate(self):
+        self.terminated = True
+        self.ended.set()
+
+    def kill(self):
+        self.ended.set()
+
+
+def test_table3_children_get_their_gpu_of_the_visible_ones_the_time_left_the_options_and_a_share_of_the_cores(
+        tmp_path, monkeypatch):
+    import os
+    import subprocess
+    monkeypatch.setattr(subprocess, "Popen", FakeChild)
+    monkeypatch.setattr(FakeChild, "made", [])
+    monkeypatch.setattr(FakeChild, "finish_at_once", True)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert rl.run_table3(shards=2, gpus=2, processes=2, time_limit=500, logs=tmp_path,
+                         extra=["--smoke", "--device", "cuda"])
+    made = FakeChild.made
+    assert len(made) == 2 + 12 and {c.env["OMP_NUM_THREADS"] for c in made} == {"4"}  # 16 cores / (2 GPUs x 2)
+    pre = {c.env["CUDA_VISIBLE_DEVICES"]: c.argv for c in made if "--pretrain-only" in c.argv}
+    assert sorted(pre) == ["2", "3"] and "0/2" in pre["2"] and "1/2" in pre["3"]
+    for c in made:
+        assert c.argv[1:3] == ["-m", "xlrepro.papers.dufter2020.real_languages"]
+        assert c.argv[-3:] == ["--smoke", "--device", "cuda"]
+        limit = float(c.argv[c.argv.index("--time-limit") + 1])
+        assert 400 < limit <= 500
+    assert (tmp_path / "shard1-finetune5.log").exists()
+    with pytest.raises(ConfigError, match="3 GPUs asked, but CUDA_VISIBLE_DEVICES names 2"):
+        rl.run_table3(shards=2, gpus=3, logs=tmp_path, extra=["--smoke"])
+
+
+def test_table3_interrupted_starts_nothing_more_and_stops_its_children(tmp_path, monkeypatch):
+    """Ctrl-C while both GPUs pretrain: both children are stopped and no fine-tuning starts."""
+    import _thread
+    import subprocess
+    import threading
+    monkeypatch.setattr(subprocess, "Popen", FakeChild)
+    monkeypatch.setattr(FakeChild, "made", [])
+    monkeypatch.setattr(FakeChild, "finish_at_once", False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        rl.run_table3(shards=2, gpus=2, processes=2, logs=tmp_path, extra=["--smoke", "--device", "cuda"])
+    timer.join()
+    made = FakeChild.made
+    assert len(made) == 2 and all("--pretrain-only" in c.argv and getattr(c, "terminated", False) for c in made)
+    assert sorted(c.env["CUDA_VISIBLE_DEVICES"] for c in made) == ["0", "1"]

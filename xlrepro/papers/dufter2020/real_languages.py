@@ -560,56 +560,111 @@ def run_table3(shards: int = 2, gpus: int = 1, processes: int = 6, time_limit: f
     """Table 3 on `gpus` GPUs in child processes of this module: every shard pretrained (each GPU its shards one
     after the other, the GPUs side by side; `--pretrain-only`, resumable), then every member fine-tuned, at most
     `processes` at once per GPU (a fine-tuning keeps a GPU about a fifth busy; each member's rates run one after the
-    other in its process, resuming from their files). Each child gets the time left and writes its output to
-    ``<logs>/<job>.log``. True when every job finished. `extra`: more options for every child (--device, --no-graphs,
-    --root, --smoke); `run(job, seconds_left, log)` -> exit status replaces the child process (tests).
+    other in its process, resuming from their files). Each child sees one GPU (the i-th of this process's
+    CUDA_VISIBLE_DEVICES, or GPU i), gets the CPU cores shared out and the time left (counted from this call), and
+    writes its output to ``<logs>/<job>.log`` (default: the run folder's ``logs``). True when every job finished.
+    `extra`: more options for every child (--device, --no-graphs, --root, --smoke). Interrupted (Ctrl-C, SIGTERM), it
+    starts nothing more and stops the running children. `run(job, seconds_left, log, env)` -> exit status replaces
+    the child process (tests).
 
     Hand-written because the jobs are whole processes with a GPU each (CUDA_VISIBLE_DEVICES), which the engine's
     queue (`xlrepro.engine.queue`, ranks of one torchrun launch) does not start."""
     import subprocess
     import sys
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     if processes < 1:
         raise ConfigError(f"processes must be 1 or more; got {processes}")
-    pretrain, finetune = plan_table3(load_config("--smoke" in extra), shards, gpus)
+    smoke = "--smoke" in extra
+    pretrain, finetune = plan_table3(load_config(smoke), shards, gpus)
     start = time.monotonic()
-    logs = Path(logs or run_root("--smoke" in extra) / "logs")
+    root = Path(extra[list(extra).index("--root") + 1]) if "--root" in extra else run_root(smoke)
+    logs = Path(logs or root / "logs")
     logs.mkdir(parents=True, exist_ok=True)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else [str(g) for g in range(gpus)]
+    if len(devices) < gpus:
+        raise ConfigError(f"{gpus} GPUs asked, but CUDA_VISIBLE_DEVICES names {len(devices)}: {visible}")
+    threads = str(max(1, (os.cpu_count() or 1) // (gpus * processes)))
+    stop, lock, live = threading.Event(), threading.Lock(), []
 
     def left() -> float | None:
         return None if time_limit is None else time_limit - (time.monotonic() - start)
 
     def child(job: Job) -> int:
         rest = left()
-        if rest is not None and rest < 30:
-            return 3  # no time left to start it: a later run resumes
+        if stop.is_set() or (rest is not None and rest < 30):
+            return 3  # interrupted, or no time left to start it: a later run resumes
         log = logs / f"{job.name}.log"
+        env = {**os.environ, "OMP_NUM_THREADS": threads}
+        if "cpu" not in extra:
+            env["CUDA_VISIBLE_DEVICES"] = devices[job.gpu]
+        limit = [] if rest is None else ["--time-limit", f"{rest:.0f}"]
         if run is not None:
-            code = run(job, rest, log)
+            code = run(job, rest, log, env)
         else:
-            limit = [] if rest is None else ["--time-limit", f"{rest:.0f}"]
-            env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(job.gpu)} if gpus > 1 else None
             with open(log, "a") as out:
-                code = subprocess.run([sys.executable, "-m", __name__, *job.argv(), *limit, *extra], env=env,
-                                      stdout=out, stderr=subprocess.STDOUT).returncode
-        where = "" if "cpu" in extra else f" on GPU {job.gpu}"
+                with lock:
+                    if stop.is_set():
+                        return 3
+                    proc = subprocess.Popen([sys.executable, "-m", __name__, *job.argv(), *limit, *extra], env=env,
+                                            stdout=out, stderr=subprocess.STDOUT)
+                    live.append(proc)
+                code = proc.wait()
+                with lock:
+                    live.remove(proc)
+        where = "" if "cpu" in extra else f" on GPU {devices[job.gpu]}"
         print(f"table3 {job.name}{where}: {'done' if code == 0 else f'stopped ({code})'}; log {log}", flush=True)
         return code
 
-    def on_gpu(jobs: list[Job], width: int) -> list[int]:
-        with ThreadPoolExecutor(max_workers=width) as pool:
-            return list(pool.map(child, jobs))
+    def phase(jobs: list[Job], width: int) -> dict[Job, int]:
+        """Every job run, the GPUs side by side, at most `width` at once on each: job -> exit status."""
+        def on_gpu(g: int) -> list[tuple[Job, int]]:
+            mine = [j for j in jobs if j.gpu == g]
+            with ThreadPoolExecutor(max_workers=width) as pool:
+                return list(zip(mine, pool.map(child, mine)))
+        with ThreadPoolExecutor(max_workers=gpus) as pool:
+            return dict(pair for pairs in pool.map(on_gpu, range(gpus)) for pair in pairs)
 
-    with ThreadPoolExecutor(max_workers=gpus) as pool:  # each GPU pretrains its shards one after the other
-        codes = [c for cs in pool.map(lambda g: on_gpu([j for j in pretrain if j.gpu == g], 1), range(gpus))
-                 for c in cs]
-    ready = {j.shard for j, c in zip(pretrain, codes) if c == 0}
-    todo = [j for j in finetune if j.shard in ready]
-    with ThreadPoolExecutor(max_workers=gpus) as pool:
-        codes += [c for cs in pool.map(lambda g: on_gpu([j for j in todo if j.gpu == g], processes), range(gpus))
-                  for c in cs]
-    return len(ready) == shards and len(codes) == len(pretrain) + len(finetune) and not any(codes)
+    def body() -> bool:
+        pre = phase(pretrain, 1)  # each GPU pretrains its shards one after the other
+        ready = {j.shard for j, c in pre.items() if c == 0}
+        todo = [j for j in finetune if j.shard in ready]
+        post = phase(todo, processes)
+        return len(ready) == shards and len(todo) == len(finetune) and not any({**pre, **post}.values())
+
+    # The jobs run in a thread of their own, so that an interruption of this one (Ctrl-C, SIGTERM: a deadline)
+    # reaches the children at once: nothing more starts and the running ones are stopped.
+    outcome: dict = {}
+
+    def work() -> None:
+        try:
+            outcome["done"] = body()
+        except BaseException as err:  # handed to the calling thread below
+            outcome["error"] = err
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.5)
+    except BaseException:
+        stop.set()
+        with lock:
+            running = list(live)
+        for proc in running:
+            proc.terminate()
+        for proc in running:
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        worker.join(60)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["done"]
 
 
 def run_root(smoke: bool) -> Path:

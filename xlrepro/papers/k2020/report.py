@@ -538,7 +538,8 @@ def recipe_tables(chapter: str, folder) -> list:
 
 def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     """A sentence naming the base pair cells that fail the recipe's own transfer gate (gates.csv beside the results,
-    row ``<recipe>_base_transfers``): a claim on those targets stays inconclusive there whatever an ablation shows;
+    row ``<recipe>_base_transfers``): a claim whose precondition needs one of them stays inconclusive there whatever an
+    ablation shows;
     then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at the recipe) were
     retrained there anyway. Empty where the gate passed or is not published."""
     from .gates import failing_cells
@@ -552,8 +553,8 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
         return ""
     ablations = [c for c in cells if c.split("/")[0] in failing and "/" in c]
     return (f" At this recipe the base B-BERTs {', '.join(failing)} still fail the transfer gate "
-            f"(`{recipe['name']}_base_transfers` in gates.csv), so a claim on their targets stays inconclusive "
-            "whatever an ablation shows: "
+            f"(`{recipe['name']}_base_transfers` in gates.csv), so a claim whose precondition needs one of them "
+            "stays inconclusive whatever an ablation shows: "
             + (f"their ablation cells retrained here ({', '.join(ablations)}) are shown, their claims "
                "inconclusive."
                if ablations else "none of their ablation cells was retrained here."))

@@ -285,13 +285,14 @@ def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: floa
     counts: dict[str, list] = {}
     for c, _ in fresh:
         counts.setdefault(c.name, [c, 0])[1] += 1
-    kept = []
+    kept, longest = [], 0.0  # longest: the largest one-stack cell kept so far
     for name, (c, n) in counts.items():
         add = n * (c.profile.pretrain.steps * NSP_STEP_MS / 1000 if c.alone else model_seconds(c)) + \
             STACK_OVERHEAD_SECONDS
         own_tail = max(tail, eval_seconds(c))  # a cell passed over adds no evaluation of its own
-        if max((work + add) / slots, add) + own_tail <= time_total:
-            work, tail = work + add, own_tail
+        # the cells kept before must still fit under the longer tail too
+        if max((work + add) / slots, add, longest) + own_tail <= time_total:
+            work, tail, longest = work + add, own_tail, max(longest, add)
             kept.append(name)
     return kept
 
@@ -326,8 +327,9 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
         else None)
     stacks = plan(fresh)
     if time_total is not None:  # the plan itself, dealt to the slots, must fit too: drop the last cells until it does
-        tail = max((eval_seconds(c) for c, _ in fresh), default=0.0)
-        while fresh and busiest_slot(stacks, slots, measured) + tail > time_total:
+        tail = lambda: max((eval_seconds(c) for c, _ in fresh + [m for st in paused for m in st]),  # noqa: E731
+                           default=0.0)
+        while fresh and busiest_slot(stacks, slots, measured) + tail() > time_total:
             last = fresh[-1][0].name
             fresh = [(c, s) for c, s in fresh if c.name != last]
             members = [(c, s) for c, s in members if c.name != last or not needs(c, s)]
