@@ -280,6 +280,7 @@ def test_table3_children_get_their_gpu_of_the_visible_ones_the_time_left_the_opt
         tmp_path, monkeypatch):
     import os
     import subprocess
+    import time
     monkeypatch.setattr(subprocess, "Popen", FakeChild)
     monkeypatch.setattr(FakeChild, "made", [])
     monkeypatch.setattr(FakeChild, "finish_at_once", True)
@@ -294,8 +295,8 @@ def test_table3_children_get_their_gpu_of_the_visible_ones_the_time_left_the_opt
     for c in made:
         assert c.argv[1:3] == ["-m", "xlrepro.papers.dufter2020.real_languages"]
         assert c.argv[-3:] == ["--smoke", "--device", "cuda"]
-        limit = float(c.argv[c.argv.index("--time-limit") + 1])
-        assert 400 < limit <= 500
+        assert c.argv[c.argv.index("--time-limit") + 1] == "500"  # counted from the launch:
+        assert 0 <= time.time() - float(c.env["XLREPRO_LAUNCHED_AT"]) < 60
     assert (tmp_path / "shard1-finetune5.log").exists()
     with pytest.raises(ConfigError, match="3 GPUs asked, but CUDA_VISIBLE_DEVICES names 2"):
         rl.run_table3(shards=2, gpus=3, logs=tmp_path, extra=["--smoke"])
@@ -318,3 +319,12 @@ def test_table3_interrupted_starts_nothing_more_and_stops_its_children(tmp_path,
     made = FakeChild.made
     assert len(made) == 2 and all("--pretrain-only" in c.argv and getattr(c, "terminated", False) for c in made)
     assert sorted(c.env["CUDA_VISIBLE_DEVICES"] for c in made) == ["0", "1"]
+
+
+def test_a_child_s_time_limit_counts_from_the_launch_so_a_late_start_trains_nothing(tmp_path, monkeypatch):
+    """A child whose launching command began 100 s ago, with --time-limit 50: its run stops before pretraining."""
+    import time
+    monkeypatch.setenv("XLREPRO_LAUNCHED_AT", repr(time.time() - 100))
+    root = tmp_path / "run"
+    assert rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4", "--time-limit", "50"]) == 3
+    assert not list(root.glob("*/*/*/model.safetensors")) and not list(root.glob("stacks/*/timing.json"))

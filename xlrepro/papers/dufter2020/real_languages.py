@@ -474,8 +474,11 @@ class Table3Stack:
             pretrain_only: bool = False) -> bool:
         """Pretrain the stack (resumably) unless its models are saved, then fine-tune and test the members not done.
         `part` (J, K): fine-tune only members i with i % K == J, so that K processes share a GPU's fine-tuning (each
-        fine-tuning keeps a GPU about a fifth busy); it needs the stack pretrained (`pretrain_only`) first."""
-        t0 = time.time()
+        fine-tuning keeps a GPU about a fifth busy); it needs the stack pretrained (`pretrain_only`) first.
+        `time_limit` counts from when the launching command began where one set it (`run_table3`: the engine's
+        `launched_at`), so that a child's start-up counts against it too."""
+        from xlrepro.engine.queue import launched_at
+        t0 = launched_at()
         todo = [i for i in range(len(self.members)) if not self.done(i) and i % part[1] == part[0]]
         if not todo and not pretrain_only:
             return True
@@ -487,7 +490,10 @@ class Table3Stack:
             if part != (0, 1):
                 raise ConfigError(f"fine-tuning part {part[0]}/{part[1]} needs this shard pretrained first: run it "
                                   "with --pretrain-only")
-            stack = self.pretrain(time_limit, progress)
+            left = None if time_limit is None else time_limit - (time.time() - t0)
+            if left is not None and left <= 0:
+                return False
+            stack = self.pretrain(left, progress)
             if stack is None:
                 return False
             for i in range(len(self.members)):
@@ -561,7 +567,8 @@ def run_table3(shards: int = 2, gpus: int = 1, processes: int = 6, time_limit: f
     after the other, the GPUs side by side; `--pretrain-only`, resumable), then every member fine-tuned, at most
     `processes` at once per GPU (a fine-tuning keeps a GPU about a fifth busy; each member's rates run one after the
     other in its process, resuming from their files). Each child sees one GPU (the i-th of this process's
-    CUDA_VISIBLE_DEVICES, or GPU i), gets the CPU cores shared out and the time left (counted from this call), and
+    CUDA_VISIBLE_DEVICES, or GPU i), gets the CPU cores shared out and the time limit counted from this call's start
+    (the engine's LAUNCHED_AT; none starts with under 30 s left), and
     writes its output to ``<logs>/<job>.log`` (default: the run folder's ``logs``). True when every job finished.
     `extra`: more options for every child (--device, --no-graphs, --root, --smoke). Interrupted (Ctrl-C, SIGTERM), it
     starts nothing more and stops the running children. `run(job, seconds_left, log, env)` -> exit status replaces
@@ -578,7 +585,8 @@ def run_table3(shards: int = 2, gpus: int = 1, processes: int = 6, time_limit: f
         raise ConfigError(f"processes must be 1 or more; got {processes}")
     smoke = "--smoke" in extra
     pretrain, finetune = plan_table3(load_config(smoke), shards, gpus)
-    start = time.monotonic()
+    from xlrepro.engine.queue import LAUNCHED_AT
+    start, started = time.monotonic(), time.time()
     root = Path(extra[list(extra).index("--root") + 1]) if "--root" in extra else run_root(smoke)
     logs = Path(logs or root / "logs")
     logs.mkdir(parents=True, exist_ok=True)
@@ -597,10 +605,11 @@ def run_table3(shards: int = 2, gpus: int = 1, processes: int = 6, time_limit: f
         if stop.is_set() or (rest is not None and rest < 30):
             return 3  # interrupted, or no time left to start it: a later run resumes
         log = logs / f"{job.name}.log"
-        env = {**os.environ, "OMP_NUM_THREADS": threads}
+        # the children's time limit counts from this call's start (LAUNCHED_AT), their start-up included
+        env = {**os.environ, "OMP_NUM_THREADS": threads, LAUNCHED_AT: repr(started)}
         if "cpu" not in extra:
             env["CUDA_VISIBLE_DEVICES"] = devices[job.gpu]
-        limit = [] if rest is None else ["--time-limit", f"{rest:.0f}"]
+        limit = [] if time_limit is None else ["--time-limit", f"{time_limit:g}"]
         if run is not None:
             code = run(job, rest, log, env)
         else:
