@@ -722,6 +722,23 @@ def test_a_recipe_that_holds_only_some_of_an_unnamed_selection_does_not_read_the
     assert t.loc[0, "evidence"].startswith("At both: ") and t.loc[0, "verdict"] == "reproduced"
 
 
+def test_a_recipe_s_failed_runs_come_from_the_health_given_for_it():
+    """The recipe's health (as its health.csv holds it) names run b/1 failed: that run is left out there, the
+    evidence saying so; one health frame per recipe, else ValueError."""
+    base_frame = frame({"a": [0.6, 0.61, 0.62], "b": [0.3, 0.31, 0.32]})
+    claim = {"id": "b_high", "chapter": "c", "section": "§1", "quote": "q", "why": "w", "artifact": "t",
+             "claim": "b above 0.5",
+             "test": {"kind": "above", "value": {"experiment": "b", "metric": "m"}, "bound": 0.5, "noise": "2se"}}
+    strong = ("more text", {"t": frame({"a": [0.9, 0.91, 0.92], "b": [0.8, 0.1, 0.82]})})
+    health = pd.DataFrame([{"rule": "r", "experiment": "b", "seed": 1, "value": 0.1, "status": "failed",
+                            "reason": "never left the majority class", "covers": "t"}])
+    t = C.claims_table("p", "c", {"t": base_frame}, claims=[claim], recipes=[strong], recipe_health=[health])
+    assert t.loc[0, "evidence"].startswith("At more text: ")
+    assert "Left out as failed runs (the recipe's health.csv): model b seed 1" in t.loc[0, "evidence"]
+    with pytest.raises(ValueError, match="one health frame per recipe: 1 recipes, 0 frames"):
+        C.claims_table("p", "c", {"t": base_frame}, claims=[claim], recipes=[strong], recipe_health=[])
+
+
 def test_verdicts_recomputed_from_the_book_read_k2020_s_recipe_and_write_its_health(tmp_path):
     """The published K et al. results with their alltext4x recipe: recomputed, the Spanish word-order claim is read
     on the recipe (reproduced there, not reproduced on the lab recipe), a claim on cells the recipe has not retrained

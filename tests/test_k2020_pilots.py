@@ -263,3 +263,22 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
                                                                            "retrained here.")
     pd.DataFrame([{"gate": "x_base_transfers", "detail": "every cell passes"}]).to_csv(tmp_path / "gates.csv")
     assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru/nsp"]) == ""
+
+
+def test_a_recipe_table_shows_the_paper_s_numbers_of_its_rows_under_ours():
+    """Table 8 (K et al.: enfake-es 78.7 / 72.7, enfake-es/nsp 78.5 / 70.9 on Fake-English / es): the paper's rows go
+    under ours in our columns, blank where the paper has none; a row the paper lacks gets none; Table 11's same-language
+    pairs "es>es" are our "es"."""
+    from xlrepro.papers.k2020 import report as R
+    mine = pd.DataFrame({"enfake": ["89.4 ± 0.1", "88.0 ± 0.2", "25.4"], "es": ["49.2 ± 6.6", "40.0 ± 1.0", "25.4"],
+                         "hi": ["", "", ""]}, index=pd.Index(["enfake-es", "enfake-es/nsp", "majority class"],
+                                                             name="experiment"))
+    t = R.with_paper_rows(mine, "Table 8", ["enfake-es", "enfake-es/nsp", "enfake-es/id"])
+    assert list(t.index) == ["enfake-es", "enfake-es/nsp", "majority class", "enfake-es, the paper",
+                             "enfake-es/nsp, the paper"] and t.index.name == "experiment"
+    assert t.loc["enfake-es, the paper"].tolist() == ["78.7", "72.7", ""]
+    assert t.loc["enfake-es/nsp, the paper"].tolist() == ["78.5", "70.9", ""]
+    assert R.with_paper_rows(mine, "Table 8", ["enfake-es/id"]) is mine
+    t11 = R.with_paper_rows(pd.DataFrame({"es": ["50.0"], "enfake>es": ["60.0"]}, index=["enfake-es"]), "Table 11",
+                            ["enfake-es"])
+    assert t11.loc["enfake-es, the paper"].tolist() == ["70.9", "57.9"]

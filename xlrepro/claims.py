@@ -758,15 +758,20 @@ def _left_out_words(left_out: Mapping) -> str:
 
 
 def prepare_recipes(paper: str, frames: Mapping[str, pd.DataFrame],
-                    recipes: Sequence[tuple[str, Mapping[str, pd.DataFrame]]]) -> list[tuple]:
+                    recipes: Sequence[tuple[str, Mapping[str, pd.DataFrame]]],
+                    health: Sequence[pd.DataFrame] | None = None) -> list[tuple]:
     """(label, frames, pending, failed runs) of each stronger recipe for `read_on_recipes`: an experiment of the
-    base `frames` absent from a recipe's is pending there; its failed runs come from the paper's health rule applied
-    to the recipe's own frames."""
+    base `frames` absent from a recipe's is pending there; its failed runs come from `health` (one frame per recipe,
+    in order: the recipe's health.csv as `xlrepro.verdicts.recipe_health` computes it) or else from the paper's
+    health rule applied to the recipe's own frames."""
     from .health import assess, exclusions, load_rules
     rules = load_rules(paper) if claims_path(paper).is_file() else []
     names = lambda fs: {str(e) for f in fs.values() if "experiment" in f for e in f["experiment"].unique()}  # noqa
-    return [(label, rframes, frozenset(names(frames) - names(rframes)), exclusions(assess(rules, rframes)))
-            for label, rframes in recipes]
+    if health is not None and len(health) != len(recipes):
+        raise ValueError(f"one health frame per recipe: {len(recipes)} recipes, {len(health)} frames")
+    return [(label, rframes, frozenset(names(frames) - names(rframes)),
+             exclusions(assess(rules, rframes) if health is None else health[i]))
+            for i, (label, rframes) in enumerate(recipes)]
 
 
 def read_on_recipes(claim: Mapping, stronger: list[tuple], paper: str, profile: str = "lab",
@@ -793,7 +798,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
                  out: str | os.PathLike | None = None, profile: str = "lab",
                  claims: list[dict] | None = None, pending=(), health: pd.DataFrame | None = None,
                  not_run: Mapping[str, str] | None = None,
-                 recipes: Sequence[tuple[str, Mapping[str, pd.DataFrame]]] = ()) -> pd.DataFrame:
+                 recipes: Sequence[tuple[str, Mapping[str, pd.DataFrame]]] = (),
+                 recipe_health: Sequence[pd.DataFrame] | None = None) -> pd.DataFrame:
     """Verdicts of `chapter`'s claims, as a frame (claim, section, criterion, evidence, verdict, id, quote,
     precondition, precondition_met, reason: the codes of :data:`REASONS` for an inconclusive verdict).
 
@@ -807,8 +813,8 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
     evidence.
     `recipes`: (label, frames) of stronger recipes, strongest first (:func:`recipe_frames`): a claim is read on the
     first that holds every model it reads (an experiment of the base frames absent there is pending there), its
-    evidence starting "At <label>:"; else on `results`. Each recipe's failed runs come from the health rule applied
-    to its own frames.
+    evidence starting "At <label>:"; else on `results`. Each recipe's failed runs come from `recipe_health` (one
+    frame per recipe: `xlrepro.verdicts.recipe_health`) or else from the health rule applied to its own frames.
     """
     from .health import assess, exclusions, load_rules
     from .results import CLAIM_COLUMNS, read_claims, write_claims
@@ -823,7 +829,7 @@ def claims_table(paper: str, chapter: str, results: str | os.PathLike | Mapping[
         every = {**(read_results(folder) if folder is not None and Path(folder).is_dir() else {}), **frames}
         health = assess(load_rules(paper) if claims_path(paper).is_file() else [], every)
     failed = exclusions(health)
-    stronger = prepare_recipes(paper, frames, recipes)
+    stronger = prepare_recipes(paper, frames, recipes, recipe_health)
     rows_ = []
     for c in mine:
         pre = "; ".join(p["says"] for p in c.get("requires") or [])

@@ -107,6 +107,13 @@ def recipe_frames(paper, chapter: str, folder: Path) -> list[tuple[str, Mapping[
     return [(r["label"], chapter_frames(paper, chapter, Path(folder) / r["folder"])) for r in read_recipes(folder)]
 
 
+def recipe_health(paper_name: str, folder: Path) -> list[pd.DataFrame]:
+    """The runs' health of each stronger recipe published beside a results folder (`recipe_folders`), strongest
+    first: the paper's health rule on the recipe's CSVs and every chapter's frames there, as for the base results
+    (`paper_frames`). What its health.csv holds and what its claims leave out."""
+    return [paper_frames(paper_name, sub)[1] for sub in recipe_folders(folder)]
+
+
 def paper_frames(paper_name: str, folder: str | os.PathLike) -> tuple[dict, pd.DataFrame]:
     """({chapter: the frames its claims read}, the runs' health) of one paper's results folder. The health rule
     reads the folder's CSVs and every chapter's derived frames."""
@@ -131,14 +138,14 @@ def recompute(paper_name: str, root: str | os.PathLike | None = None, notebooks:
     chapters = list(frames)
     if len(health):
         write_health(health, folder)
-    for sub in recipe_folders(folder):  # each stronger recipe's runs get their own health.csv
-        recipe_health = paper_frames(paper.name, sub)[1]
-        if len(recipe_health):
-            write_health(recipe_health, sub)
+    recipes_health = recipe_health(paper.name, folder)
+    for sub, sub_health in zip(recipe_folders(folder), recipes_health):  # each stronger recipe's own health.csv
+        if len(sub_health):
+            write_health(sub_health, sub)
     tables = {}
     for ch in chapters:
         tables[ch] = claims_table(paper.name, ch, frames[ch], out=folder, health=health,
-                                  recipes=recipe_frames(paper, ch, folder))
+                                  recipes=recipe_frames(paper, ch, folder), recipe_health=recipes_health)
     if notebooks:
         stamp = _dt.date.today().isoformat()
         for ch, table in tables.items():

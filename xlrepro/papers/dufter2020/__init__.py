@@ -25,8 +25,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", default="grid", choices=PARTS,
                    help="grid (the default): the English/Fake-English models of every table (--ids); table3: Table 3's "
                         "real-language models, pretrained and fine-tuned (`real_languages.run_table3`: its two stacks "
-                        "on the GPUs side by side, then the fine-tunings, --finetune-processes at once per GPU); table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle "
-                        "layer (`word_order`; needs `xlrepro pretrain mini-mbert`). Both write their rows into "
+                        "on the GPUs side by side, then the fine-tunings, --finetune-processes at once per GPU); "
+                        "table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle layer "
+                        "(`word_order`; needs `xlrepro pretrain mini-mbert`). Both write their rows into "
                         "book/results/dufter2020/ (table3.csv, table4.csv), which the knn_replace chapter reads")
     p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
     p.add_argument("--seeds", nargs="*", type=int)
@@ -71,10 +72,10 @@ def prepare_train(a: argparse.Namespace):
     from . import grid
     from .config import load_chapter
 
+    if a.part != "table3" and getattr(a, "finetune_processes", None) is not None:
+        raise ConfigError(f"--finetune-processes applies to --part table3 only; got --part {a.part}")
     if a.part != "grid":
         return _prepare_part(a)
-    if getattr(a, "finetune_processes", None) is not None:
-        raise ConfigError(f"--finetune-processes applies to --part table3 only; got --part {a.part}")
     chapter = load_chapter(NAME)
     ids = a.ids or list(dict.fromkeys(i for t in chapter.tables.values() for i in t))
     for i in ids:
@@ -134,8 +135,6 @@ def _prepare_part(a: argparse.Namespace):
     if a.time_limit is not None and a.time_limit <= 0:
         raise ConfigError(f"--time-limit must be a positive number of seconds; got {a.time_limit}")
     device = default_device()
-    if a.part != "table3" and getattr(a, "finetune_processes", None) is not None:
-        raise ConfigError(f"--finetune-processes applies to --part table3 only; got --part {a.part}")
     processes = getattr(a, "finetune_processes", None)
     processes = 6 if processes is None else processes
     if processes < 1:

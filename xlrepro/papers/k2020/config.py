@@ -333,6 +333,9 @@ NSP_STEP_MS = 52.0
 # alone, about a sixth of that in GPU time. Counted here: 20 and 15 GPU-seconds, evaluation included (on the safe side).
 FINETUNE_SECONDS = 20.0  # one fine-tuning + evaluation of the section task
 NER_FINETUNE_SECONDS = 15.0  # one fine-tuning + evaluation of the NER stand-in
+# the adjacency task's fine-tuning against the section task's until measured: twice its pairs (each positive and its
+# negative)
+ADJACENCY_COST = 2
 STACK_OVERHEAD_SECONDS = 45.0  # per stack: compile (15-30 s), a graph capture per width, tables onto the GPU
 
 
@@ -399,9 +402,8 @@ def gpu_plan(plan: Plan, parts=None, profile: str = "lab", gpu: str = "H100", gp
         stacks = sum(math.ceil(m / cap) for m, cap in zip(sizes, share_slots(sizes, gpus * workers_per_gpu, 16)))
         pre_min = (pre + nsp + stacks * STACK_OVERHEAD_SECONDS) / 60
         ner_min = sum("ner" in plan.experiments[n].tasks for n in names) * len(plan.seeds) * NER_FINETUNE_SECONDS / 60
-        # the adjacency task fine-tunes on twice the section task's pairs (each positive and its negative)
-        adj_min = sum("adjacency" in plan.experiments[n].tasks for n in names) * len(plan.seeds) * 2 * \
-            FINETUNE_SECONDS / 60
+        adjacency = sum("adjacency" in plan.experiments[n].tasks for n in names) * len(plan.seeds)
+        adj_min = adjacency * ADJACENCY_COST * FINETUNE_SECONDS / 60
         ft_min = len(names) * len(plan.seeds) * FINETUNE_SECONDS / 60 + ner_min + adj_min
         total += pre_min + ft_min
         out.append({"part": part, "new experiments": len(names), "models": len(names) * len(plan.seeds),

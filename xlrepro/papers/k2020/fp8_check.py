@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
+from scipy import stats
 
 from xlrepro.config import ConfigError
 
@@ -58,9 +58,7 @@ def check(losses: dict[tuple[str, int], float], accuracy: dict[tuple[str, int], 
     mean = lambda v: sum(v) / len(v)  # noqa: E731
     loss = {k: seeds(losses, c) for k, c in CELLS.items()}
     acc = {k: seeds(accuracy, c) for k, c in CELLS.items()}
-    mm = acc["mm"]
-    sd = math.sqrt(sum((x - mean(mm)) ** 2 for x in mm) / (len(mm) - 1))
-    two_se = 2 * sd / math.sqrt(len(mm))
+    two_se = 2 * float(stats.sem(acc["mm"]))  # the sample's standard error (ddof 1)
     out = {"loss_mm": mean(loss["mm"]), "loss_fp8": mean(loss["fp8"]),
            "loss_difference": abs(mean(loss["fp8"]) - mean(loss["mm"])), "loss_tolerance": LOSS_TOLERANCE,
            "es_mm": mean(acc["mm"]), "es_fp8": mean(acc["fp8"]),

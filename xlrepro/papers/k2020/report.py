@@ -496,7 +496,8 @@ def recipe_tables(chapter: str, folder) -> list:
     """What a chapter shows of the stronger recipes published beside its results (`xlrepro.verdicts.recipe_frames`;
     ``<folder>/recipes.json``): a heading and a line on how the claims read them, then for each recipe and each of
     the chapter's tables with a cell retrained there that no earlier table showed, our numbers at that recipe
-    (`ours_table`, every cell with its majority class). Empty where no recipe is published (an exploratory folder, the smoke run)."""
+    (`ours_table`, every cell with its majority class, then the paper's rows: `with_paper_rows`). Empty where no
+    recipe is published (an exploratory folder, the smoke run)."""
     from IPython.display import Markdown
     from xlrepro.results import read_csv
     from xlrepro.verdicts import read_recipes
@@ -518,7 +519,8 @@ def recipe_tables(chapter: str, folder) -> list:
             mine = ours_table(frame, rows, "accuracy")
             if not mine.empty:
                 parts += [Markdown(f"**{table}, ours at {r['label']}** (section task accuracy, %, mean ± sd over "
-                                   f"seeds)"), mine]
+                                   f"seeds; the paper's numbers for the same rows below ours, marked \"the paper\")"),
+                          with_paper_rows(mine, table, rows)]
         adjacency = adjacency_table(frame, cells)
         if not adjacency.empty:
             parts += [Markdown(ADJACENCY_CAPTION.replace("ours**", f"ours at {r['label']}**")), adjacency]
@@ -536,12 +538,25 @@ def recipe_tables(chapter: str, folder) -> list:
     return shown
 
 
+def with_paper_rows(mine: pd.DataFrame, table: str, rows) -> pd.DataFrame:
+    """`mine` (an `ours_table`) with the paper's accuracy for those of `rows` it reports, one row "<row>, the paper"
+    each under ours, in `mine`'s columns (the paper's same-language pairs "x>x" are our "x"), blank where the paper
+    has no such number: so that a table at a stronger recipe shows the paper's numbers beside ours."""
+    paper = paper_table(table, "accuracy")
+    paper = paper.rename(columns=lambda c: c.split(">")[0] if len(set(c.split(">"))) == 1 else c)
+    have = [r for r in rows if r in paper.index]
+    if not have:
+        return mine
+    theirs = paper.loc[have].reindex(columns=mine.columns).map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
+    theirs.index = [f"{r}, the paper" for r in have]
+    return pd.concat([mine, theirs]).rename_axis(mine.index.name)
+
+
 def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     """A sentence naming the base pair cells that fail the recipe's own transfer gate (gates.csv beside the results,
-    row ``<recipe>_base_transfers``): a claim whose precondition needs one of them stays inconclusive there whatever an
-    ablation shows;
-    then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at the recipe) were
-    retrained there anyway. Empty where the gate passed or is not published."""
+    row ``<recipe>_base_transfers``): a claim whose precondition needs one of them stays inconclusive there whatever
+    an ablation shows; then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at
+    the recipe) were retrained there anyway. Empty where the gate passed or is not published."""
     from .gates import failing_cells
     path = Path(folder) / "gates.csv"
     if not path.is_file():
@@ -607,9 +622,10 @@ def chapter_claims_table(chapter: str, folder, todo=(), not_run=None) -> pd.Data
     try:
         skipped = {**(not_run or {}), **{f"majority/{e}": why for e, why in (not_run or {}).items()}}
         from xlrepro.papers import get_paper
-        from xlrepro.verdicts import recipe_frames
+        from xlrepro.verdicts import recipe_frames, recipe_health
         return claims_table(NAME, chapter, frames, out=folder, pending=todo + [f"majority/{e}" for e in todo],
-                            not_run=skipped, recipes=recipe_frames(get_paper(NAME), chapter, Path(folder)))
+                            not_run=skipped, recipes=recipe_frames(get_paper(NAME), chapter, Path(folder)),
+                            recipe_health=recipe_health(NAME, Path(folder)))
     except (KeyError, ValueError):  # a selector finds no trained cell yet
         return pd.DataFrame([{"claim": c["claim"], "section": c["section"], "criterion": criterion(c),
                               "evidence": "", "verdict": PENDING_RUN}

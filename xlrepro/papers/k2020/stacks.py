@@ -44,8 +44,8 @@ from xlrepro.engine.queue import Job, launched_at, local_slot, queue_world, run_
 from xlrepro.engine.stacked import compile_mode
 
 from .bbert import ADJACENCY_TASK, NER_TASK, RESULT_COLUMNS, TASK, Cell
-from .config import (EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS, PADDED_WIDTH,
-                     STACK_OVERHEAD_SECONDS, step_ms)
+from .config import (ADJACENCY_COST, EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS,
+                     PADDED_WIDTH, STACK_OVERHEAD_SECONDS, step_ms)
 from .trainer import (MAX_STACK, PairTable, StackTrainer,  # noqa: F401  (PairTable, shared_bin, stack_shape: read as
                       plan_stacks, shared_bin, stack_folder, stack_shape)  # stacks.<name>)
 
@@ -172,7 +172,7 @@ def eval_seconds(cell: Cell) -> float:
         elif task in everywhere:
             secs += everywhere[task] * depth
         elif task == ADJACENCY_TASK and TASK in own | everywhere:  # twice the section task's pairs
-            secs += 2 * (own[TASK] if TASK in own else everywhere[TASK] * depth)
+            secs += ADJACENCY_COST * (own[TASK] if TASK in own else everywhere[TASK] * depth)
         else:
             return float(EVAL_MARGIN)
     return secs * EVAL_SLACK + EVAL_TESTING_SECONDS
@@ -226,7 +226,8 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
         med = measured_finetune_seconds(cells[0].dir.parent)
         if med:
             secs = sum(med.get(TASK, 0.0) + (med.get(NER_TASK, 0.0) if "ner" in c.exp.tasks else 0.0)
-                       + (med.get(ADJACENCY_TASK, 2 * med.get(TASK, 0.0)) if ADJACENCY_TASK in c.exp.tasks else 0.0)
+                       + (med.get(ADJACENCY_TASK, ADJACENCY_COST * med.get(TASK, 0.0))
+                          if ADJACENCY_TASK in c.exp.tasks else 0.0)
                        for c in evals)
             eval_line = (f"\nevaluations: about {secs / 60:.0f} worker-minutes of fine-tuning for the {len(evals)} left "
                          f"(median measured fine-tuning: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(med.items()))
