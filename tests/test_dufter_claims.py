@@ -78,3 +78,15 @@ def test_knn_replace_claims_read_what_the_chapter_notebook_passes():
     b = C.claims_table("dufter2020", "knn_replace", dict(folder), health=assess(load_rules("dufter2020"), folder))
     pd.testing.assert_series_equal(a["verdict"], b["verdict"])
     assert list(a["evidence"]) == list(b["evidence"])
+
+
+def test_every_table3_claim_requires_that_the_models_it_compares_left_the_unigram_level_in_pretraining():
+    table3 = [c for c in CLAIMS.values() if c.get("artifact") == "table3"]
+    for c in table3:
+        models = {str(s["experiment"]) for s in _selectors(c["test"])}
+        assert {f"pretrained_{m}" for m in models} <= {p["name"] for p in c["requires"]}, c["id"]
+    for m in ("0", "3", "8", "30"):
+        t = FILE["preconditions"][f"pretrained_{m}"]["test"]
+        assert t["kind"] == "greater" and t["margin"] == 2.0 and t["noise"] == "2se"
+        assert t["left"] == {"experiment": m, "metric": "unigram_entropy", "language": "all"}
+        assert t["right"] == {"experiment": m, "metric": "pretrain_loss", "language": "all"}

@@ -204,3 +204,58 @@ class TestDufter2020Table3Reading:
             "chosen: 0.0001 in 1 run, 0.0002 in 1 run)")
         # the extra rows change nothing else of the reading
         assert knn_chapter.table3_runs(chosen, classes=4)["majority_only_en"].tolist() == [True, True]
+
+
+def _pretraining_rows(experiment, seed, loss, given=6.0, joint=7.0, gpu=40.0):
+    return [{"experiment": experiment, "seed": seed, "metric": m, "language": "all", "value": v}
+            for m, v in (("pretrain_loss", loss), ("unigram_entropy", given), ("unigram_entropy_joint", joint),
+                         ("pretrain_gpu_seconds", gpu))]
+
+
+class TestDufter2020Table3Pretraining:
+    FRAME = pd.DataFrame(_table3_rows("0", 0, 0.25, 0.1) + _table3_rows("0", 1, 0.25, 0.1)
+                         + _table3_rows("8", 0, 0.80, 0.79) + _table3_rows("8", 1, 0.80, 0.79)
+                         + _pretraining_rows("0", 0, 7.2) + _pretraining_rows("0", 1, 6.8)
+                         + _pretraining_rows("8", 0, 3.0) + _pretraining_rows("8", 1, 2.0))
+
+    def test_the_reading_names_the_models_that_ended_above_the_unigram_level_and_by_how_much_the_others_fell(self):
+        text = knn_chapter.table3_pretraining_text(self.FRAME)
+        assert "model 0 7.00 ± 0.28, model 8 2.50 ± 0.71" in text
+        assert "7.00 over the joint vocabulary" in text and "6.00 given the language" in text
+        assert "Model 0 ended above the second in every seed" in text
+        assert "Model 8 fell below it in every seed, by 3.50 nats on average" in text
+        # a model with one seed on each side is named in neither sentence
+        mixed = pd.concat([self.FRAME, pd.DataFrame(_pretraining_rows("3", 0, 6.5) + _pretraining_rows("3", 1, 5.5))])
+        text = knn_chapter.table3_pretraining_text(mixed)
+        assert "Model 0 ended above" in text and "Model 8 fell below" in text and "Models" not in text
+        # no pretraining rows (a run before they were recorded): nothing said
+        assert knn_chapter.table3_pretraining_text(self.FRAME[self.FRAME.language != "all"]) == ""
+
+    def test_the_cost_sums_the_runs_records_and_the_reading_carries_it(self):
+        fine = pd.DataFrame([{"experiment": "0", "seed": s, "metric": "finetune_seconds", "language": "en",
+                              "value": 100.0 * (s + 1)} for s in (0, 1)])
+        cost = knn_chapter.table3_cost(pd.concat([self.FRAME, fine]))
+        assert cost == (" **Cost** (the run's records): pretraining 160 GPU-seconds; fine-tuning 300 process-seconds "
+                        "over 2 runs (every rate of each; processes share a GPU).")
+        assert knn_chapter.table3_cost(self.FRAME[self.FRAME.language != "all"]) == ""
+        assert "**Cost**" in knn_chapter.table3_text(pd.concat([self.FRAME, fine]), classes=4)
+
+    def test_the_pretraining_figure_draws_a_line_per_run_and_both_unigram_levels(self):
+        import matplotlib
+        matplotlib.use("Agg")
+        curves = pd.DataFrame([{"experiment": e, "seed": s, "metric": "mlm_loss", "step": t, "value": v}
+                               for e, s, v in (("0", 0, 7.2), ("0", 1, 6.8), ("8", 0, 3.0))
+                               for t in (50, 100)])
+        fig = knn_chapter.plot_table3_pretraining(curves, self.FRAME)
+        ax = fig.axes[0]
+        levels = sorted(round(line.get_ydata()[0], 2) for line in ax.lines if line.get_linestyle() == "--")
+        assert levels == [6.0, 7.0]
+        assert len([line for line in ax.lines if line.get_linestyle() != "--" and len(line.get_xdata()) == 2]) == 3
+        assert knn_chapter.plot_table3_pretraining(curves.iloc[:0], self.FRAME) is None
+
+    def test_the_causes_name_the_pretraining_rate_and_the_models_left_at_the_unigram_level(self):
+        runs = knn_chapter.table3_runs(self.FRAME, classes=4)
+        text = knn_chapter.table3_causes(self.FRAME, runs)
+        assert "at a peak rate of 0.0005 after 50 warm-up steps" in text and "at 1e-4 (§5.1)" in text
+        assert "the pretraining of model 0 ended above the unigram entropy given the language in every seed" in text
+        assert "ended above" not in knn_chapter.table3_causes(self.FRAME[self.FRAME.language != "all"], runs)

@@ -65,9 +65,18 @@ def test_tiny_end_to_end_run_writes_table3(tmp_path):
     df = pd.read_csv(out, dtype={"experiment": str})
     # shard 3 of 4: members 3, 7, 11 of (0,0) (0,42) (0,43) (3,0) ... (30,43)
     assert sorted(set(zip(df.experiment, df.seed))) == [("3", 0), ("30", 43), ("8", 42)]
-    assert set(df.metric) == {"accuracy", "macro_f1", "majority", "finetune_lr"}
-    assert set(df.language) == {"en", "de", "hi"}
-    assert df.value.between(0, 1).all()
+    pretraining = {"pretrain_loss", "unigram_entropy", "unigram_entropy_joint", "pretrain_gpu_seconds"}
+    assert set(df.metric) == {"accuracy", "macro_f1", "majority", "finetune_lr", "finetune_seconds"} | pretraining
+    assert set(df.language) == {"en", "de", "hi", "all"}
+    assert set(df[df.language == "all"].metric) == pretraining
+    assert df[df.metric.isin(["accuracy", "macro_f1", "majority", "finetune_lr"])].value.between(0, 1).all()
+    # knowing the language can only lower the unigram entropy; every member has one final loss
+    levels = df[df.language == "all"].pivot_table(index=["experiment", "seed"], columns="metric", values="value")
+    assert (levels.unigram_entropy < levels.unigram_entropy_joint).all() and (levels.pretrain_loss > 0).all()
+    # the curves beside table3.csv: every record of every member, in the results format
+    curves = pd.read_csv(tmp_path / rl.CURVES_CSV, dtype={"experiment": str})
+    assert list(curves.columns) == ["experiment", "seed", "metric", "step", "value"]
+    assert sorted(set(zip(curves.experiment, curves.seed))) == [("3", 0), ("30", 43), ("8", 42)]
     # the fine-tuning rate of each run: the smoke recipe's, for English (the source language)
     lr = df[df.metric == "finetune_lr"]
     assert len(lr) == 3 and set(lr.language) == {"en"} and set(lr.value) == {rl.load_config(smoke=True).finetune.lr}
@@ -328,3 +337,48 @@ def test_a_child_s_time_limit_counts_from_the_launch_so_a_late_start_trains_noth
     root = tmp_path / "run"
     assert rl.main(["--smoke", "--device", "cpu", "--root", str(root), "--shard", "3/4", "--time-limit", "50"]) == 3
     assert not list(root.glob("*/*/*/model.safetensors")) and not list(root.glob("stacks/*/timing.json"))
+
+
+def test_the_final_loss_is_the_mean_of_the_last_tenth_of_the_records_and_at_least_the_last():
+    assert rl.FINAL_LOSS_FRACTION == 0.1
+    assert rl.final_loss([9.0] * 10 + [4.0, 2.0]) == 3.0  # 12 records: the last ceil(1.2) = 2
+    assert rl.final_loss([9.0, 5.0]) == 5.0  # ceil(0.2) = 1: the last record
+    assert rl.final_loss([9.0] * 18 + [3.0, 1.0]) == 2.0  # 20 records: the last 2
+    with pytest.raises(ValueError, match="no loss records"):
+        rl.final_loss([])
+
+
+def _stack(folder, members, loss, seconds):
+    import json
+    folder.mkdir(parents=True)
+    (folder / "pretrain_loss.json").write_text(json.dumps({"members": members, "loss": loss}))
+    (folder / "timing.json").write_text(json.dumps([{"seconds": s} for s in seconds]))
+
+
+def test_pretraining_curves_read_every_member_of_every_stack_in_step_order(tmp_path):
+    _stack(tmp_path / "stacks" / "a", ["0/42", "8/0"], {"100": [7.0, 5.0], "50": [7.5, 6.0]}, [10.0])
+    _stack(tmp_path / "stacks" / "b", ["0/0"], {"50": [7.2]}, [4.0])
+    curves = rl.pretraining_curves(tmp_path)
+    assert curves.values.tolist() == [["0", 0, "mlm_loss", 50, 7.2], ["0", 42, "mlm_loss", 50, 7.5],
+                                      ["0", 42, "mlm_loss", 100, 7.0], ["8", 0, "mlm_loss", 50, 6.0],
+                                      ["8", 0, "mlm_loss", 100, 5.0]]
+
+
+def test_unigram_entropies_joint_and_given_the_language_on_a_hand_made_corpus(monkeypatch):
+    # English verses hold pieces 5 and 6 equally often, German verses piece 7 alone; [CLS]=2, [SEP]=3, pad 0.
+    # Content pieces: en 5, 6, 5, 6 and de 7, 7, 7, 7: joint (1/4, 1/4, 1/2) -> 1.5 ln 2; given the language
+    # 1/2 * ln 2 + 1/2 * 0 = 0.5 ln 2.
+    ids = np.array([[2, 5, 6, 3], [2, 5, 6, 3], [2, 7, 7, 3], [2, 7, 7, 3]])
+    corpus = rl.PretrainSet(ids=ids, lengths=np.array([4, 4, 4, 4]), lang=np.array([0, 0, 1, 1]))
+    monkeypatch.setattr(rl, "load_prepared", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(rl, "pretrain_set", lambda *a, **k: corpus)
+    cfg = rl.Table3Config(languages=("en", "de"), inv_order_language="de")
+    joint, given = rl.unigram_entropies(cfg, rl.table3_experiment("0", rl.load_config()))
+    assert joint == pytest.approx(1.5 * np.log(2)) and given == pytest.approx(0.5 * np.log(2))
+    # a padded, shorter verse: padding and the specials are not pieces the pretraining predicts
+    corpus.ids = np.array([[2, 5, 3, 0], [2, 6, 3, 0], [2, 7, 7, 3], [2, 7, 7, 3]])
+    corpus.lengths = np.array([3, 3, 4, 4])
+    joint, given = rl.unigram_entropies(cfg, rl.table3_experiment("0", rl.load_config()))
+    # en 5, 6 and de 7 x4: joint (1/6, 1/6, 2/3); given: 2/6 * ln 2
+    assert joint == pytest.approx(-(2 / 6) * np.log(1 / 6) - (2 / 3) * np.log(2 / 3))
+    assert given == pytest.approx(np.log(2) / 3)

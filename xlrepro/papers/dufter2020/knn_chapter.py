@@ -322,9 +322,40 @@ def table3_text(frame: pd.DataFrame, classes: int) -> str:
     if len(learned):
         text += (f"; the runs that learned English reach {_mean_sd(learned.acc_de)} in German and "
                  f"{_mean_sd(learned.acc_hi)} in Hindi, against a majority class of {majority:.3f}")
-    text += (". The comparisons of Table 3 are therefore between models most of which never learned the source "
-             "task: the verdicts below are inconclusive, since their precondition (the models compared learned "
-             "English) fails; they say nothing about what the modifications do to transfer.")
+    pretraining = table3_pretraining_text(frame) + table3_cost(frame)
+    text += ".\n\n" + (pretraining + "\n\n" if pretraining else "")
+    text += ("A Table 3 claim is decided only between models whose pretraining left the unigram level and whose "
+             "English fine-tunings learned English (the preconditions named with each claim below); otherwise it is "
+             "inconclusive and says nothing about what the modification does to transfer.")
+    return text
+
+
+def table3_pretraining_text(frame: pd.DataFrame) -> str:
+    """What the pretraining reached, from table3.csv's rows of language "all" (nothing when the run recorded none):
+    each model's final MLM loss against the unigram entropy of the pieces, joint and given the language."""
+    from .real_languages import FINAL_LOSS_FRACTION
+    rows = frame[frame.language == "all"]
+    loss = rows[rows.metric == "pretrain_loss"]
+    if not len(loss):
+        return ""
+    level = float(rows[rows.metric == "unigram_entropy"].value.mean())
+    joint = float(rows[rows.metric == "unigram_entropy_joint"].value.mean())
+    models = [e for e in TABLE3_ORDER if e in set(loss.experiment)] + sorted(set(loss.experiment) - set(TABLE3_ORDER))
+    per = {e: loss[loss.experiment == e].value for e in models}
+    above = [e for e in models if (per[e] > level).all()]
+    below = [e for e in models if (per[e] < level).all()]
+    name = lambda es: f"Model{'s' if len(es) > 1 else ''} {', '.join(es[:-1]) + ' and ' + es[-1] if len(es) > 1 else es[0]}"
+    text = ("**Pretraining.** Final MLM loss (the mean of the last "
+            f"{FINAL_LOSS_FRACTION * 100:.0f} % of its records, nats; mean ± std over seeds): "
+            + ", ".join(f"model {e} {_mean_sd(per[e])}" for e in models)
+            + f", against the unigram entropy of the pieces: {joint:.2f} over the joint vocabulary (a model that "
+              f"learned the pieces' frequencies alone) and {level:.2f} given the language. ")
+    if above:
+        text += (f"{name(above)} ended above the second in every seed: {'their' if len(above) > 1 else 'its'} "
+                 "predictions do not use even which language a verse is in." + (" " if below else ""))
+    if below:
+        text += (f"{name(below)} fell below it in every seed, by {', '.join(f'{level - per[e].mean():.2f}' for e in below)} "
+                 "nats on average.")
     return text
 
 
@@ -352,6 +383,60 @@ def plot_table3(frame: pd.DataFrame):
     ax.set_ylabel("accuracy (section task)")
     ax.set_ylim(0, 1)
     ax.legend(title=None, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return fig
+
+
+def table3_cost(frame: pd.DataFrame) -> str:
+    """The run's measured cost from table3.csv (nothing when it recorded none): the pretraining's GPU-seconds (each
+    member's share of its stack's) and the fine-tunings' seconds (every rate of every run, in their processes)."""
+    gpu = frame[(frame.metric == "pretrain_gpu_seconds")].value
+    fine = frame[(frame.metric == "finetune_seconds")].value
+    if not len(gpu) and not len(fine):
+        return ""
+    parts = [f"pretraining {gpu.sum():,.0f} GPU-seconds" if len(gpu) else "",
+             f"fine-tuning {fine.sum():,.0f} process-seconds over {len(fine)} runs (every rate of each; processes "
+             "share a GPU)" if len(fine) else ""]
+    return " **Cost** (the run's records): " + "; ".join(p for p in parts if p) + "."
+
+
+def table3_curves(results) -> pd.DataFrame:
+    """The pretraining loss curves of Table 3's models (`real_languages.CURVES_CSV` of a results folder; empty when
+    the run recorded none): experiment, seed, metric, step, value."""
+    from pathlib import Path
+
+    from .real_languages import CURVES_CSV
+    path = Path(results) / CURVES_CSV
+    if not path.exists():
+        return pd.DataFrame(columns=["experiment", "seed", "metric", "step", "value"])
+    return pd.read_csv(path, dtype={"experiment": str})
+
+
+def plot_table3_pretraining(curves: pd.DataFrame, frame: pd.DataFrame):
+    """Table 3's pretraining as a picture: each model's MLM loss along its steps (one line per seed), with the unigram
+    entropy of the pieces over the joint vocabulary and given the language (table3.csv) as dashed lines. None when
+    no curve was recorded."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if not len(curves):
+        return None
+    curves = curves.assign(experiment=curves.experiment.astype(str))
+    order = [e for e in TABLE3_ORDER if e in set(curves.experiment)]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    sns.lineplot(data=curves, x="step", y="value", hue="experiment", hue_order=order, units="seed", estimator=None,
+                 lw=1, ax=ax)
+    levels = frame[frame.language == "all"]
+    for metric, label in (("unigram_entropy_joint", "unigram entropy, joint vocabulary"),
+                          ("unigram_entropy", "unigram entropy given the language")):
+        v = levels[levels.metric == metric].value
+        if len(v):
+            ax.axhline(v.mean(), color="grey", ls="--", lw=1)
+            ax.annotate(label, (curves.step.max(), v.mean()), xytext=(0, 3), textcoords="offset points", ha="right",
+                        fontsize=8, color="grey")
+    ax.set_xlabel("pretraining step")
+    ax.set_ylabel("MLM loss (nats)")
+    ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
@@ -394,9 +479,20 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
                 "stay on the training machine), not yet run.")
     else:
         rate = "(1) the fine-tuning recipe, the paper's."
-    return (f"{rate} (2) Far less pretraining: {updates:,} updates of {cfg.batch_size} verses ({cfg.epochs} epochs of "
-            f"the {verses:,} training verses of the three Bibles), against the paper's 140k steps of 256 sequences "
-            f"of Wikipedia. (3) A width of {cfg.model_size().hidden} instead of 768 and a vocabulary of "
+    from .config import load_chapter
+    warmup = load_chapter().training.warmup_steps
+    rows = frame[(frame.language == "all") & (frame.metric.isin(["pretrain_loss", "unigram_entropy"]))]
+    wide = rows.pivot_table(index=["experiment", "seed"], columns="metric", values="value")
+    stuck = []
+    if {"pretrain_loss", "unigram_entropy"} <= set(wide.columns):
+        above = (wide.pretrain_loss > wide.unigram_entropy).groupby(level="experiment").all()
+        stuck = [e for e in TABLE3_ORDER if above.get(e, False)]
+    outcome = (f"; with it, the pretraining of model{'s' if len(stuck) > 1 else ''} {', '.join(stuck)} ended above the "
+               "unigram entropy given the language in every seed (the reading above)" if stuck else "")
+    return (f"{rate} (2) Far less pretraining, at another rate: {updates:,} updates of {cfg.batch_size} verses "
+            f"({cfg.epochs} epochs of the {verses:,} training verses of the three Bibles) at a peak rate of "
+            f"{cfg.model_size().lr:g} after {warmup} warm-up steps (the BERT-small recipe's warm-up), against the "
+            f"paper's 140k steps of 256 sequences of Wikipedia at 1e-4 (§5.1){outcome}. (3) A width of {cfg.model_size().hidden} instead of 768 and a vocabulary of "
             f"{cfg.vocab_size:,} pieces per language instead of 20k. (4) Another task: six-way section "
             "classification of verse pairs stands in for three-way XNLI.")
 

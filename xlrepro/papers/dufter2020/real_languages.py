@@ -54,6 +54,7 @@ N_SPECIAL = len(SPECIAL_TOKENS)  # [PAD] [UNK] [CLS] [SEP] [MASK] take ids 0..4 
 PAD, UNK, CLS, SEP, MASK = range(N_SPECIAL)
 ENGINE = "table3-v1"
 LOSS_EVERY = 50  # pretraining steps between two records of the members' MLM loss
+CURVES_CSV = "table3_pretraining.csv"  # the members' pretraining loss curves, beside table3.csv
 
 
 @dataclass(frozen=True)
@@ -680,10 +681,21 @@ def run_root(smoke: bool) -> Path:
     return runs_dir() / "dufter2020-table3" / ("smoke" if smoke else "lab")
 
 
-def collect(root: Path) -> pd.DataFrame:
+def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) -> pd.DataFrame:
     """table3.csv in the results format: experiment, seed, metric, language, value. Metrics: accuracy, macro_f1 and
     majority per language; finetune_lr, the run's fine-tuning rate, and with a rate grid dev_accuracy@<rate>, each
-    rate's English dev accuracy (language: the source language)."""
+    rate's English dev accuracy (language: the source language); finetune_seconds (all its rates). Of the
+    pretraining (language "all"): pretrain_loss, the final MLM loss (`final_loss`); unigram_entropy and
+    unigram_entropy_joint, the level of a model that learned the pieces' frequencies alone (`unigram_entropies`); and
+    pretrain_gpu_seconds, the member's share of its stack's GPU time (timing.json)."""
+    cfg = cfg or load_config(smoke)
+    curves = pretraining_curves(root)
+    stack_seconds = {}  # member name -> its share of its stack's pretraining seconds
+    for f in sorted(Path(root).glob("stacks/*/timing.json")):
+        members = json.loads((f.parent / "pretrain_loss.json").read_text())["members"]
+        seconds = sum(r["seconds"] for r in json.loads(f.read_text()))
+        stack_seconds.update({name: seconds / len(members) for name in members})
+    levels = {}  # experiment -> (joint, given the language), computed once per experiment
     rows = []
     for f in sorted(Path(root).glob("*/*/*/metrics.json")):
         m = json.loads(f.read_text())
@@ -696,7 +708,64 @@ def collect(root: Path) -> pd.DataFrame:
         row("finetune_lr", source, m["finetune"]["lr"])
         for lr, v in (m.get("lr_selection") or {}).get("dev_accuracy", {}).items():
             row(f"dev_accuracy@{lr}", source, v)
+        row("finetune_seconds", source, m["finetune_seconds"])
+        curve = curves[(curves.experiment == m["experiment"]) & (curves.seed == m["seed"])]
+        if len(curve):
+            row("pretrain_loss", "all", final_loss(curve.value))
+        if m["experiment"] not in levels:
+            levels[m["experiment"]] = unigram_entropies(cfg, table3_experiment(m["experiment"], cfg), smoke, root)
+        row("unigram_entropy", "all", levels[m["experiment"]][1])
+        row("unigram_entropy_joint", "all", levels[m["experiment"]][0])
+        name = f"{m['experiment']}/{m['seed']}"
+        if name in stack_seconds:
+            row("pretrain_gpu_seconds", "all", round(stack_seconds[name], 1))
     return pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"])
+
+
+# A pretraining's final MLM loss: the mean of the last FINAL_LOSS_FRACTION of its records (one every LOSS_EVERY
+# steps), so that no single batch decides it.
+FINAL_LOSS_FRACTION = 0.1
+
+
+def final_loss(losses: Sequence[float]) -> float:
+    """The mean of the last FINAL_LOSS_FRACTION of `losses` (in step order), at least one record."""
+    losses = list(losses)
+    if not losses:
+        raise ValueError("no loss records")
+    return float(np.mean(losses[-max(1, math.ceil(FINAL_LOSS_FRACTION * len(losses))):]))
+
+
+def pretraining_curves(root: Path) -> pd.DataFrame:
+    """Every member's recorded pretraining MLM loss (stacks/*/pretrain_loss.json) in the results format, one row per
+    record, in step order: experiment, seed, metric (mlm_loss), step, value."""
+    rows = []
+    for f in sorted(Path(root).glob("stacks/*/pretrain_loss.json")):
+        record = json.loads(f.read_text())
+        for step, losses in record["loss"].items():
+            for name, loss in zip(record["members"], losses):
+                experiment, seed = name.rsplit("/", 1)
+                rows.append({"experiment": experiment, "seed": int(seed), "metric": "mlm_loss", "step": int(step),
+                             "value": float(loss)})
+    out = pd.DataFrame(rows, columns=["experiment", "seed", "metric", "step", "value"])
+    return out.sort_values(["experiment", "seed", "step"], kind="stable").reset_index(drop=True)
+
+
+def unigram_entropies(cfg: Table3Config, exp: Experiment, smoke: bool = False, root: Path | None = None
+                      ) -> tuple[float, float]:
+    """(joint, given the language): the entropy in nats of the pieces the pretraining predicts (every piece between
+    [CLS] and [SEP] of the training verses) under their unigram distribution over the joint vocabulary, and the
+    languages' own unigram entropies weighted by their shares of the pieces. An MLM loss at the joint value is what
+    a model that learned the pieces' frequencies and nothing else reaches; one below the second uses more than which
+    language a verse is in. (scipy.stats.entropy normalises the counts.)"""
+    from scipy.stats import entropy
+    toks, vocab, _ = load_prepared(cfg, smoke, root)
+    s = pretrain_set(cfg, exp, toks, vocab, smoke, load_chapter().training.max_length)
+    pos = np.arange(s.ids.shape[1])
+    content = (pos >= 1) & (pos[None, :] < (s.lengths - 1)[:, None])  # [N, W], as the pretraining masks
+    pieces, langs = s.ids[content], np.broadcast_to(s.lang[:, None], s.ids.shape)[content]
+    share = np.bincount(langs, minlength=len(cfg.languages)) / len(langs)
+    given = sum(share[li] * entropy(np.bincount(pieces[langs == li])) for li in range(len(cfg.languages)) if share[li])
+    return float(entropy(np.bincount(pieces))), float(given)
 
 
 def _fraction(text: str, option: str) -> tuple[int, int]:
@@ -727,9 +796,10 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     cfg = load_config(a.smoke)
     root = Path(a.root) if a.root else run_root(a.smoke)
-    if a.collect:
+    if a.collect:  # table3.csv there, and the pretraining curves beside it (table3_pretraining.csv)
         from xlrepro.results import write_csv
-        write_csv(collect(root), a.collect)
+        write_csv(collect(root, cfg, a.smoke), a.collect)
+        write_csv(pretraining_curves(root), Path(a.collect).with_name(CURVES_CSV))
         return 0
     prepare(cfg, a.smoke, root)
     if a.prepare:

@@ -186,7 +186,10 @@ PUBLISHED_FILES = {"setup": "runtime", "architecture": "table1", "comparability"
                    "training_dynamics": "fig6", "knn_replace": "fig7"}
 # The other published CSVs a chapter reads beside its frame (`ChapterFrames.results`, and knn_replace's neighbour
 # table, Table 3 and Table 4, which it reads as the runs' chapter does).
-PUBLISHED_ALSO = {"knn_replace": ("table1", "table10", "knn_table", "table3", "table4")}
+PUBLISHED_ALSO = {"knn_replace": ("table1", "table10", "knn_table", "table3", "table3_pretraining", "table4")}
+# Published CSVs that another run than their chapter's wrote: (date, commit the run trained at); Table 3's rate-grid
+# run (`xlrepro train dufter2020 --part table3`, one H200), whose table3.csv was collected from its run folder.
+PUBLISHED_OWN_RUN = {"table3": ("2026-11-28", "ff13a38"), "table3_pretraining": ("2026-11-28", "ff13a38")}
 # The execution of each chapter that read the runs and wrote its published CSVs (its run record): the trained models
 # themselves (runs/dufter2020/lab) are not kept with the book.
 PUBLISHED_RUN = {"setup": ("2026-11-27", "8823996"), "architecture": ("2026-11-27", "8823996"),
@@ -257,10 +260,11 @@ class ChapterFrames:
         """One line on where the chapter's numbers come from (empty for the runs)."""
         if not self.published:
             return ""
-        date, commit = PUBLISHED_RUN[self.chapter]
-        files = ", ".join(f"{n}.csv" for n in (PUBLISHED_FILES[self.chapter], *PUBLISHED_ALSO.get(self.chapter, ())))
-        return (f"Rendered from the published results of {date} (commit {commit}): {files}, nothing trained or "
-                f"loaded from runs/.")
+        runs: dict[tuple[str, str], list[str]] = {}  # (date, commit) -> its files, the chapter's run first
+        for n in (PUBLISHED_FILES[self.chapter], *PUBLISHED_ALSO.get(self.chapter, ())):
+            runs.setdefault(PUBLISHED_OWN_RUN.get(n, PUBLISHED_RUN[self.chapter]), []).append(f"{n}.csv")
+        parts = [f"of {date} (commit {commit}): {', '.join(files)}" for (date, commit), files in runs.items()]
+        return f"Rendered from the published results {'; and '.join(parts)}; nothing trained or loaded from runs/."
 
     def not_rendered(self, what: str, needs: str = "the trained models") -> str:
         """The one line a part that only the runs can draw shows instead, from the published chapter."""
