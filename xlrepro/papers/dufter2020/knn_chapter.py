@@ -432,10 +432,11 @@ def plot_table3_pretraining(curves: pd.DataFrame, frame: pd.DataFrame):
         v = levels[levels.metric == metric].value
         if len(v):
             ax.axhline(v.mean(), color="grey", ls="--", lw=1)
-            ax.annotate(label, (curves.step.max(), v.mean()), xytext=(0, 3), textcoords="offset points", ha="right",
-                        fontsize=8, color="grey")
+            ax.annotate(label, (curves.step.max(), v.mean()), xytext=(0, -3), textcoords="offset points", ha="right",
+                        va="top", fontsize=8, color="grey", bbox=dict(fc="white", ec="none", alpha=0.8, pad=1))
     ax.set_xlabel("pretraining step")
     ax.set_ylabel("MLM loss (nats)")
+    ax.set_title("Table 3's pretraining: MLM loss of each run", fontsize=10)
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
