@@ -171,6 +171,9 @@ def test_knn_replace_renders_from_its_published_csvs(tmp_path):
         "Rendered from the published results of 2026-11-27 (commit 1096fc6): fig7.csv, table1.csv, table10.csv, "
         "knn_table.csv, table4.csv; and of 2026-11-28 (commit ff13a38): table3.csv, table3_pretraining.csv; nothing "
         "trained or loaded from runs/.")
+    assert data.record_notes() == {
+        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit ff13a38), re-rendered; "
+                  "nothing trained", "training devices": "NVIDIA H200 (the published runs)"}
     assert data.results("table1", ["0", "30"])["value"].tolist() == [0.1, 0.3]  # model 1 is not the chapter's
     ten = data.results("table10", ["0", "17", "17-250"], train=False)
     assert ten["experiment"].tolist() == ["0", "0", "17"] and run.pending_experiments() == ["17-250"]

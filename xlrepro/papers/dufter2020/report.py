@@ -260,11 +260,15 @@ class ChapterFrames:
         """One line on where the chapter's numbers come from (empty for the runs)."""
         if not self.published:
             return ""
-        runs: dict[tuple[str, str], list[str]] = {}  # (date, commit) -> its files, the chapter's run first
+        parts = [f"of {date} (commit {commit}): {', '.join(files)}" for (date, commit), files in self._runs().items()]
+        return f"Rendered from the published results {'; and '.join(parts)}; nothing trained or loaded from runs/."
+
+    def _runs(self) -> dict[tuple[str, str], list[str]]:
+        """(date, commit) of each published run the chapter reads -> its files, the chapter's own run first."""
+        runs: dict[tuple[str, str], list[str]] = {}
         for n in (PUBLISHED_FILES[self.chapter], *PUBLISHED_ALSO.get(self.chapter, ())):
             runs.setdefault(PUBLISHED_OWN_RUN.get(n, PUBLISHED_RUN[self.chapter]), []).append(f"{n}.csv")
-        parts = [f"of {date} (commit {commit}): {', '.join(files)}" for (date, commit), files in runs.items()]
-        return f"Rendered from the published results {'; and '.join(parts)}; nothing trained or loaded from runs/."
+        return runs
 
     def not_rendered(self, what: str, needs: str = "the trained models") -> str:
         """The one line a part that only the runs can draw shows instead, from the published chapter."""
@@ -279,9 +283,10 @@ class ChapterFrames:
         """Fields for the run record (`show_run_record`'s `notes`): where the numbers come from."""
         if not self.published:
             return None
-        date, commit = PUBLISHED_RUN[self.chapter]
-        return {"source": f"published results of {date} (commit {commit}), re-rendered; nothing trained",
-                "training devices": f"{PUBLISHED_DEVICE} (the published run)"}
+        runs = self._runs()
+        source = "; ".join(f"{date} (commit {commit})" for date, commit in runs)
+        return {"source": f"published results of {source}, re-rendered; nothing trained",
+                "training devices": f"{PUBLISHED_DEVICE} (the published run{'s' if len(runs) > 1 else ''})"}
 
 
 def not_rendered(chapter: str, what: str, needs: str = "the trained models") -> str:
