@@ -371,6 +371,28 @@ def test_gpu_cost_table_from_hand_made_records(tmp_path):
                     {"a": (64, 12, None), "b": (64, 12, None), "c": (768, 12, None)}, "H200")
 
 
+def test_card_names_keep_the_cards_alone_each_once():
+    assert E._card("NVIDIA H100 80GB HBM3, NVIDIA H200") == "H100, H200"
+    assert E._card("NVIDIA H200 (the published run), NVIDIA H200 (the published runs)") == "H200"
+    assert E._card("") == ""
+
+
+def test_table3_work_sums_the_pretraining_gpu_share_and_the_fine_tunings_worker_time(tmp_path):
+    rows = [("0", 0, "pretrain_gpu_seconds", "all", 90.0), ("0", 42, "pretrain_gpu_seconds", "all", 30.0),
+            ("0", 0, "finetune_seconds", "en", 600.0), ("0", 42, "finetune_seconds", "en", 300.0),
+            ("0", 0, "accuracy", "en", 0.5)]
+    path = tmp_path / "table3.csv"
+    pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"]).to_csv(path, index=False)
+    pre, fine = E.table3_work(path, "H200", (384, 12, 18000))
+    assert (pre.minutes, pre.unit, pre.chapter, pre.shape) == (2.0, "GPU-minutes", "knn_replace", (384, 12, 18000))
+    assert pre.what == "Table 3's pre-training: 2 models (table3.csv)"
+    assert (fine.minutes, fine.unit) == (15.0, "worker-minutes")
+    assert fine.what == "Table 3's fine-tunings: 2 runs, every rate of each (table3.csv)"
+    # a run that recorded neither (before these rows existed): no work
+    pd.DataFrame(rows[-1:], columns=["experiment", "seed", "metric", "language", "value"]).to_csv(path, index=False)
+    assert E.table3_work(path, "H200", None) == []
+
+
 def test_pilot_stack_work_sums_each_pilots_stacks(tmp_path):
     for name, rec in {"stack_a.json": {"members": ["en-es/0", "en-es/1"], "shape": "L12H12d192", "train_seconds": 90,
                                        "device": "NVIDIA H200"},

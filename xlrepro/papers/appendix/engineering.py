@@ -1093,8 +1093,10 @@ def grid_work(runtime: pd.DataFrame, chapters: dict[str, set[str]], shapes: dict
 
 
 def _card(name: str) -> str:
-    """'NVIDIA H100 80GB HBM3, NVIDIA H200' -> 'H100, H200'."""
-    return re.sub(r"NVIDIA\s+(\w+)(\s+\d+GB\s+\w+)?", r"\1", name).strip()
+    """'NVIDIA H100 80GB HBM3, NVIDIA H200 (the published run)' -> 'H100, H200': the cards alone, each once, in
+    their first order (a record's note in brackets dropped)."""
+    cards = re.sub(r"NVIDIA\s+(\w+)(\s+\d+GB\s+\w+)?", r"\1", re.sub(r"\s*\([^)]*\)", "", name))
+    return ", ".join(dict.fromkeys(c.strip() for c in cards.split(",") if c.strip()))
 
 
 def record_work(folder: Path, paper: str) -> list[GpuWork]:
@@ -1161,10 +1163,28 @@ def training_work(path: Path, paper: str, chapter: str, what: str, shape: tuple 
                    _card(str(rec.get("device", ""))), shape)
 
 
+def table3_work(path: Path, card: str, shape: tuple | None) -> list[GpuWork]:
+    """Dufter & Schütze's Table 3 run (its ``table3.csv``): the pre-training's GPU-minutes (each member's share of its
+    stack's GPU time, ``pretrain_gpu_seconds``, summed) and the fine-tunings' worker-minutes (``finetune_seconds``:
+    every rate of every run, in processes that shared a GPU); nothing for a run that recorded neither."""
+    frame = pd.read_csv(path, dtype={"experiment": str})
+    gpu = frame[frame["metric"] == "pretrain_gpu_seconds"]["value"]
+    fine = frame[frame["metric"] == "finetune_seconds"]["value"]
+    out = []
+    if len(gpu):
+        out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's pre-training: {len(gpu)} models ({path.name})",
+                           float(gpu.sum()) / 60, "GPU-minutes", card, shape))
+    if len(fine):
+        out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's fine-tunings: {len(fine)} runs, every rate of "
+                                                        f"each ({path.name})",
+                           float(fine.sum()) / 60, "worker-minutes", card, shape))
+    return out
+
+
 def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None = None,
                        grid_shapes: dict[str, tuple] | None = None, lab_shape: tuple | None = None) -> list[GpuWork]:
     """Every piece of GPU work the published results record, paper by paper: Dufter & Schütze's grid stacks
-    (``dufter2020/runtime.csv``, by chapter and shape), the multilingual lab's mini-mBERT (``multilingual/
+    (``dufter2020/runtime.csv``, by chapter and shape) and its Table 3 run (`table3_work`), the multilingual lab's mini-mBERT (``multilingual/
     mini_mbert_training.json``, which Wu & Dredze's chapters fine-tune), Liu et al.'s pilots (``liu2020/*/pilot.json``)
     and any training record under ``liu2020/``, K et al.'s run records' lines and its scaling pilots' stacks
     (`pilot_stack_work`). By default the grid's chapters and
@@ -1189,6 +1209,14 @@ def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None 
                  for p in (results / "dufter2020").glob("run_record_*.json")} - {"", "none recorded"}
         work += grid_work(pd.read_csv(runtime, dtype={"experiment": str}), grid_chapters, grid_shapes,
                           _card(", ".join(sorted(cards))) or "unrecorded")
+    table3 = results / "dufter2020" / "table3.csv"
+    if table3.exists():
+        from xlrepro.papers.dufter2020.real_languages import load_config
+        from xlrepro.papers.dufter2020.report import PUBLISHED_DEVICE
+        cfg = load_config()
+        size = cfg.model_size()
+        work += table3_work(table3, _card(PUBLISHED_DEVICE),
+                            (size.hidden, size.layers, cfg.vocab_size * len(cfg.languages)))
     lab = results / "multilingual" / "mini_mbert_training.json"
     if lab.exists():
         vocab = json.loads(lab.read_text(encoding="utf-8")).get("vocab_size")
