@@ -282,3 +282,35 @@ def test_a_recipe_table_shows_the_paper_s_numbers_of_its_rows_under_ours():
     t11 = R.with_paper_rows(pd.DataFrame({"es": ["50.0"], "enfake>es": ["60.0"]}, index=["enfake-es"]), "Table 11",
                             ["enfake-es"])
     assert t11.loc["enfake-es, the paper"].tolist() == ["70.9", "57.9"]
+
+
+def test_a_curve_run_s_extra_seed_gets_its_final_point_from_its_own_file_and_stays_out_of_the_tables(
+        tmp_path, monkeypatch):
+    # en-hi: seed 3 (outside the plan's 0-2) trained with snapshots at step 4,000; the tables' seeds 0-2 without
+    from xlrepro.papers.k2020 import bbert
+    from xlrepro.papers.k2020.config import load_plan
+    plan = load_plan()
+    assert 3 not in plan.seeds and pilots.experiments_of(plan, "curve_hi") == ["en-hi", "enfake-hi"]
+    steps = plan.profiles["alltext4x"].pretrain.steps
+
+    class FakeCell:
+        def __init__(self, plan, profile, name, seeds=None):
+            self.dir = tmp_path / name
+
+    monkeypatch.setattr(bbert, "Cell", FakeCell)
+    hi = tmp_path / "en-hi"
+    (hi / "snapshots").mkdir(parents=True)
+    snap = [{**r, "step": 4000} for r in cell_rows("en-hi", "hi", [0, 0, 0, 0.30], [0, 0, 0, 0.3]) if r["seed"] == 3]
+    pd.DataFrame(snap).to_csv(hi / "snapshots" / "results_3_step4000.csv", index=False)
+    last = [r for r in cell_rows("en-hi", "hi", [0, 0, 0, 0.40], [0, 0, 0, 0.4]) if r["seed"] == 3]
+    pd.DataFrame(last).to_csv(hi / "results_3.csv", index=False)
+    # the tables' final results (seeds 0-2, from `publish`): seed 3 is not among them
+    final = pd.DataFrame(cell_rows("en-hi", "hi", [0.2, 0.2, 0.2], [0.2] * 3))
+    curve = pilots.snapshot_results("alltext4x", final)
+    seed3 = curve[(curve["experiment"] == "en-hi") & (curve["seed"] == 3) & (curve["metric"] == "accuracy")
+                  & (curve["language"] == "hi")]
+    assert sorted(zip(seed3["step"], seed3["value"])) == [(4000, 0.30), (steps, 0.40)]
+    # read back as a curve: seed 3 has two points; seeds 0-2 (a final model alone) are no curve
+    curve.to_csv(tmp_path / "pilot_alltext4x_curve.csv", index=False)
+    c = pilots.transfer_curves(tmp_path, profiles=("alltext4x",))
+    assert set(c["seed"]) == {3} and c["target test"].tolist() == pytest.approx([30.0, 40.0])

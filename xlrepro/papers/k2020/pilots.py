@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -65,9 +66,11 @@ def publish(profile: str, results: Path | None = None) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     trained = set(frame["experiment"])
+    curve = snapshot_results(profile, frame)
+    shown = pd.concat([frame, curve], ignore_index=True) if len(curve) else frame  # a curve run's stacks too
     for timing in sorted(R.run_folder(profile).glob("stacks/*/timing.json")):
         record = json.loads(timing.read_text())
-        if all_evaluated(record, frame):
+        if all_evaluated(record, shown):
             atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
     for config in sorted(R.run_folder(profile).glob("*/config.json")):
         name = config.parent.name.rsplit("-", 1)[0].replace("__", "/")  # <cell>-<run key>, "/" written "__"
@@ -75,7 +78,6 @@ def publish(profile: str, results: Path | None = None) -> Path:
             atomic.write_json(folder / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
     with atomic.atomic_path(results / f"pilot_{profile}_corpus.csv") as tmp:
         R.corpus_card(profile).to_csv(tmp, index=False)
-    curve = snapshot_results(profile, frame)
     if not curve.empty:
         with atomic.atomic_path(results / f"pilot_{profile}_curve.csv") as tmp:
             curve.to_csv(tmp, index=False)
@@ -158,17 +160,22 @@ def snapshot_results(profile: str, final: pd.DataFrame) -> pd.DataFrame:
     from .bbert import Cell
     plan = load_plan()
     steps = plan.profiles[profile].pretrain.steps
-    frames = []
+    frames, extra = [], []
     for name in experiments_of(plan, "base"):
         cell = Cell(plan, profile, name)
-        frames += [pd.read_csv(f, dtype={"experiment": str, "language": str})
-                   for f in sorted(cell.dir.glob("snapshots/results_*_step*.csv"))]
+        files = sorted(cell.dir.glob("snapshots/results_*_step*.csv"))
+        frames += [pd.read_csv(f, dtype={"experiment": str, "language": str}) for f in files]
+        # a seed outside the plan's (a curve run, e.g. part curve_hi) is in no table, so not in `final`: its final
+        # model's section results come from its own file
+        seeds = {int(m.group(1)) for f in files if (m := re.fullmatch(r"results_(\d+)_step\d+\.csv", f.name))}
+        extra += [pd.read_csv(cell.dir / f"results_{s}.csv", dtype={"experiment": str, "language": str})
+                  for s in sorted(seeds - set(plan.seeds)) if (cell.dir / f"results_{s}.csv").exists()]
     if not frames:
         return pd.DataFrame()
     snaps = pd.concat(frames, ignore_index=True)
     done = set(snaps["experiment"])
     last = final[final["experiment"].isin(done | {f"majority/{n}" for n in done}) & (final["task"] == "sections")]
-    return pd.concat([snaps, last.assign(step=steps)], ignore_index=True)
+    return pd.concat([snaps, last.assign(step=steps), *[f.assign(step=steps) for f in extra]], ignore_index=True)
 
 
 def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
