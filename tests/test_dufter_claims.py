@@ -86,6 +86,7 @@ def test_every_table3_claim_requires_that_the_models_it_compares_left_the_unigra
         models = {str(s["experiment"]) for s in _selectors(c["test"])}
         assert {f"pretrained_{m}" for m in models} <= {p["name"] for p in c["requires"]}, c["id"]
     for m in ("0", "3", "8", "30"):
+        assert "(declared after the run)" in FILE["preconditions"][f"pretrained_{m}"]["says"]
         t = FILE["preconditions"][f"pretrained_{m}"]["test"]
         assert t["kind"] == "greater" and t["margin"] == 2.0 and t["noise"] == "2se"
         assert t["left"] == {"experiment": m, "metric": "unigram_entropy", "language": "all"}

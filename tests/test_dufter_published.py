@@ -132,6 +132,11 @@ def test_without_failed_drops_the_runs_health_marks_failed_for_that_artifact(tmp
     kept, line = without_failed(frame, tmp_path, "table1")
     assert kept["value"].tolist() == [0.6, 0.4]  # model 3's seed 0 is not model 0's
     assert line.endswith("model 0, seed 0 (diverged: ppl_train 543.0)")
+    # the line names the artifact it speaks of, so that another table of the chapter does not seem covered
+    assert line.startswith("Left out of Table 1's means and figures below")
+    assert without_failed(frame, tmp_path, "fig6")[1].startswith("Left out of Figure 6's means")
+    from xlrepro.health import artifact_label
+    assert artifact_label("table10") == "Table 10's" and artifact_label("linguistic") == "this chapter's"
     same, none = without_failed(frame, tmp_path, "table2")  # not covered there
     assert none is None and len(same) == 3
     untouched, no_record = without_failed(frame, tmp_path / "nowhere", "table1")
@@ -169,10 +174,12 @@ def test_knn_replace_renders_from_its_published_csvs(tmp_path):
     # the chapter's own run first, then the run that wrote Table 3's files (report.PUBLISHED_OWN_RUN)
     assert data.notice() == (
         "Rendered from the published results of 2026-11-27 (commit 1096fc6): fig7.csv, table1.csv, table10.csv, "
-        "knn_table.csv, table4.csv; and of 2026-11-28 (commit ff13a38): table3.csv, table3_pretraining.csv; nothing "
+        "knn_table.csv, table4.csv; and of 2026-11-28 (commit ff13a38, collected at 2250e17): table3.csv, "
+        "table3_pretraining.csv; nothing "
         "trained or loaded from runs/.")
     assert data.record_notes() == {
-        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit ff13a38), re-rendered; "
+        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit ff13a38, collected at "
+                  "2250e17), re-rendered; "
                   "nothing trained", "training devices": "NVIDIA H200 (the published runs)"}
     assert data.results("table1", ["0", "30"])["value"].tolist() == [0.1, 0.3]  # model 1 is not the chapter's
     ten = data.results("table10", ["0", "17", "17-250"], train=False)

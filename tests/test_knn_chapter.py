@@ -222,12 +222,20 @@ class TestDufter2020Table3Pretraining:
         text = knn_chapter.table3_pretraining_text(self.FRAME)
         assert "model 0 7.00 ± 0.28, model 8 2.50 ± 0.71" in text
         assert "7.00 over the joint vocabulary" in text and "6.00 given the language" in text
-        assert "Model 0 ended above the second in every seed" in text
+        # model 0: 7.2 and 6.8, both above 6.0; one of the two (7.2) above the joint 7.0 as well
+        assert "Model 0 ended above the level given the language in every seed (1 of its 2 runs above even the " \
+               "joint level)" in text
         assert "Model 8 fell below it in every seed, by 3.50 nats on average" in text
         # a model with one seed on each side is named in neither sentence
         mixed = pd.concat([self.FRAME, pd.DataFrame(_pretraining_rows("3", 0, 6.5) + _pretraining_rows("3", 1, 5.5))])
         text = knn_chapter.table3_pretraining_text(mixed)
         assert "Model 0 ended above" in text and "Model 8 fell below" in text and "Models" not in text
+        # each run against its own levels: model 3's 6.5 is below its level 7.0, so it is named below, not above
+        own = pd.concat([self.FRAME, pd.DataFrame(_pretraining_rows("3", 0, 6.5, given=7.0, joint=8.0)
+                                                  + _pretraining_rows("3", 1, 6.9, given=7.0, joint=8.0))])
+        text = knn_chapter.table3_pretraining_text(own)
+        assert "Models 8 and 3 fell below it" not in text and "Models 3 and 8 fell below it in every seed, by " \
+            "0.30, 3.50 nats" in text and "6.00 to 7.00 given the language" in text
         # no pretraining rows (a run before they were recorded): nothing said
         assert knn_chapter.table3_pretraining_text(self.FRAME[self.FRAME.language != "all"]) == ""
 
@@ -258,4 +266,6 @@ class TestDufter2020Table3Pretraining:
         text = knn_chapter.table3_causes(self.FRAME, runs)
         assert "at a peak rate of 0.0005 after 50 warm-up steps" in text and "at 1e-4 (§5.1)" in text
         assert "the pretraining of model 0 ended above the unigram entropy given the language in every seed" in text
+        both = pd.concat([self.FRAME, pd.DataFrame(_pretraining_rows("30", 0, 7.5))])
+        assert "the pretraining of models 0 and 30 ended above" in knn_chapter.table3_causes(both, runs)
         assert "ended above" not in knn_chapter.table3_causes(self.FRAME[self.FRAME.language != "all"], runs)

@@ -364,6 +364,42 @@ def test_pretraining_curves_read_every_member_of_every_stack_in_step_order(tmp_p
                                       ["8", 0, "mlm_loss", 100, 5.0]]
 
 
+def _metrics(root, experiment, seed, acc, seconds):
+    import json
+    folder = root / experiment / str(seed) / "k"
+    folder.mkdir(parents=True)
+    langs = ("en", "de", "hi")
+    (folder / "metrics.json").write_text(json.dumps({
+        "experiment": experiment, "seed": seed, "accuracy": {l: acc for l in langs},
+        "macro_f1": {l: acc / 2 for l in langs}, "majority": {l: 0.25 for l in langs}, "finetune": {"lr": 2e-5},
+        "finetune_seconds": seconds}))
+
+
+def test_collect_gives_each_run_its_own_curve_and_share_of_its_stack(tmp_path, monkeypatch):
+    # stack a: 0/42 then 8/0, 100 s in two processes (60 + 40); stack b: 8/42 then 0/0, 30 s
+    _stack(tmp_path / "stacks" / "a", ["0/42", "8/0"], {"50": [7.5, 6.0], "100": [7.4, 5.0]}, [60.0, 40.0])
+    _stack(tmp_path / "stacks" / "b", ["8/42", "0/0"], {"50": [6.5, 7.6], "100": [4.0, 7.3]}, [30.0])
+    for e, s, acc, sec in (("0", 0, 0.3, 10.0), ("0", 42, 0.4, 20.0), ("8", 0, 0.8, 30.0), ("8", 42, 0.9, 40.0)):
+        _metrics(tmp_path, e, s, acc, sec)
+    levels = {"0": (7.0, 6.0), "8": (7.1, 6.1)}
+    monkeypatch.setattr(rl, "unigram_entropies", lambda cfg, exp, smoke=False, root=None: levels[exp.id])
+    df = rl.collect(tmp_path, rl.load_config())
+    got = {(e, s, m): v for e, s, m, v in zip(df.experiment, df.seed, df.metric, df.value) if m in
+           ("pretrain_loss", "pretrain_gpu_seconds", "unigram_entropy", "unigram_entropy_joint", "finetune_seconds")}
+    # 2 records each: the final loss is the last (ceil(0.2) = 1)
+    assert got[("0", 42, "pretrain_loss")] == 7.4 and got[("8", 0, "pretrain_loss")] == 5.0
+    assert got[("8", 42, "pretrain_loss")] == 4.0 and got[("0", 0, "pretrain_loss")] == 7.3
+    assert got[("0", 42, "pretrain_gpu_seconds")] == 50.0 and got[("0", 0, "pretrain_gpu_seconds")] == 15.0
+    assert got[("8", 0, "unigram_entropy")] == 6.1 and got[("0", 0, "unigram_entropy_joint")] == 7.0
+    assert got[("8", 42, "finetune_seconds")] == 40.0
+    # a second pretraining of a run in the same folder (another recipe): refused, naming the run
+    _stack(tmp_path / "stacks" / "c", ["0/0"], {"50": [7.0]}, [5.0])
+    with pytest.raises(ConfigError, match="0/0"):
+        rl.collect(tmp_path, rl.load_config())
+    with pytest.raises(ConfigError, match="two pretraining curves"):
+        rl.pretraining_curves(tmp_path)
+
+
 def test_unigram_entropies_joint_and_given_the_language_on_a_hand_made_corpus(monkeypatch):
     # English verses hold pieces 5 and 6 equally often, German verses piece 7 alone; [CLS]=2, [SEP]=3, pad 0.
     # Content pieces: en 5, 6, 5, 6 and de 7, 7, 7, 7: joint (1/4, 1/4, 1/2) -> 1.5 ln 2; given the language

@@ -186,5 +186,14 @@ def without_failed(frame: pd.DataFrame, folder: str | os.PathLike, artifact: str
     if not drop.any():
         return frame, None
     left = sorted({k for k, d in zip(keys, drop) if d}, key=lambda k: (k[0], k[1]))
-    return frame[~drop], ("Left out of the means and figures below (failed runs, health.csv; the CSV keeps them): "
-                          + "; ".join(f"model {e}, seed {s} ({bad[(e, s)]})" for e, s in left))
+    return frame[~drop], (f"Left out of {artifact_label(artifact)} means and figures below (failed runs, health.csv; "
+                          "the CSV keeps them): " + "; ".join(f"model {e}, seed {s} ({bad[(e, s)]})" for e, s in left))
+
+
+def artifact_label(artifact: str) -> str:
+    """How a sentence names the artifact whose runs it speaks of: "table1" -> "Table 1's", "fig7" -> "Figure 7's",
+    a chapter's name -> "this chapter's" (a chapter may show other runs, e.g. knn_replace's Table 3, which the line
+    must not seem to cover)."""
+    import re
+    m = re.fullmatch(r"(table|fig)(\d+)", artifact)
+    return f"{'Table' if m.group(1) == 'table' else 'Figure'} {m.group(2)}'s" if m else "this chapter's"

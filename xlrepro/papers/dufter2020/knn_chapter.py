@@ -332,29 +332,37 @@ def table3_text(frame: pd.DataFrame, classes: int) -> str:
 
 def table3_pretraining_text(frame: pd.DataFrame) -> str:
     """What the pretraining reached, from table3.csv's rows of language "all" (nothing when the run recorded none):
-    each model's final MLM loss against the unigram entropy of the pieces, joint and given the language."""
+    each model's final MLM loss against its run's unigram entropies of the pieces, joint and given the language. A
+    model is named when every run of it ended on one side of the level given the language."""
     from .real_languages import FINAL_LOSS_FRACTION
     rows = frame[frame.language == "all"]
-    loss = rows[rows.metric == "pretrain_loss"]
-    if not len(loss):
+    if not (rows.metric == "pretrain_loss").any():
         return ""
-    level = float(rows[rows.metric == "unigram_entropy"].value.mean())
-    joint = float(rows[rows.metric == "unigram_entropy_joint"].value.mean())
-    models = [e for e in TABLE3_ORDER if e in set(loss.experiment)] + sorted(set(loss.experiment) - set(TABLE3_ORDER))
-    per = {e: loss[loss.experiment == e].value for e in models}
-    above = [e for e in models if (per[e] > level).all()]
-    below = [e for e in models if (per[e] < level).all()]
-    name = lambda es: f"Model{'s' if len(es) > 1 else ''} {', '.join(es[:-1]) + ' and ' + es[-1] if len(es) > 1 else es[0]}"
+    runs = rows.pivot_table(index=["experiment", "seed"], columns="metric", values="value").reset_index()
+    runs = runs.dropna(subset=["pretrain_loss", "unigram_entropy", "unigram_entropy_joint"])
+    models = [e for e in TABLE3_ORDER if e in set(runs.experiment)] + sorted(set(runs.experiment) - set(TABLE3_ORDER))
+    per = {e: runs[runs.experiment == e] for e in models}
+    above = [e for e in models if (per[e].pretrain_loss > per[e].unigram_entropy).all()]
+    below = [e for e in models if (per[e].pretrain_loss < per[e].unigram_entropy).all()]
+    level = lambda v: f"{v.min():.2f}" if np.isclose(v.min(), v.max()) else f"{v.min():.2f} to {v.max():.2f}"
+    names = lambda es: ", ".join(es[:-1]) + " and " + es[-1] if len(es) > 1 else es[0]
     text = ("**Pretraining.** Final MLM loss (the mean of the last "
             f"{FINAL_LOSS_FRACTION * 100:.0f} % of its records, nats; mean ± std over seeds): "
-            + ", ".join(f"model {e} {_mean_sd(per[e])}" for e in models)
-            + f", against the unigram entropy of the pieces: {joint:.2f} over the joint vocabulary (a model that "
-              f"learned the pieces' frequencies alone) and {level:.2f} given the language. ")
+            + ", ".join(f"model {e} {_mean_sd(per[e].pretrain_loss)}" for e in models)
+            + f", against the unigram entropy of the pieces: {level(runs.unigram_entropy_joint)} over the joint "
+              f"vocabulary (what predicting the pieces' frequencies alone scores) and {level(runs.unigram_entropy)} "
+              "given the language (the frequencies within each language).")
     if above:
-        text += (f"{name(above)} ended above the second in every seed: {'their' if len(above) > 1 else 'its'} "
-                 "predictions do not use even which language a verse is in." + (" " if below else ""))
+        runs_above = pd.concat([per[e] for e in above])
+        joint = int((runs_above.pretrain_loss > runs_above.unigram_entropy_joint).sum())
+        text += (f" Model{'s' if len(above) > 1 else ''} {names(above)} ended above the level given the language in "
+                 f"every seed ({joint} of {'their' if len(above) > 1 else 'its'} {len(runs_above)} runs above even "
+                 "the joint level): no run of "
+                 f"{'theirs' if len(above) > 1 else 'it'} predicts better than the pieces' frequencies within each "
+                 "language would.")
     if below:
-        text += (f"{name(below)} fell below it in every seed, by {', '.join(f'{level - per[e].mean():.2f}' for e in below)} "
+        gaps = ", ".join(f"{(per[e].unigram_entropy - per[e].pretrain_loss).mean():.2f}" for e in below)
+        text += (f" Model{'s' if len(below) > 1 else ''} {names(below)} fell below it in every seed, by {gaps} "
                  "nats on average.")
     return text
 
@@ -488,7 +496,8 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
     if {"pretrain_loss", "unigram_entropy"} <= set(wide.columns):
         above = (wide.pretrain_loss > wide.unigram_entropy).groupby(level="experiment").all()
         stuck = [e for e in TABLE3_ORDER if above.get(e, False)]
-    outcome = (f"; with it, the pretraining of model{'s' if len(stuck) > 1 else ''} {', '.join(stuck)} ended above the "
+    listed = ", ".join(stuck[:-1]) + " and " + stuck[-1] if len(stuck) > 1 else "".join(stuck)
+    outcome = (f"; with it, the pretraining of model{'s' if len(stuck) > 1 else ''} {listed} ended above the "
                "unigram entropy given the language in every seed (the reading above)" if stuck else "")
     return (f"{rate} (2) Far less pretraining, at another rate: {updates:,} updates of {cfg.batch_size} verses "
             f"({cfg.epochs} epochs of the {verses:,} training verses of the three Bibles) at a peak rate of "

@@ -693,6 +693,10 @@ def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) ->
     stack_seconds = {}  # member name -> its share of its stack's pretraining seconds
     for f in sorted(Path(root).glob("stacks/*/timing.json")):
         members = json.loads((f.parent / "pretrain_loss.json").read_text())["members"]
+        twice = sorted(set(members) & set(stack_seconds))
+        if twice:  # two pretrainings of one run (another recipe in the same folder): which one is meant is unknown
+            raise ConfigError(f"{root}: runs {', '.join(twice)} were pretrained in two stacks (the second: "
+                              f"{f.parent.name}); collect from a folder that holds one run of each")
         seconds = sum(r["seconds"] for r in json.loads(f.read_text()))
         stack_seconds.update({name: seconds / len(members) for name in members})
     levels = {}  # experiment -> (joint, given the language), computed once per experiment
@@ -747,6 +751,11 @@ def pretraining_curves(root: Path) -> pd.DataFrame:
                 rows.append({"experiment": experiment, "seed": int(seed), "metric": "mlm_loss", "step": int(step),
                              "value": float(loss)})
     out = pd.DataFrame(rows, columns=["experiment", "seed", "metric", "step", "value"])
+    twice = out[out.duplicated(["experiment", "seed", "step"], keep=False)]
+    if len(twice):  # two pretrainings of one run in the folder: their curves would be mixed
+        names = sorted({f"{e}/{s}" for e, s in zip(twice.experiment, twice.seed)})
+        raise ConfigError(f"{root}: runs {', '.join(names)} have two pretraining curves; collect from a folder that "
+                          "holds one run of each")
     return out.sort_values(["experiment", "seed", "step"], kind="stable").reset_index(drop=True)
 
 
