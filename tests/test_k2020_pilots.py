@@ -314,3 +314,17 @@ def test_a_curve_run_s_extra_seed_gets_its_final_point_from_its_own_file_and_sta
     curve.to_csv(tmp_path / "pilot_alltext4x_curve.csv", index=False)
     c = pilots.transfer_curves(tmp_path, profiles=("alltext4x",))
     assert set(c["seed"]) == {3} and c["target test"].tolist() == pytest.approx([30.0, 40.0])
+
+
+def test_the_base_cells_without_a_curve_are_named_with_the_declared_part_that_adds_one():
+    part, command = pilots.CURVE_PART
+    assert command.startswith(f"xlrepro train k2020 --part {part} ") and "--seeds 3" in command
+    curves = pd.DataFrame({"cell": ["en-es", "enfake-es", "en-ru", "enfake-ru"], "seed": 0, "step": 4000})
+    text = pilots.transfer_missing(curves)
+    assert text.startswith("No learning curve yet for en-hi, enfake-hi: their runs were trained without snapshots")
+    assert "Part `curve_hi`, declared before its run, adds one for en-hi, enfake-hi" in text
+    # en-ru missing too: named, but the part does not cover it
+    text = pilots.transfer_missing(curves[curves["cell"] != "en-ru"])
+    assert "for en-hi, enfake-hi, en-ru:" in text and "adds one for en-hi, enfake-hi (" in text
+    every = pd.DataFrame({"cell": ["en-es", "enfake-es", "en-hi", "enfake-hi", "en-ru", "enfake-ru"]})
+    assert pilots.transfer_missing(every) == ""

@@ -223,6 +223,29 @@ def transfer_reading(curves: pd.DataFrame) -> str:
             f"target's accuracy rose in {gained} of {cells} cells.")
 
 
+# The part that adds a learning curve to base cells trained without snapshots, and its command (experiments.yaml
+# declares it with its extra seed).
+CURVE_PART = ("curve_hi", "xlrepro train k2020 --part curve_hi --profile alltext4x --seeds 3 --compile")
+
+
+def transfer_missing(curves: pd.DataFrame) -> str:
+    """The base cells with no learning curve among `curves`, in words, and the declared part that would add one
+    where it covers them (`CURVE_PART`); empty when every base cell has a curve."""
+    plan = load_plan()
+    have = set(curves["cell"]) if len(curves) else set()
+    missing = [n for n in experiments_of(plan, "base") if n not in have]
+    if not missing:
+        return ""
+    part, command = CURVE_PART
+    covered = [n for n in missing if n in experiments_of(plan, part)]
+    text = (f"No learning curve yet for {', '.join(missing)}: {'its' if len(missing) == 1 else 'their'} runs were "
+            "trained without snapshots, so nothing says whether more steps would move them.")
+    if covered:
+        text += (f" Part `{part}`, declared before its run, adds one for {', '.join(covered)} (an extra seed, in no "
+                 f"table or gate mean): `{command}`.")
+    return text
+
+
 def transfer_figure(curves: pd.DataFrame):
     """One panel per cell: zero-shot accuracy on the target's test pairs (and the source's, thin) against the
     pre-training step at which the encoder was taken, with the majority class dashed."""
