@@ -269,3 +269,18 @@ class TestDufter2020Table3Pretraining:
         both = pd.concat([self.FRAME, pd.DataFrame(_pretraining_rows("30", 0, 7.5))])
         assert "the pretraining of models 0 and 30 ended above" in knn_chapter.table3_causes(both, runs)
         assert "ended above" not in knn_chapter.table3_causes(self.FRAME[self.FRAME.language != "all"], runs)
+
+
+def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_published(tmp_path):
+    from xlrepro.papers.dufter2020.real_languages import load_pilot
+    pilot = load_pilot()
+    text = knn_chapter.table3_pilot_text(tmp_path)
+    assert "declared before its run" in text and "paper-rate: rate 0.0001, the chapter's warm-up" in text
+    assert "long-warmup: rate 0.0005, 295 warm-up steps" in text and text.endswith("--pilot`).")
+    rows = [{"experiment": f"{m}@{v.name}", "seed": 0, "metric": metric, "language": "all", "value": value}
+            for v, loss in zip(pilot.variants, (5.0, 3.0)) for m in pilot.models
+            for metric, value in (("pretrain_loss", loss), ("unigram_entropy", 6.31), ("unigram_entropy_joint", 7.4))]
+    pd.DataFrame(rows).to_csv(tmp_path / "table3_pilot.csv", index=False)
+    text = knn_chapter.table3_pilot_text(tmp_path)
+    assert "paper-rate, model 0: 5.00 against 6.31 (failed)" in text
+    assert "long-warmup, model 30: 3.00 against 6.31 (passed)" in text and text.endswith("Chosen: long-warmup.")

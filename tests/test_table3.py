@@ -418,3 +418,74 @@ def test_unigram_entropies_joint_and_given_the_language_on_a_hand_made_corpus(mo
     # en 5, 6 and de 7 x4: joint (1/6, 1/6, 2/3); given: 2/6 * ln 2
     assert joint == pytest.approx(-(2 / 6) * np.log(1 / 6) - (2 / 3) * np.log(2 / 3))
     assert given == pytest.approx(np.log(2) / 3)
+
+
+PILOT = rl.Table3Pilot(models=("0", "30"), seed=0, margin=2.0, variants=(
+    rl.PilotVariant("paper-rate", 1e-4), rl.PilotVariant("long-warmup", 5e-4, warmup_steps=30)))
+
+
+def _pilot_rows(variant, model, loss, given=6.0):
+    return [{"experiment": f"{model}@{variant}", "seed": 0, "metric": m, "language": "all", "value": v}
+            for m, v in (("pretrain_loss", loss), ("unigram_entropy", given), ("unigram_entropy_joint", given + 1))]
+
+
+def test_the_pilot_is_declared_with_the_paper_s_rate_first_and_checked():
+    declared = rl.load_pilot()
+    assert declared.variants[0].lr == 1e-4 and declared.variants[0].warmup_steps is None
+    assert declared.models == ("0", "30") and declared.margin == 2.0
+    with pytest.raises(ConfigError, match="distinct names"):
+        rl.Table3Pilot(variants=(rl.PilotVariant("a", 1e-4), rl.PilotVariant("a", 2e-4)))
+    with pytest.raises(ConfigError, match="lr > 0"):
+        rl.Table3Pilot(variants=(rl.PilotVariant("a", 0.0),))
+    cfg = rl.pilot_config(rl.load_config(), declared.variants[1])
+    assert cfg.size["lr"] == 5e-4 and cfg.warmup_steps == 295 and cfg.size["hidden"] == rl.load_config().size["hidden"]
+
+
+def test_the_pilot_chooses_the_first_variant_every_model_passes_and_never_one_after_a_variant_not_run():
+    import pandas as pd
+    # paper-rate: model 30 at 4.5 > 6.0 - 2; long-warmup: both at least 2 below
+    results = pd.DataFrame(_pilot_rows("paper-rate", "0", 3.9) + _pilot_rows("paper-rate", "30", 4.5)
+                           + _pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 4.0))
+    gate, chosen = rl.pilot_choice(PILOT, results)
+    assert chosen == "long-warmup"
+    assert gate.values.tolist() == [["paper-rate", "0", 3.9, 6.0, True], ["paper-rate", "30", 4.5, 6.0, False],
+                                    ["long-warmup", "0", 3.0, 6.0, True], ["long-warmup", "30", 4.0, 6.0, True]]
+    # both pass under the paper's rate: it comes first, so it is chosen
+    first = pd.DataFrame(_pilot_rows("paper-rate", "0", 3.0) + _pilot_rows("paper-rate", "30", 3.5)
+                         + _pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 3.0))
+    assert rl.pilot_choice(PILOT, first)[1] == "paper-rate"
+    # the paper's rate not run yet: nothing is chosen, even though the second variant passes
+    later = pd.DataFrame(_pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 3.0))
+    gate, chosen = rl.pilot_choice(PILOT, later)
+    assert chosen is None and gate.empty
+
+
+def test_the_table3_run_keys_stay_as_before_without_a_warmup_of_their_own():
+    cfg = rl.load_config(smoke=True)
+    exp = rl.table3_experiment("0", cfg)
+    assert "warmup_steps" not in rl.member_config(cfg, exp, 0, True)["table3"]
+    longer = rl.pilot_config(cfg, rl.PilotVariant("w", cfg.size["lr"], warmup_steps=7))
+    assert rl.member_config(longer, exp, 0, True)["table3"]["warmup_steps"] == 7
+
+
+@pytest.mark.slow
+def test_a_tiny_pilot_pretrains_each_variant_in_its_own_folder_with_its_warmup(tmp_path, monkeypatch):
+    import pandas as pd
+    from xlrepro.engine import pretrain
+    root = tmp_path / "run"
+    seen = []
+    new_stack = pretrain.new_stack
+    monkeypatch.setattr(pretrain, "new_stack", lambda models, optim, *a, **k: seen.append(
+        (optim.lr, optim.warmup_steps)) or new_stack(models, optim, *a, **k))
+    cfg = rl.load_config(smoke=True)
+    assert rl.run_pilot(PILOT, cfg, root, "cpu", smoke=True, progress=False)
+    chapter_warmup = rl.load_chapter().training.warmup_steps
+    assert seen == [(1e-4, chapter_warmup), (5e-4, 30)]
+    results, curves = rl.collect_pilot(PILOT, cfg, root, smoke=True)
+    assert sorted(set(results.experiment)) == ["0@long-warmup", "0@paper-rate", "30@long-warmup", "30@paper-rate"]
+    assert set(curves.experiment) == set(results.experiment)
+    # the Table 3 run's own folder holds no pilot stack, so its collect is not disturbed
+    assert not (root / "stacks").exists()
+    assert rl.run_pilot(PILOT, cfg, root, "cpu", smoke=True, progress=False)  # done: nothing trains again
+    assert len(seen) == 2
+    assert isinstance(rl.pilot_choice(PILOT, results)[0], pd.DataFrame)

@@ -94,6 +94,8 @@ class ChapterFile:
                                                metadata={"help": "table name -> model IDs, in the paper's order"})
     table3: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "§5.1, Table 3 on real languages: `real_languages.Table3Config` fields (checked there)"})
+    table3_pilot: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": "Table 3's pretraining pilot: `real_languages.Table3Pilot` fields (checked there)"})
 
 
 @dataclass(frozen=True)

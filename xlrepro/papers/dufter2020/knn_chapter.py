@@ -408,6 +408,30 @@ def table3_cost(frame: pd.DataFrame) -> str:
     return " **Cost** (the run's records): " + "; ".join(p for p in parts if p) + "."
 
 
+def table3_pilot_text(results) -> str:
+    """The declared pilot of Table 3's pretraining (`real_languages.Table3Pilot`) in words: its variants and rule,
+    and, once ``table3_pilot.csv`` is in `results`, each variant's gate and the chosen one; else that it has not run."""
+    from pathlib import Path
+
+    from .real_languages import load_pilot, pilot_choice
+    pilot = load_pilot()
+    variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
+                                                          is not None else "the chapter's warm-up")
+                         for v in pilot.variants)
+    text = (f"**Next: a pilot of the pretraining**, declared before its run (experiments.yaml, `table3_pilot`): "
+            f"model{'s' if len(pilot.models) > 1 else ''} {', '.join(pilot.models)}, seed {pilot.seed}, pretrained "
+            f"under each variant in turn ({variants}); the first under which every model's final MLM loss is at "
+            f"least {pilot.margin:g} nats below the unigram entropy given the language becomes Table 3's "
+            "pretraining recipe for its next run. ")
+    path = Path(results) / "table3_pilot.csv"
+    if not path.exists():
+        return text + "It has not run yet (`python -m xlrepro.papers.dufter2020.real_languages --pilot`)."
+    gate, chosen = pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str}))
+    done = "; ".join(f"{r.variant}, model {r.model}: {r.loss:.2f} against {r.level:.2f} "
+                     f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
+    return text + f"Its gate: {done or 'no variant finished'}. Chosen: {chosen or 'none yet'}."
+
+
 def table3_curves(results) -> pd.DataFrame:
     """The pretraining loss curves of Table 3's models (`real_languages.CURVES_CSV` of a results folder; empty when
     the run recorded none): experiment, seed, metric, step, value."""

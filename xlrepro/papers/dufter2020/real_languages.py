@@ -55,6 +55,7 @@ PAD, UNK, CLS, SEP, MASK = range(N_SPECIAL)
 ENGINE = "table3-v1"
 LOSS_EVERY = 50  # pretraining steps between two records of the members' MLM loss
 CURVES_CSV = "table3_pretraining.csv"  # the members' pretraining loss curves, beside table3.csv
+PILOT_CURVES_CSV = "table3_pilot_curves.csv"  # the pilot's curves, beside table3_pilot.csv
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,12 @@ class Table3Config:
                 "shuffled order cut into mega-batches of 50 batches, each sorted by length), so that far less of a "
                 "batch is padding; changes the data order, hence part of the run's key"})
     finetune: FinetuneRecipe = field(default_factory=FinetuneRecipe, metadata={"help": "fine-tuning recipe"})
+    warmup_steps: int | None = field(default=None, metadata={
+        "help": "pretraining warm-up steps (None: the chapter's training.warmup_steps)"})
 
     def __post_init__(self):
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ConfigError(f"warmup_steps must be 0 or more (or None); got {self.warmup_steps}")
         if self.inv_order_language not in self.languages[1:]:
             raise ConfigError(f"inv_order_language must be a target language {list(self.languages[1:])}; "
                               f"got {self.inv_order_language!r}")
@@ -254,8 +259,11 @@ def pretrain_set(cfg: Table3Config, exp: Experiment, toks: dict, vocab: Vocabula
 
 def member_config(cfg: Table3Config, exp: Experiment, seed: int, smoke: bool) -> dict:
     training = asdict(load_chapter().training)
+    table3 = asdict(cfg)
+    if table3["warmup_steps"] is None:  # the chapter's warm-up: keys as before the field existed
+        del table3["warmup_steps"]
     return {"chapter": "dufter2020-table3", "engine": ENGINE, "smoke": smoke, "experiment": exp.key_fields(),
-            "table3": asdict(cfg), "training": training, "seed": seed}
+            "table3": table3, "training": training, "seed": seed}
 
 
 def epoch_order(lengths: np.ndarray, seed: int, epoch: int, batch_size: int, group_by_length: bool) -> np.ndarray:
@@ -273,9 +281,10 @@ def epoch_order(lengths: np.ndarray, seed: int, epoch: int, batch_size: int, gro
 # ------------------------------------------------------------------ one stack: pretrain, fine-tune, evaluate
 class Table3Stack:
     def __init__(self, cfg: Table3Config, members: list[tuple[str, int]], root: Path, device: str = "cpu",
-                 smoke: bool = False, compile: str | None = None, graphs: bool = True):
+                 smoke: bool = False, compile: str | None = None, graphs: bool = True, prepared: Path | None = None):
         """compile ("regional" or None) and graphs (CUDA graphs, one per padded width) are speed switches of the
-        pretraining stack (`ModelStack`): they change no number beyond floating-point rounding, so no run key."""
+        pretraining stack (`ModelStack`): they change no number beyond floating-point rounding, so no run key.
+        `prepared`: the folder whose prepared tokenizers and knn table the stack reads (default `root`)."""
         self.cfg, self.root, self.smoke = cfg, Path(root), smoke
         self.device = torch.device(device)
         self.compile, self.graphs = compile, graphs and self.device.type == "cuda"
@@ -283,7 +292,7 @@ class Table3Stack:
         self.max_length = self.train_cfg.max_length
         self.members = [(table3_experiment(e, cfg), s) for e, s in members]
         self.configs = [member_config(cfg, e, s, smoke) for e, s in self.members]
-        self.toks, self.vocab, self.neighbours = load_prepared(cfg, smoke, self.root)
+        self.toks, self.vocab, self.neighbours = load_prepared(cfg, smoke, Path(prepared or self.root))
         self.sets = {e.id: pretrain_set(cfg, e, self.toks, self.vocab, smoke, self.max_length) for e, _ in self.members}
         self.folder = self.root / "stacks" / run_key({"members": [run_key(c) for c in self.configs]})
 
@@ -345,7 +354,8 @@ class Table3Stack:
         n = len(next(iter(self.sets.values())))
         steps_per_epoch = n // self.cfg.batch_size
         total = steps_per_epoch * self.cfg.epochs
-        optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=tc.warmup_steps,
+        warmup = tc.warmup_steps if self.cfg.warmup_steps is None else self.cfg.warmup_steps
+        optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=warmup,
                             total_steps=total, max_grad_norm=tc.max_grad_norm)
         stack = new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
                           rows=torch.arange(self.cfg.batch_size), compile=self.compile, graphs=self.graphs,
@@ -518,6 +528,109 @@ class Table3Stack:
                 "experiment": e.id, "seed": s, **metrics, "device": self._device_name(),
                 "vocabularies": {l: vocab_fingerprint(t) for l, t in self.toks.items()}})
         return True
+
+
+@dataclass(frozen=True)
+class PilotVariant:
+    name: str = field(metadata={"help": "the variant's name (its run folder: <run folder>/pilot/<name>)"})
+    lr: float = field(metadata={"help": "peak pretraining learning rate"})
+    warmup_steps: int | None = field(default=None, metadata={
+        "help": "pretraining warm-up steps (None: the chapter's training.warmup_steps)"})
+
+
+@dataclass(frozen=True)
+class Table3Pilot:
+    """Table 3's pretraining pilot: the models pretrained (one seed) under each variant of the pretraining recipe,
+    in the declared order; the first variant under which every model passes the gate (final MLM loss `margin` nats
+    below the unigram entropy of the pieces given the language) is the recipe of Table 3's next run."""
+    models: tuple[str, ...] = field(default=("0", "30"), metadata={"help": "Table 3's model IDs to pretrain"})
+    seed: int = field(default=0, metadata={"help": "the one seed"})
+    margin: float = field(default=2.0, metadata={"help": "nats below the unigram entropy given the language"})
+    variants: tuple[PilotVariant, ...] = field(default=(), metadata={"help": "the recipes tried, in order"})
+
+    def __post_init__(self):
+        names = [v.name for v in self.variants]
+        if not names or len(set(names)) != len(names):
+            raise ConfigError(f"the pilot needs variants with distinct names; got {names}")
+        if any(v.lr <= 0 or (v.warmup_steps is not None and v.warmup_steps < 0) for v in self.variants):
+            raise ConfigError("every pilot variant needs lr > 0 and warmup_steps >= 0 (or none)")
+
+
+def load_pilot() -> Table3Pilot:
+    raw = load_yaml("xlrepro.papers.dufter2020", ChapterFile).table3_pilot
+    return from_dict(Table3Pilot, raw, "dufter2020/experiments.yaml.table3_pilot")
+
+
+def pilot_config(cfg: Table3Config, variant: PilotVariant) -> Table3Config:
+    """Table 3's configuration with the variant's pretraining rate and warm-up."""
+    return replace(cfg, size={**cfg.size, "lr": variant.lr}, warmup_steps=variant.warmup_steps)
+
+
+def pilot_root(root: Path, variant: PilotVariant) -> Path:
+    return Path(root) / "pilot" / variant.name
+
+
+def run_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, device: str = "cpu", smoke: bool = False,
+              time_limit: float | None = None, compile: str | None = None, graphs: bool = True,
+              progress: bool = True) -> bool:
+    """Pretrain the pilot's models under each variant, one stack per variant, one after the other (resumable: each
+    stack checkpoints, a finished one is skipped). Each variant has its own folder (`pilot_root`) and shares the
+    run folder's prepared tokenizers and knn table. True when every variant is done."""
+    from xlrepro.engine.queue import launched_at
+    t0 = launched_at()
+    for v in pilot.variants:
+        left = None if time_limit is None else time_limit - (time.time() - t0)
+        if left is not None and left <= 0:
+            return False
+        stack = Table3Stack(pilot_config(cfg, v), [(m, pilot.seed) for m in pilot.models], pilot_root(root, v),
+                            device, smoke, compile=compile, graphs=graphs, prepared=root)
+        if not stack.run(left, progress, pretrain_only=True):
+            return False
+    return True
+
+
+def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool = False
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, curves) of the pilot's pretrained variants in the results format, experiment "<model>@<variant>":
+    pretrain_loss (`final_loss`), unigram_entropy and unigram_entropy_joint (language "all"); the curves as
+    `pretraining_curves`. A variant not pretrained yet has no rows."""
+    rows, curves, levels = [], [], {}
+    for v in pilot.variants:
+        c = pretraining_curves(pilot_root(root, v))
+        if not len(c):
+            continue
+        curves.append(c.assign(experiment=c.experiment + "@" + v.name))
+        for (e, seed), g in c.groupby(["experiment", "seed"], sort=False):
+            if e not in levels:
+                levels[e] = unigram_entropies(cfg, table3_experiment(e, cfg), smoke, root)
+            for metric, value in (("pretrain_loss", final_loss(g.value)), ("unigram_entropy", levels[e][1]),
+                                  ("unigram_entropy_joint", levels[e][0])):
+                rows.append({"experiment": f"{e}@{v.name}", "seed": int(seed), "metric": metric, "language": "all",
+                             "value": value})
+    columns = ["experiment", "seed", "metric", "step", "value"]
+    return (pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"]),
+            pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=columns))
+
+
+def pilot_choice(pilot: Table3Pilot, results: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The gate per model and variant (variant, model, loss, level, passed: loss at least `margin` below the level
+    given the language) and the chosen variant: the first, in the declared order, whose every model passed (None:
+    none did, or the first that might still pass is not run yet, so nothing is chosen before it is)."""
+    wide = results.pivot_table(index="experiment", columns="metric", values="value")
+    rows, chosen = [], None
+    for v in pilot.variants:
+        names = [f"{m}@{v.name}" for m in pilot.models]
+        if not set(names) <= set(wide.index):
+            break  # not run yet: a later variant is not chosen over it
+        ok = []
+        for m, n in zip(pilot.models, names):
+            loss, level = float(wide.loc[n, "pretrain_loss"]), float(wide.loc[n, "unigram_entropy"])
+            ok.append(loss <= level - pilot.margin)
+            rows.append({"variant": v.name, "model": m, "loss": loss, "level": level, "passed": ok[-1]})
+        if all(ok):
+            chosen = v.name
+            break
+    return pd.DataFrame(rows, columns=["variant", "model", "loss", "level", "passed"]), chosen
 
 
 def members_of(cfg: Table3Config) -> list[tuple[str, int]]:
@@ -802,6 +915,12 @@ def main(argv=None) -> int:
                         "must be pretrained first)")
     p.add_argument("--root", default=None, help="run folder (default runs/dufter2020-table3/<lab|smoke>)")
     p.add_argument("--collect", default=None, help="write table3.csv from the run folder to this path and exit")
+    p.add_argument("--pilot", action="store_true",
+                   help="pretrain the declared pilot (experiments.yaml `table3_pilot`) instead: its models under each "
+                        "variant of the pretraining recipe, one stack per variant (resumable)")
+    p.add_argument("--collect-pilot", default=None,
+                   help="write the pilot's results (table3_pilot.csv) to this path, its curves beside it "
+                        "(table3_pilot_curves.csv), print the gate and the chosen variant, and exit")
     a = p.parse_args(argv)
     cfg = load_config(a.smoke)
     root = Path(a.root) if a.root else run_root(a.smoke)
@@ -810,9 +929,25 @@ def main(argv=None) -> int:
         write_csv(collect(root, cfg, a.smoke), a.collect)
         write_csv(pretraining_curves(root), Path(a.collect).with_name(CURVES_CSV))
         return 0
+    if a.collect_pilot:
+        from xlrepro.results import write_csv
+        pilot = load_pilot()
+        results, curves = collect_pilot(pilot, cfg, root, a.smoke)
+        write_csv(results, a.collect_pilot)
+        write_csv(curves, Path(a.collect_pilot).with_name(PILOT_CURVES_CSV))
+        gate, chosen = pilot_choice(pilot, results)
+        print(gate.to_string(index=False))
+        print(f"chosen variant: {chosen or 'none yet'}")
+        return 0
     prepare(cfg, a.smoke, root)
     if a.prepare:
         return 0
+    if a.pilot:
+        compile = a.compile or ("regional" if torch.device(a.device).type == "cuda" else "none")
+        done = run_pilot(load_pilot(), cfg, root, a.device, a.smoke, a.time_limit,
+                         compile=None if compile == "none" else compile, graphs=not a.no_graphs)
+        print(json.dumps({"pilot": True, "done": done}))
+        return 0 if done else 3
     k, n = _fraction(a.shard, "--shard")
     part = _fraction(a.finetune_part, "--finetune-part")
     if a.pretrain_only and part != (0, 1):
