@@ -413,13 +413,17 @@ def table3_pilot_text(results) -> str:
     and, once ``table3_pilot.csv`` is in `results`, each variant's gate and the chosen one; else that it has not run."""
     from pathlib import Path
 
+    from .config import load_chapter
     from .real_languages import load_pilot, pilot_choice
     pilot = load_pilot()
+    warmup = load_chapter().training.warmup_steps
     variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
-                                                          is not None else "the chapter's warm-up")
+                                                          is not None else f"the chapter's {warmup} warm-up steps")
                          for v in pilot.variants)
+    ms = list(pilot.models)
+    models = ", ".join(ms[:-1]) + " and " + ms[-1] if len(ms) > 1 else ms[0]
     text = (f"**Next: a pilot of the pretraining**, declared before its run (experiments.yaml, `table3_pilot`): "
-            f"model{'s' if len(pilot.models) > 1 else ''} {', '.join(pilot.models)}, seed {pilot.seed}, pretrained "
+            f"model{'s' if len(ms) > 1 else ''} {models}, seed {pilot.seed}, pretrained "
             f"under each variant in turn ({variants}); the first under which every model's final MLM loss is at "
             f"least {pilot.margin:g} nats below the unigram entropy given the language becomes Table 3's "
             "pretraining recipe for its next run. ")
