@@ -317,14 +317,39 @@ def test_a_curve_run_s_extra_seed_gets_its_final_point_from_its_own_file_and_sta
 
 
 def test_the_base_cells_without_a_curve_are_named_with_the_declared_part_that_adds_one():
-    part, command = pilots.CURVE_PART
+    part, command, declared = pilots.CURVE_PART
     assert command.startswith(f"xlrepro train k2020 --part {part} ") and "--seeds 3" in command
     curves = pd.DataFrame({"cell": ["en-es", "enfake-es", "en-ru", "enfake-ru"], "seed": 0, "step": 4000})
     text = pilots.transfer_missing(curves)
-    assert text.startswith("No learning curve yet for en-hi, enfake-hi: their runs were trained without snapshots")
-    assert "Part `curve_hi`, declared before its run, adds one for en-hi, enfake-hi" in text
+    assert text.startswith("No learning curve is published for en-hi, enfake-hi: no snapshot of their runs was "
+                           "evaluated")
+    assert f"Part `curve_hi`, declared before its run (commit {declared}), adds one for en-hi, enfake-hi" in text
     # en-ru missing too: named, but the part does not cover it
     text = pilots.transfer_missing(curves[curves["cell"] != "en-ru"])
     assert "for en-hi, enfake-hi, en-ru:" in text and "adds one for en-hi, enfake-hi (" in text
     every = pd.DataFrame({"cell": ["en-es", "enfake-es", "en-hi", "enfake-hi", "en-ru", "enfake-ru"]})
     assert pilots.transfer_missing(every) == ""
+
+
+def test_the_tables_collect_the_plan_s_seeds_only_so_a_curve_run_s_extra_seed_stays_out(monkeypatch):
+    # every seed 0-3 of en-hi evaluated (seed 3: a curve_hi run): the chapters' results read seeds 0-2
+    from xlrepro.papers.k2020 import report as R
+    from xlrepro.papers.k2020.config import load_plan
+    plan = load_plan()
+
+    class FakeCell:
+        def __init__(self, plan_, profile, name, seeds=None):
+            self.name, self.seeds = name, list(plan.seeds if seeds is None else seeds)
+
+        def evaluated(self, seed):
+            return seed in (0, 1, 2, 3)
+
+        def evaluate_seed(self, seed):
+            return pd.DataFrame([row(self.name, seed, "hi", "accuracy", 0.3)])
+
+        def majority(self):
+            return pd.DataFrame([row(f"majority/{self.name}", -1, "hi", "accuracy", 0.25)])
+
+    monkeypatch.setattr(R, "Cell", FakeCell)
+    frame = R.collect(["en-hi"], "alltext4x")
+    assert sorted(frame[frame["experiment"] == "en-hi"]["seed"]) == [0, 1, 2]

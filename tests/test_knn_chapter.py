@@ -278,6 +278,7 @@ def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_publish
     assert "declared before its run" in text and "paper-rate: rate 0.0001, the chapter's 50 warm-up steps" in text
     assert "models 0 and 30, seed 0" in text
     assert "long-warmup: rate 0.0005, 295 warm-up steps" in text and text.endswith("--pilot`).")
+    assert "No results of it are published yet" in text and "commit fcf35c1" in text
     rows = [{"experiment": f"{m}@{v.name}", "seed": 0, "metric": metric, "language": "all", "value": value}
             for v, loss in zip(pilot.variants, (5.0, 3.0)) for m in pilot.models
             for metric, value in (("pretrain_loss", loss), ("unigram_entropy", 6.31), ("unigram_entropy_joint", 7.4))]
@@ -285,3 +286,9 @@ def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_publish
     text = knn_chapter.table3_pilot_text(tmp_path)
     assert "paper-rate, model 0: 5.00 against 6.31 (failed)" in text
     assert "long-warmup, model 30: 3.00 against 6.31 (passed)" in text and text.endswith("Chosen: long-warmup.")
+    # none passed: the chapter says what follows
+    frame = pd.read_csv(tmp_path / "table3_pilot.csv")
+    frame.loc[frame.metric == "pretrain_loss", "value"] = 5.0
+    frame.to_csv(tmp_path / "table3_pilot.csv", index=False)
+    assert knn_chapter.table3_pilot_text(tmp_path).endswith(
+        "No variant passed: Table 3 stays inconclusive, its pretraining at the unigram level.")

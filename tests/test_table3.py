@@ -437,6 +437,13 @@ def test_the_pilot_is_declared_with_the_paper_s_rate_first_and_checked():
         rl.Table3Pilot(variants=(rl.PilotVariant("a", 1e-4), rl.PilotVariant("a", 2e-4)))
     with pytest.raises(ConfigError, match="lr > 0"):
         rl.Table3Pilot(variants=(rl.PilotVariant("a", 0.0),))
+    with pytest.raises(ConfigError, match="folder names"):
+        rl.Table3Pilot(variants=(rl.PilotVariant("../x", 1e-4),))
+    # the longer warm-up is a tenth of the pretraining's steps
+    from xlrepro.data.multilingual import load_verses
+    cfg = rl.load_config()
+    steps = cfg.epochs * (sum(len(load_verses(l, "train")) for l in cfg.languages) // cfg.batch_size)
+    assert declared.variants[1].warmup_steps == round(steps / 10)
     cfg = rl.pilot_config(rl.load_config(), declared.variants[1])
     assert cfg.size["lr"] == 5e-4 and cfg.warmup_steps == 295 and cfg.size["hidden"] == rl.load_config().size["hidden"]
 
@@ -446,21 +453,34 @@ def test_the_pilot_chooses_the_first_variant_every_model_passes_and_never_one_af
     # paper-rate: model 30 at 4.5 > 6.0 - 2; long-warmup: both at least 2 below
     results = pd.DataFrame(_pilot_rows("paper-rate", "0", 3.9) + _pilot_rows("paper-rate", "30", 4.5)
                            + _pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 4.0))
-    gate, chosen = rl.pilot_choice(PILOT, results)
-    assert chosen == "long-warmup"
+    gate, chosen, outcome = rl.pilot_choice(PILOT, results)
+    assert (chosen, outcome) == ("long-warmup", rl.PILOT_CHOSEN)
     assert gate.values.tolist() == [["paper-rate", "0", 3.9, 6.0, True], ["paper-rate", "30", 4.5, 6.0, False],
                                     ["long-warmup", "0", 3.0, 6.0, True], ["long-warmup", "30", 4.0, 6.0, True]]
     # both pass under the paper's rate: it comes first, so it is chosen
     first = pd.DataFrame(_pilot_rows("paper-rate", "0", 3.0) + _pilot_rows("paper-rate", "30", 3.5)
                          + _pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 3.0))
-    assert rl.pilot_choice(PILOT, first)[1] == "paper-rate"
+    assert rl.pilot_choice(PILOT, first)[1:] == ("paper-rate", rl.PILOT_CHOSEN)
+    # exactly 2 nats below passes (loss 4.0 against 6.0)
+    edge = pd.DataFrame(_pilot_rows("paper-rate", "0", 4.0) + _pilot_rows("paper-rate", "30", 4.0))
+    assert rl.pilot_choice(PILOT, edge)[1] == "paper-rate"
     # the paper's rate not run yet: nothing is chosen, even though the second variant passes
     later = pd.DataFrame(_pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 3.0))
-    gate, chosen = rl.pilot_choice(PILOT, later)
-    assert chosen is None and gate.empty
+    gate, chosen, outcome = rl.pilot_choice(PILOT, later)
+    assert chosen is None and gate.empty and outcome == rl.PILOT_NOT_RUN
+    # every variant judged and none passed: said so, not "not run"
+    failed = pd.DataFrame(_pilot_rows("paper-rate", "0", 5.0) + _pilot_rows("paper-rate", "30", 3.0)
+                          + _pilot_rows("long-warmup", "0", 3.0) + _pilot_rows("long-warmup", "30", 4.5))
+    gate, chosen, outcome = rl.pilot_choice(PILOT, failed)
+    assert chosen is None and outcome == rl.PILOT_NONE_PASSED and gate.passed.tolist() == [False, True, True, False]
+    assert rl.pilot_choice(PILOT, failed.iloc[:0])[2] == rl.PILOT_NOT_RUN
 
 
 def test_the_table3_run_keys_stay_as_before_without_a_warmup_of_their_own():
+    from xlrepro.runkeys import run_key
+    # model 0, seed 42 of the published run (its folder runs/dufter2020-table3/lab/0/42/<key>)
+    lab = rl.load_config()
+    assert run_key(rl.member_config(lab, rl.table3_experiment("0", lab), 42, False)) == "407f75e9366a0089"
     cfg = rl.load_config(smoke=True)
     exp = rl.table3_experiment("0", cfg)
     assert "warmup_steps" not in rl.member_config(cfg, exp, 0, True)["table3"]
@@ -488,4 +508,9 @@ def test_a_tiny_pilot_pretrains_each_variant_in_its_own_folder_with_its_warmup(t
     assert not (root / "stacks").exists()
     assert rl.run_pilot(PILOT, cfg, root, "cpu", smoke=True, progress=False)  # done: nothing trains again
     assert len(seen) == 2
-    assert isinstance(rl.pilot_choice(PILOT, results)[0], pd.DataFrame)
+    # a variant whose stack has not finished (a checkpoint left, as a stopped run leaves it) is not judged
+    folder = rl.pilot_finished(PILOT, cfg, root, PILOT.variants[0], smoke=True)
+    (folder / "checkpoint.pt").write_bytes(b"")
+    results, _ = rl.collect_pilot(PILOT, cfg, root, smoke=True)
+    assert sorted(set(results.experiment)) == ["0@long-warmup", "30@long-warmup"]
+    assert rl.pilot_choice(PILOT, results)[2] == rl.PILOT_NOT_RUN

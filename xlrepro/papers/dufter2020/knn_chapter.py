@@ -414,7 +414,7 @@ def table3_pilot_text(results) -> str:
     from pathlib import Path
 
     from .config import load_chapter
-    from .real_languages import load_pilot, pilot_choice
+    from .real_languages import PILOT_CHOSEN, PILOT_DECLARED_AT, PILOT_NONE_PASSED, load_pilot, pilot_choice
     pilot = load_pilot()
     warmup = load_chapter().training.warmup_steps
     variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
@@ -422,18 +422,25 @@ def table3_pilot_text(results) -> str:
                          for v in pilot.variants)
     ms = list(pilot.models)
     models = ", ".join(ms[:-1]) + " and " + ms[-1] if len(ms) > 1 else ms[0]
-    text = (f"**Next: a pilot of the pretraining**, declared before its run (experiments.yaml, `table3_pilot`): "
+    text = (f"**Next: a pilot of the pretraining**, declared before its run (experiments.yaml, `table3_pilot`, commit "
+            f"{PILOT_DECLARED_AT}): "
             f"model{'s' if len(ms) > 1 else ''} {models}, seed {pilot.seed}, pretrained "
             f"under each variant in turn ({variants}); the first under which every model's final MLM loss is at "
             f"least {pilot.margin:g} nats below the unigram entropy given the language becomes Table 3's "
             "pretraining recipe for its next run. ")
     path = Path(results) / "table3_pilot.csv"
     if not path.exists():
-        return text + "It has not run yet (`python -m xlrepro.papers.dufter2020.real_languages --pilot`)."
-    gate, chosen = pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str}))
+        return text + ("No results of it are published yet (`python -m xlrepro.papers.dufter2020.real_languages "
+                       "--pilot`).")
+    gate, chosen, outcome = pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str}))
     done = "; ".join(f"{r.variant}, model {r.model}: {r.loss:.2f} against {r.level:.2f} "
                      f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
-    return text + f"Its gate: {done or 'no variant finished'}. Chosen: {chosen or 'none yet'}."
+    text += f"Its gate: {done or 'no variant finished'}. "
+    if outcome == PILOT_CHOSEN:
+        return text + f"Chosen: {chosen}."
+    if outcome == PILOT_NONE_PASSED:
+        return text + "No variant passed: Table 3 stays inconclusive, its pretraining at the unigram level."
+    return text + "Nothing is chosen yet: a variant that might pass has no results yet."
 
 
 def table3_curves(results) -> pd.DataFrame:
@@ -517,7 +524,9 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
     else:
         rate = "(1) the fine-tuning recipe, the paper's."
     from .config import load_chapter
-    warmup = load_chapter().training.warmup_steps
+    chapter_warmup = load_chapter().training.warmup_steps
+    warmup = (f"{chapter_warmup} warm-up steps (the BERT-small recipe's warm-up)" if cfg.warmup_steps is None
+              else f"{cfg.warmup_steps} warm-up steps")
     rows = frame[(frame.language == "all") & (frame.metric.isin(["pretrain_loss", "unigram_entropy"]))]
     wide = rows.pivot_table(index=["experiment", "seed"], columns="metric", values="value")
     stuck = []
@@ -529,7 +538,7 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
                "unigram entropy given the language in every seed (the reading above)" if stuck else "")
     return (f"{rate} (2) Far less pretraining, at another rate: {updates:,} updates of {cfg.batch_size} verses "
             f"({cfg.epochs} epochs of the {verses:,} training verses of the three Bibles) at a peak rate of "
-            f"{cfg.model_size().lr:g} after {warmup} warm-up steps (the BERT-small recipe's warm-up), against the "
+            f"{cfg.model_size().lr:g} after {warmup}, against the "
             f"paper's 140k steps of 256 sequences of Wikipedia at 1e-4 (§5.1){outcome}. (3) A width of {cfg.model_size().hidden} instead of 768 and a vocabulary of "
             f"{cfg.vocab_size:,} pieces per language instead of 20k. (4) Another task: six-way section "
             "classification of verse pairs stands in for three-way XNLI.")

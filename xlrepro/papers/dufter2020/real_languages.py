@@ -1,6 +1,6 @@
 """Dufter & Schütze §5.1, Table 3: the modifications on real languages (English, German, Hindi).
 
-A BERT-base-shaped model (12 layers; the width is scaled down to fit the GPU budget: `experiments.yaml`, section
+A BERT-base-shaped model (12 layers; the width is scaled down: `experiments.yaml`, section
 `table3`) is pretrained on the Bible in English, German and Hindi with a WordPiece vocabulary per language, as in
 §5.1 (20k each there; sized to the Bible here). The vocabularies are laid end to end: language L's piece i is row
 ``offset[L] + i`` of one embedding table, rounded up to a multiple of 8 (unused rows, as BERT's [unused] pieces).
@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -552,8 +553,15 @@ class Table3Pilot:
         names = [v.name for v in self.variants]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"the pilot needs variants with distinct names; got {names}")
+        bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", n)]
+        if bad:  # each names a folder
+            raise ConfigError(f"pilot variant names are folder names (letters, digits, '.', '_', '-'); got {bad}")
         if any(v.lr <= 0 or (v.warmup_steps is not None and v.warmup_steps < 0) for v in self.variants):
             raise ConfigError("every pilot variant needs lr > 0 and warmup_steps >= 0 (or none)")
+
+
+# The commit that declared the pilot (experiments.yaml `table3_pilot`), before any of its runs.
+PILOT_DECLARED_AT = "fcf35c1"
 
 
 def load_pilot() -> Table3Pilot:
@@ -593,12 +601,13 @@ def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(results, curves) of the pilot's pretrained variants in the results format, experiment "<model>@<variant>":
     pretrain_loss (`final_loss`), unigram_entropy and unigram_entropy_joint (language "all"); the curves as
-    `pretraining_curves`. A variant not pretrained yet has no rows."""
+    `pretraining_curves`. A variant whose stack has not finished (`pilot_finished`) has no rows."""
     rows, curves, levels = [], [], {}
     for v in pilot.variants:
-        c = pretraining_curves(pilot_root(root, v))
-        if not len(c):
+        folder = pilot_finished(pilot, cfg, root, v, smoke)
+        if folder is None:
             continue
+        c = pretraining_curves(pilot_root(root, v), [folder / "pretrain_loss.json"])
         curves.append(c.assign(experiment=c.experiment + "@" + v.name))
         for (e, seed), g in c.groupby(["experiment", "seed"], sort=False):
             if e not in levels:
@@ -612,25 +621,45 @@ def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool
             pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=columns))
 
 
-def pilot_choice(pilot: Table3Pilot, results: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+def pilot_finished(pilot: Table3Pilot, cfg: Table3Config, root: Path, variant: PilotVariant,
+                   smoke: bool = False) -> Path | None:
+    """The stack folder of `variant` (keyed by its members' configurations, as `Table3Stack` keys it) when its
+    pretraining finished (every member's model saved, no checkpoint left), else None: a stopped or checkpointed
+    stack's loss record is not a final one."""
+    configs = [member_config(pilot_config(cfg, variant), table3_experiment(m, cfg), pilot.seed, smoke)
+               for m in pilot.models]
+    base = pilot_root(root, variant)
+    folder = base / "stacks" / run_key({"members": [run_key(c) for c in configs]})
+    saved = all((base / m / str(pilot.seed) / run_key(c) / "model.safetensors").exists()
+                for m, c in zip(pilot.models, configs))
+    done = saved and (folder / "pretrain_loss.json").exists() and not (folder / "checkpoint.pt").exists()
+    return folder if done else None
+
+
+# pilot_choice's outcomes
+PILOT_CHOSEN, PILOT_NONE_PASSED, PILOT_NOT_RUN = "chosen", "none passed", "not run"
+
+
+def pilot_choice(pilot: Table3Pilot, results: pd.DataFrame) -> tuple[pd.DataFrame, str | None, str]:
     """The gate per model and variant (variant, model, loss, level, passed: loss at least `margin` below the level
-    given the language) and the chosen variant: the first, in the declared order, whose every model passed (None:
-    none did, or the first that might still pass is not run yet, so nothing is chosen before it is)."""
-    wide = results.pivot_table(index="experiment", columns="metric", values="value")
-    rows, chosen = [], None
+    given the language), the chosen variant and the outcome: PILOT_CHOSEN (the first variant, in the declared order,
+    whose every model passed), PILOT_NONE_PASSED (every variant judged, none passed), or PILOT_NOT_RUN (a variant
+    that might still pass has no results yet, so nothing after it is chosen before it is)."""
+    wide = results.pivot_table(index="experiment", columns="metric", values="value") if len(results) else \
+        pd.DataFrame()
+    rows = []
     for v in pilot.variants:
         names = [f"{m}@{v.name}" for m in pilot.models]
         if not set(names) <= set(wide.index):
-            break  # not run yet: a later variant is not chosen over it
+            return pd.DataFrame(rows, columns=["variant", "model", "loss", "level", "passed"]), None, PILOT_NOT_RUN
         ok = []
         for m, n in zip(pilot.models, names):
             loss, level = float(wide.loc[n, "pretrain_loss"]), float(wide.loc[n, "unigram_entropy"])
             ok.append(loss <= level - pilot.margin)
             rows.append({"variant": v.name, "model": m, "loss": loss, "level": level, "passed": ok[-1]})
         if all(ok):
-            chosen = v.name
-            break
-    return pd.DataFrame(rows, columns=["variant", "model", "loss", "level", "passed"]), chosen
+            return pd.DataFrame(rows, columns=["variant", "model", "loss", "level", "passed"]), v.name, PILOT_CHOSEN
+    return pd.DataFrame(rows, columns=["variant", "model", "loss", "level", "passed"]), None, PILOT_NONE_PASSED
 
 
 def members_of(cfg: Table3Config) -> list[tuple[str, int]]:
@@ -852,11 +881,11 @@ def final_loss(losses: Sequence[float]) -> float:
     return float(np.mean(losses[-max(1, math.ceil(FINAL_LOSS_FRACTION * len(losses))):]))
 
 
-def pretraining_curves(root: Path) -> pd.DataFrame:
-    """Every member's recorded pretraining MLM loss (stacks/*/pretrain_loss.json) in the results format, one row per
-    record, in step order: experiment, seed, metric (mlm_loss), step, value."""
+def pretraining_curves(root: Path, files: Sequence[Path] | None = None) -> pd.DataFrame:
+    """Every member's recorded pretraining MLM loss (stacks/*/pretrain_loss.json, or the `files` given) in the
+    results format, one row per record, in step order: experiment, seed, metric (mlm_loss), step, value."""
     rows = []
-    for f in sorted(Path(root).glob("stacks/*/pretrain_loss.json")):
+    for f in sorted(Path(root).glob("stacks/*/pretrain_loss.json")) if files is None else files:
         record = json.loads(f.read_text())
         for step, losses in record["loss"].items():
             for name, loss in zip(record["members"], losses):
@@ -935,9 +964,9 @@ def main(argv=None) -> int:
         results, curves = collect_pilot(pilot, cfg, root, a.smoke)
         write_csv(results, a.collect_pilot)
         write_csv(curves, Path(a.collect_pilot).with_name(PILOT_CURVES_CSV))
-        gate, chosen = pilot_choice(pilot, results)
+        gate, chosen, outcome = pilot_choice(pilot, results)
         print(gate.to_string(index=False))
-        print(f"chosen variant: {chosen or 'none yet'}")
+        print(f"{outcome}: {chosen}" if chosen else outcome)
         return 0
     prepare(cfg, a.smoke, root)
     if a.prepare:

@@ -223,9 +223,9 @@ def transfer_reading(curves: pd.DataFrame) -> str:
             f"target's accuracy rose in {gained} of {cells} cells.")
 
 
-# The part that adds a learning curve to base cells trained without snapshots, and its command (experiments.yaml
-# declares it with its extra seed).
-CURVE_PART = ("curve_hi", "xlrepro train k2020 --part curve_hi --profile alltext4x --seeds 3 --compile")
+# The part that adds a learning curve to base cells trained without snapshots, its command, and the commit that
+# declared it (experiments.yaml, with its extra seed) before any of its runs.
+CURVE_PART = ("curve_hi", "xlrepro train k2020 --part curve_hi --profile alltext4x --seeds 3 --compile", "60e25c3")
 
 
 def transfer_missing(curves: pd.DataFrame) -> str:
@@ -236,13 +236,14 @@ def transfer_missing(curves: pd.DataFrame) -> str:
     missing = [n for n in experiments_of(plan, "base") if n not in have]
     if not missing:
         return ""
-    part, command = CURVE_PART
+    part, command, declared = CURVE_PART
     covered = [n for n in missing if n in experiments_of(plan, part)]
-    text = (f"No learning curve yet for {', '.join(missing)}: {'its' if len(missing) == 1 else 'their'} runs were "
-            "trained without snapshots, so nothing says whether more steps would move them.")
+    text = (f"No learning curve is published for {', '.join(missing)}: no snapshot of "
+            f"{'its' if len(missing) == 1 else 'their'} runs was evaluated, so only the recipes' final models "
+            "(the tables above) show how more steps moved them.")
     if covered:
-        text += (f" Part `{part}`, declared before its run, adds one for {', '.join(covered)} (an extra seed, in no "
-                 f"table or gate mean): `{command}`.")
+        text += (f" Part `{part}`, declared before its run (commit {declared}), adds one for {', '.join(covered)} "
+                 f"(an extra seed, in no table or gate mean): `{command}`.")
     return text
 
 
