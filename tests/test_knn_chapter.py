@@ -277,7 +277,7 @@ def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_publish
     text = knn_chapter.table3_pilot_text(tmp_path)
     assert "declared before its run" in text and "paper-rate: rate 0.0001, the chapter's 50 warm-up steps" in text
     assert "models 0 and 30, seed 0" in text
-    assert "long-warmup: rate 0.0005, 295 warm-up steps" in text and text.endswith("--pilot`).")
+    assert "long-warmup: rate 0.0005, 295 warm-up steps" in text and text.endswith("(`xlrepro train dufter2020 --part table3-pilot`).")
     assert "No results of it are published yet" in text and "commit fcf35c1" in text
     rows = [{"experiment": f"{m}@{v.name}", "seed": 0, "metric": metric, "language": "all", "value": value}
             for v, loss in zip(pilot.variants, (5.0, 3.0)) for m in pilot.models

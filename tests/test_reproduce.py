@@ -279,6 +279,11 @@ def test_without_a_gpu_publishing_alone_runs(capsys, monkeypatch):
     (["train", "dufter2020", "--part", "table4", "--seeds", "0", "--epochs", "2"],
      "--seeds, --epochs applies to --part grid only"),
     (["train", "dufter2020", "--part", "table3", "--time-limit", "0"], "--time-limit must be a positive number"),
+    (["train", "dufter2020", "--part", "table3-pilot", "--ids", "0"],
+     "--ids applies to --part grid only; got --part table3-pilot"),
+    (["train", "dufter2020", "--part", "table3-pilot", "--finetune-processes", "3"],
+     "--finetune-processes applies to --part table3 only; got --part table3-pilot"),
+    (["train", "dufter2020", "--part", "table3-pilot"], "would train on the CPU"),
     (["train", "liu2020", "--part", "evaluate", "--time-limit", "-5"], "--time-limit must be positive; got -5.0"),
 ])
 def test_the_training_parts_check_their_options_before_anything(argv, message, capsys, monkeypatch):
@@ -307,3 +312,32 @@ def test_a_chapter_that_reads_another_is_published_after_it():
     # a source outside the plan, or one already before it: nothing moves
     assert R.after_what_they_read(steps, {"a/x": ("c/q",)}) == steps
     assert R.after_what_they_read(steps, {"b/w": ("a/x",)}) == steps
+
+
+def test_the_table3_pilot_part_pretrains_then_writes_its_results_where_the_chapter_reads_them(tmp_path, monkeypatch,
+                                                                                               capsys):
+    import pandas as pd
+
+    from xlrepro.papers.dufter2020 import real_languages as rl
+    pilot = rl.load_pilot()
+    calls = []
+    results = pd.DataFrame([{"experiment": f"{m}@{v.name}", "seed": 0, "metric": metric, "language": "all",
+                             "value": value} for v in pilot.variants for m in pilot.models
+                            for metric, value in (("pretrain_loss", 3.0), ("unigram_entropy", 6.31),
+                                                  ("unigram_entropy_joint", 7.41))])
+    curves = pd.DataFrame([{"experiment": "0@paper-rate", "seed": 0, "metric": "mlm_loss", "step": 50, "value": 7.0}])
+    monkeypatch.setattr(rl, "prepare", lambda *a, **k: None)
+    monkeypatch.setattr(rl, "run_pilot", lambda *a, **k: calls.append(k) or True)
+    monkeypatch.setattr(rl, "collect_pilot", lambda *a, **k: (results, curves))
+    monkeypatch.setattr("xlrepro.paths.repo_root", lambda: tmp_path)
+    assert main(["train", "dufter2020", "--part", "table3-pilot", "--allow-cpu", "--time-limit", "60"]) == 0
+    assert calls and calls[0]["time_limit"] == 60
+    out = tmp_path / "book" / "results" / "dufter2020"
+    assert pd.read_csv(out / "table3_pilot.csv")["value"].tolist() == results["value"].tolist()
+    assert (out / rl.PILOT_CURVES_CSV).exists()
+    assert f"{rl.PILOT_CHOSEN}: paper-rate" in capsys.readouterr().out
+    # stopped by the time limit: nothing written, the command says how to resume
+    (out / "table3_pilot.csv").unlink()
+    monkeypatch.setattr(rl, "run_pilot", lambda *a, **k: False)
+    assert main(["train", "dufter2020", "--part", "table3-pilot", "--allow-cpu"]) == 0
+    assert not (out / "table3_pilot.csv").exists() and "run the same command again" in capsys.readouterr().out

@@ -18,7 +18,7 @@ from xlrepro.papers import Paper
 NAME = "dufter2020"
 
 
-PARTS = ("grid", "table3", "table4")
+PARTS = ("grid", "table3", "table3-pilot", "table4")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,6 +26,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="grid (the default): the English/Fake-English models of every table (--ids); table3: Table 3's "
                         "real-language models, pretrained and fine-tuned (`real_languages.run_table3`: its two stacks "
                         "on the GPUs side by side, then the fine-tunings, --finetune-processes at once per GPU); "
+                        "table3-pilot: the declared pilot of Table 3's pretraining (experiments.yaml `table3_pilot`, "
+                        "`real_languages.run_pilot`), its results into table3_pilot.csv and the chosen variant printed; "
                         "table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle layer "
                         "(`word_order`; needs `xlrepro pretrain mini-mbert`). Both write their rows into "
                         "book/results/dufter2020/ (table3.csv, table4.csv), which the knn_replace chapter reads")
@@ -139,6 +141,28 @@ def _prepare_part(a: argparse.Namespace):
     processes = 6 if processes is None else processes
     if processes < 1:
         raise ConfigError(f"--finetune-processes must be 1 or more; got {processes}")
+    if a.part == "table3-pilot":
+        check_long_run(f"pretraining Table 3's pilot of {NAME}", device, a.allow_cpu)
+
+        def train() -> str:
+            from xlrepro.paths import repo_root
+            from xlrepro.results import write_csv
+
+            from .real_languages import (PILOT_CURVES_CSV, collect_pilot, load_config, load_pilot, pilot_choice,
+                                         prepare, run_pilot, run_root)
+            cfg, pilot, root = load_config(), load_pilot(), run_root(False)
+            prepare(cfg, root=root)
+            cuda = device.startswith("cuda")
+            if not run_pilot(pilot, cfg, root, "cuda" if cuda else device, time_limit=a.time_limit,
+                             compile="regional" if cuda else None, graphs=cuda and not a.no_graphs):
+                return "time limit reached: run the same command again to resume"
+            results, curves = collect_pilot(pilot, cfg, root)
+            out = repo_root() / "book" / "results" / NAME / "table3_pilot.csv"  # what knn_replace reads
+            write_csv(results, out)
+            write_csv(curves, out.with_name(PILOT_CURVES_CSV))
+            _, chosen, outcome = pilot_choice(pilot, results)
+            return f"Table 3's pilot complete: {out}; {outcome}" + (f": {chosen}" if chosen else "")
+        return train
     if a.part == "table3":
         check_long_run(f"training Table 3's real-language models of {NAME}", device, a.allow_cpu)
 

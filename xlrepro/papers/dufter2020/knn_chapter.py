@@ -430,8 +430,7 @@ def table3_pilot_text(results) -> str:
             "pretraining recipe for its next run. ")
     path = Path(results) / "table3_pilot.csv"
     if not path.exists():
-        return text + ("No results of it are published yet (`python -m xlrepro.papers.dufter2020.real_languages "
-                       "--pilot`).")
+        return text + "No results of it are published yet (`xlrepro train dufter2020 --part table3-pilot`)."
     gate, chosen, outcome = pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str}))
     done = "; ".join(f"{r.variant}, model {r.model}: {r.loss:.2f} against {r.level:.2f} "
                      f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
