@@ -24,6 +24,7 @@ class the results hold, say), plus ``margin`` (default 0).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -194,6 +195,5 @@ def artifact_label(artifact: str) -> str:
     """How a sentence names the artifact whose runs it speaks of: "table1" -> "Table 1's", "fig7" -> "Figure 7's",
     a chapter's name -> "this chapter's" (a chapter may show other runs, e.g. knn_replace's Table 3, which the line
     must not seem to cover)."""
-    import re
     m = re.fullmatch(r"(table|fig)(\d+)", artifact)
     return f"{'Table' if m.group(1) == 'table' else 'Figure'} {m.group(2)}'s" if m else "this chapter's"

@@ -29,8 +29,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                         "table3-pilot: the declared pilot of Table 3's pretraining (experiments.yaml `table3_pilot`, "
                         "`real_languages.run_pilot`), its results into table3_pilot.csv and the chosen variant printed; "
                         "table4: Table 4's mini-mBERT column, word similarities from mini-mBERT's middle layer "
-                        "(`word_order`; needs `xlrepro pretrain mini-mbert`). Both write their rows into "
-                        "book/results/dufter2020/ (table3.csv, table4.csv), which the knn_replace chapter reads")
+                        "(`word_order`; needs `xlrepro pretrain mini-mbert`). Each writes its rows into "
+                        "book/results/dufter2020/ (table3.csv, table3_pilot.csv, table4.csv), which the knn_replace "
+                        "chapter reads")
     p.add_argument("--ids", nargs="*", help="model IDs (default: every table of the chapter)")
     p.add_argument("--seeds", nargs="*", type=int)
     p.add_argument("--large-seeds", nargs="*", type=int, help="seeds of the BERT-base models (default: --seeds)")
@@ -124,7 +125,7 @@ def prepare_train(a: argparse.Namespace):
 
 
 def _prepare_part(a: argparse.Namespace):
-    """`--part table3` or `--part table4`: the options they take are checked, then the training to run."""
+    """`--part table3`, `table3-pilot` or `table4`: the options they take are checked, then the training to run."""
 
     from xlrepro.config import ConfigError
     from xlrepro.devices import check_long_run, default_device

@@ -330,22 +330,44 @@ def table3_text(frame: pd.DataFrame, classes: int) -> str:
     return text
 
 
+def _models(ids) -> str:
+    """'model 8', 'models 0, 3 and 30'."""
+    ids = list(ids)
+    return f"model{'s' if len(ids) > 1 else ''} " + (", ".join(ids[:-1]) + " and " + ids[-1] if len(ids) > 1
+                                                     else "".join(ids))
+
+
+def _pretraining_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per Table 3 run with its pretraining rows (language "all"): experiment, seed, pretrain_loss,
+    unigram_entropy, unigram_entropy_joint; empty when the run recorded none."""
+    rows = frame[frame.language == "all"]
+    columns = ["pretrain_loss", "unigram_entropy", "unigram_entropy_joint"]
+    if not (rows.metric == "pretrain_loss").any():
+        return pd.DataFrame(columns=["experiment", "seed", *columns])
+    runs = rows.pivot_table(index=["experiment", "seed"], columns="metric", values="value").reset_index()
+    return runs.dropna(subset=columns)
+
+
+def _every_run(runs: pd.DataFrame, side) -> list[str]:
+    """The models (Table 3's order) each of whose runs has `side(pretrain_loss, unigram_entropy)` true."""
+    models = [e for e in TABLE3_ORDER if e in set(runs.experiment)] + sorted(set(runs.experiment) - set(TABLE3_ORDER))
+    return [e for e in models if side(runs[runs.experiment == e].pretrain_loss,
+                                      runs[runs.experiment == e].unigram_entropy).all()]
+
+
 def table3_pretraining_text(frame: pd.DataFrame) -> str:
     """What the pretraining reached, from table3.csv's rows of language "all" (nothing when the run recorded none):
     each model's final MLM loss against its run's unigram entropies of the pieces, joint and given the language. A
     model is named when every run of it ended on one side of the level given the language."""
     from .real_languages import FINAL_LOSS_FRACTION
-    rows = frame[frame.language == "all"]
-    if not (rows.metric == "pretrain_loss").any():
+    runs = _pretraining_runs(frame)
+    if not len(runs):
         return ""
-    runs = rows.pivot_table(index=["experiment", "seed"], columns="metric", values="value").reset_index()
-    runs = runs.dropna(subset=["pretrain_loss", "unigram_entropy", "unigram_entropy_joint"])
     models = [e for e in TABLE3_ORDER if e in set(runs.experiment)] + sorted(set(runs.experiment) - set(TABLE3_ORDER))
     per = {e: runs[runs.experiment == e] for e in models}
-    above = [e for e in models if (per[e].pretrain_loss > per[e].unigram_entropy).all()]
-    below = [e for e in models if (per[e].pretrain_loss < per[e].unigram_entropy).all()]
+    above = _every_run(runs, lambda loss, level: loss > level)
+    below = _every_run(runs, lambda loss, level: loss < level)
     level = lambda v: f"{v.min():.2f}" if np.isclose(v.min(), v.max()) else f"{v.min():.2f} to {v.max():.2f}"
-    names = lambda es: ", ".join(es[:-1]) + " and " + es[-1] if len(es) > 1 else es[0]
     text = ("**Pretraining.** Final MLM loss (the mean of the last "
             f"{FINAL_LOSS_FRACTION * 100:.0f} % of its records, nats; mean ± std over seeds): "
             + ", ".join(f"model {e} {_mean_sd(per[e].pretrain_loss)}" for e in models)
@@ -355,14 +377,14 @@ def table3_pretraining_text(frame: pd.DataFrame) -> str:
     if above:
         runs_above = pd.concat([per[e] for e in above])
         joint = int((runs_above.pretrain_loss > runs_above.unigram_entropy_joint).sum())
-        text += (f" Model{'s' if len(above) > 1 else ''} {names(above)} ended above the level given the language in "
+        text += (f" {_models(above).capitalize()} ended above the level given the language in "
                  f"every seed ({joint} of {'their' if len(above) > 1 else 'its'} {len(runs_above)} runs above even "
                  "the joint level): no run of "
                  f"{'theirs' if len(above) > 1 else 'it'} predicts better than the pieces' frequencies within each "
                  "language would.")
     if below:
         gaps = ", ".join(f"{(per[e].unigram_entropy - per[e].pretrain_loss).mean():.2f}" for e in below)
-        text += (f" Model{'s' if len(below) > 1 else ''} {names(below)} fell below it in every seed, by {gaps} "
+        text += (f" {_models(below).capitalize()} fell below it in every seed, by {gaps} "
                  "nats on average.")
     return text
 
@@ -420,11 +442,8 @@ def table3_pilot_text(results) -> str:
     variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
                                                           is not None else f"the chapter's {warmup} warm-up steps")
                          for v in pilot.variants)
-    ms = list(pilot.models)
-    models = ", ".join(ms[:-1]) + " and " + ms[-1] if len(ms) > 1 else ms[0]
     text = (f"**Next: a pilot of the pretraining**, declared before its run (experiments.yaml, `table3_pilot`, commit "
-            f"{PILOT_DECLARED_AT}): "
-            f"model{'s' if len(ms) > 1 else ''} {models}, seed {pilot.seed}, pretrained "
+            f"{PILOT_DECLARED_AT}): {_models(pilot.models)}, seed {pilot.seed}, pretrained "
             f"under each variant in turn ({variants}); the first under which every model's final MLM loss is at "
             f"least {pilot.margin:g} nats below the unigram entropy given the language becomes Table 3's "
             "pretraining recipe for its next run. ")
@@ -526,15 +545,9 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
     chapter_warmup = load_chapter().training.warmup_steps
     warmup = (f"{chapter_warmup} warm-up steps (the BERT-small recipe's warm-up)" if cfg.warmup_steps is None
               else f"{cfg.warmup_steps} warm-up steps")
-    rows = frame[(frame.language == "all") & (frame.metric.isin(["pretrain_loss", "unigram_entropy"]))]
-    wide = rows.pivot_table(index=["experiment", "seed"], columns="metric", values="value")
-    stuck = []
-    if {"pretrain_loss", "unigram_entropy"} <= set(wide.columns):
-        above = (wide.pretrain_loss > wide.unigram_entropy).groupby(level="experiment").all()
-        stuck = [e for e in TABLE3_ORDER if above.get(e, False)]
-    listed = ", ".join(stuck[:-1]) + " and " + stuck[-1] if len(stuck) > 1 else "".join(stuck)
-    outcome = (f"; with it, the pretraining of model{'s' if len(stuck) > 1 else ''} {listed} ended above the "
-               "unigram entropy given the language in every seed (the reading above)" if stuck else "")
+    stuck = _every_run(_pretraining_runs(frame), lambda loss, level: loss > level)
+    outcome = (f"; with it, the pretraining of {_models(stuck)} ended above the unigram entropy given the language "
+               "in every seed (the reading above)" if stuck else "")
     return (f"{rate} (2) Far less pretraining, at another rate: {updates:,} updates of {cfg.batch_size} verses "
             f"({cfg.epochs} epochs of the {verses:,} training verses of the three Bibles) at a peak rate of "
             f"{cfg.model_size().lr:g} after {warmup}, against the "

@@ -944,12 +944,6 @@ def main(argv=None) -> int:
                         "must be pretrained first)")
     p.add_argument("--root", default=None, help="run folder (default runs/dufter2020-table3/<lab|smoke>)")
     p.add_argument("--collect", default=None, help="write table3.csv from the run folder to this path and exit")
-    p.add_argument("--pilot", action="store_true",
-                   help="pretrain the declared pilot (experiments.yaml `table3_pilot`) instead: its models under each "
-                        "variant of the pretraining recipe, one stack per variant (resumable)")
-    p.add_argument("--collect-pilot", default=None,
-                   help="write the pilot's results (table3_pilot.csv) to this path, its curves beside it "
-                        "(table3_pilot_curves.csv), print the gate and the chosen variant, and exit")
     a = p.parse_args(argv)
     cfg = load_config(a.smoke)
     root = Path(a.root) if a.root else run_root(a.smoke)
@@ -958,25 +952,9 @@ def main(argv=None) -> int:
         write_csv(collect(root, cfg, a.smoke), a.collect)
         write_csv(pretraining_curves(root), Path(a.collect).with_name(CURVES_CSV))
         return 0
-    if a.collect_pilot:
-        from xlrepro.results import write_csv
-        pilot = load_pilot()
-        results, curves = collect_pilot(pilot, cfg, root, a.smoke)
-        write_csv(results, a.collect_pilot)
-        write_csv(curves, Path(a.collect_pilot).with_name(PILOT_CURVES_CSV))
-        gate, chosen, outcome = pilot_choice(pilot, results)
-        print(gate.to_string(index=False))
-        print(f"{outcome}: {chosen}" if chosen else outcome)
-        return 0
     prepare(cfg, a.smoke, root)
     if a.prepare:
         return 0
-    if a.pilot:
-        compile = a.compile or ("regional" if torch.device(a.device).type == "cuda" else "none")
-        done = run_pilot(load_pilot(), cfg, root, a.device, a.smoke, a.time_limit,
-                         compile=None if compile == "none" else compile, graphs=not a.no_graphs)
-        print(json.dumps({"pilot": True, "done": done}))
-        return 0 if done else 3
     k, n = _fraction(a.shard, "--shard")
     part = _fraction(a.finetune_part, "--finetune-part")
     if a.pretrain_only and part != (0, 1):
