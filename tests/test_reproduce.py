@@ -284,6 +284,11 @@ def test_without_a_gpu_publishing_alone_runs(capsys, monkeypatch):
     (["train", "dufter2020", "--part", "table3-pilot", "--finetune-processes", "3"],
      "--finetune-processes applies to --part table3 only; got --part table3-pilot"),
     (["train", "dufter2020", "--part", "table3-pilot"], "would train on the CPU"),
+    (["train", "dufter2020", "--part", "table3-pilot", "--recipe", "paper-rate"],
+     "--recipe applies to --part table3 only; got --part table3-pilot"),
+    (["train", "dufter2020", "--part", "table3", "--recipe", "fast"],
+     "--recipe must name one of the pilot's variants (experiments.yaml table3_pilot): paper-rate, long-warmup; "
+     "got 'fast'"),
     (["train", "liu2020", "--part", "evaluate", "--time-limit", "-5"], "--time-limit must be positive; got -5.0"),
 ])
 def test_the_training_parts_check_their_options_before_anything(argv, message, capsys, monkeypatch):

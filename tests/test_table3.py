@@ -446,6 +446,13 @@ def test_the_pilot_is_declared_with_the_paper_s_rate_first_and_checked():
     assert declared.variants[1].warmup_steps == round(steps / 10)
     cfg = rl.pilot_config(rl.load_config(), declared.variants[1])
     assert cfg.size["lr"] == 5e-4 and cfg.warmup_steps == 295 and cfg.size["hidden"] == rl.load_config().size["hidden"]
+    # --recipe names a variant: its rate and warm-up, nothing else; none leaves the configuration as it is
+    assert rl.recipe_config(rl.load_config(), "long-warmup") == cfg
+    paper = rl.recipe_config(rl.load_config(), "paper-rate")
+    assert paper.size["lr"] == 1e-4 and paper.warmup_steps is None and paper.epochs == rl.load_config().epochs
+    assert rl.recipe_config(rl.load_config(), None) == rl.load_config()
+    with pytest.raises(ConfigError, match="paper-rate, long-warmup; got 'x'"):
+        rl.recipe_config(rl.load_config(), "x")
 
 
 def test_the_pilot_chooses_the_first_variant_every_model_passes_and_never_one_after_a_variant_not_run():

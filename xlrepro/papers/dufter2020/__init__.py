@@ -59,6 +59,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--finetune-processes", type=int,
                    help="--part table3: fine-tunings side by side on each GPU, one process each (default 6: a "
                         "fine-tuning keeps a GPU about a fifth busy); changes no number")
+    p.add_argument("--recipe", metavar="VARIANT",
+                   help="--part table3: pretrain under this variant of Table 3's declared pilot (experiments.yaml "
+                        "`table3_pilot`: its rate and warm-up in place of `table3`'s; the variant the pilot chose, "
+                        "before experiments.yaml makes it the default). Changes the numbers and the run keys")
     p.add_argument("--data-parallel", action="store_true",
                    help="every GPU trains each stack on its share of every batch (torchrun, one rank a GPU) instead "
                         "of taking stacks of its own (the same numbers to rounding)")
@@ -77,6 +81,8 @@ def prepare_train(a: argparse.Namespace):
 
     if a.part != "table3" and getattr(a, "finetune_processes", None) is not None:
         raise ConfigError(f"--finetune-processes applies to --part table3 only; got --part {a.part}")
+    if a.part != "table3" and getattr(a, "recipe", None) is not None:
+        raise ConfigError(f"--recipe applies to --part table3 only; got --part {a.part}")
     if a.part != "grid":
         return _prepare_part(a)
     chapter = load_chapter(NAME)
@@ -165,25 +171,29 @@ def _prepare_part(a: argparse.Namespace):
             return f"Table 3's pilot complete: {out}; {outcome}" + (f": {chosen}" if chosen else "")
         return train
     if a.part == "table3":
+        from .real_languages import load_config, recipe_config
+        recipe = getattr(a, "recipe", None)
+        recipe_config(load_config(), recipe)  # an unknown variant is refused before any work
         check_long_run(f"training Table 3's real-language models of {NAME}", device, a.allow_cpu)
 
         def train() -> str:
             from .real_languages import main as real_languages
             import torch
 
-            from .real_languages import load_config, prepare, run_root, run_table3
+            from .real_languages import prepare, run_root, run_table3
             # tokenizers and the knn table, once, before the child processes read them
-            prepare(load_config(), root=run_root(False))
+            prepare(recipe_config(load_config(), recipe), root=run_root(False))
             gpus = max(1, torch.cuda.device_count()) if device.startswith("cuda") else 1
             # the published run's two stacks of six models; their fine-tunings side by side
             done = run_table3(shards=2, gpus=gpus, processes=processes, time_limit=a.time_limit,
                               extra=["--device", "cuda" if device.startswith("cuda") else device,
-                                     *(["--no-graphs"] if a.no_graphs else [])])
+                                     *(["--no-graphs"] if a.no_graphs else []),
+                                     *(["--recipe", recipe] if recipe else [])])
             if not done:
                 return "time limit reached: run the same command again to resume"
             from xlrepro.paths import repo_root
             table = repo_root() / "book" / "results" / NAME / "table3.csv"  # what knn_replace reads
-            real_languages(["--collect", str(table)])
+            real_languages(["--collect", str(table), *(["--recipe", recipe] if recipe else [])])
             return f"Table 3 complete: {table}"
         return train
 

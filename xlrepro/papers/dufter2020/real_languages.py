@@ -574,6 +574,20 @@ def pilot_config(cfg: Table3Config, variant: PilotVariant) -> Table3Config:
     return replace(cfg, size={**cfg.size, "lr": variant.lr}, warmup_steps=variant.warmup_steps)
 
 
+def recipe_config(cfg: Table3Config, name: str | None, pilot: Table3Pilot | None = None) -> Table3Config:
+    """Table 3's configuration pretrained under the pilot's variant `name` (its rate and warm-up in place of
+    `size.lr` and `warmup_steps`; the run keys follow), or `cfg` itself for None. An unknown name is refused with the
+    declared ones."""
+    if name is None:
+        return cfg
+    pilot = pilot or load_pilot()
+    by_name = {v.name: v for v in pilot.variants}
+    if name not in by_name:
+        raise ConfigError(f"--recipe must name one of the pilot's variants (experiments.yaml table3_pilot): "
+                          f"{', '.join(by_name)}; got {name!r}")
+    return pilot_config(cfg, by_name[name])
+
+
 def pilot_root(root: Path, variant: PilotVariant) -> Path:
     return Path(root) / "pilot" / variant.name
 
@@ -944,8 +958,11 @@ def main(argv=None) -> int:
                         "must be pretrained first)")
     p.add_argument("--root", default=None, help="run folder (default runs/dufter2020-table3/<lab|smoke>)")
     p.add_argument("--collect", default=None, help="write table3.csv from the run folder to this path and exit")
+    p.add_argument("--recipe", default=None,
+                   help="pretrain under this variant of Table 3's declared pilot (experiments.yaml table3_pilot: its "
+                        "lr and warmup_steps in place of table3's); changes the run keys")
     a = p.parse_args(argv)
-    cfg = load_config(a.smoke)
+    cfg = recipe_config(load_config(a.smoke), a.recipe)
     root = Path(a.root) if a.root else run_root(a.smoke)
     if a.collect:  # table3.csv there, and the pretraining curves beside it (table3_pretraining.csv)
         from xlrepro.results import write_csv
