@@ -174,12 +174,12 @@ def test_knn_replace_renders_from_its_published_csvs(tmp_path):
     # the chapter's own run first, then the run that wrote Table 3's files (report.PUBLISHED_OWN_RUN)
     assert data.notice() == (
         "Rendered from the published results of 2026-11-27 (commit 1096fc6): fig7.csv, table1.csv, table10.csv, "
-        "knn_table.csv, table4.csv; and of 2026-11-28 (commit ff13a38, collected at 2250e17): table3.csv, "
-        "table3_pretraining.csv; nothing "
+        "knn_table.csv, table4.csv; and of 2026-11-28 (commit afe3c14): table3.csv, "
+        "table3_pretraining.csv, table3_pilot.csv; nothing "
         "trained or loaded from runs/.")
     assert data.record_notes() == {
-        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit ff13a38, collected at "
-                  "2250e17), re-rendered; "
+        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit afe3c14), "
+                  "re-rendered; "
                   "nothing trained", "training devices": "NVIDIA H200 (the published runs)"}
     assert data.results("table1", ["0", "30"])["value"].tolist() == [0.1, 0.3]  # model 1 is not the chapter's
     ten = data.results("table10", ["0", "17", "17-250"], train=False)

@@ -264,14 +264,14 @@ class TestDufter2020Table3Pretraining:
     def test_the_causes_name_the_pretraining_rate_and_the_models_left_at_the_unigram_level(self):
         runs = knn_chapter.table3_runs(self.FRAME, classes=4)
         text = knn_chapter.table3_causes(self.FRAME, runs)
-        assert "at a peak rate of 0.0005 after 50 warm-up steps" in text and "at 1e-4 (§5.1)" in text
+        assert "at a peak rate of 0.0005 after 295 warm-up steps" in text and "at 1e-4 (§5.1)" in text
         assert "the pretraining of model 0 ended above the unigram entropy given the language in every seed" in text
         both = pd.concat([self.FRAME, pd.DataFrame(_pretraining_rows("30", 0, 7.5))])
         assert "the pretraining of models 0 and 30 ended above" in knn_chapter.table3_causes(both, runs)
         assert "ended above" not in knn_chapter.table3_causes(self.FRAME[self.FRAME.language != "all"], runs)
 
 
-def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_published(tmp_path):
+def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_published(tmp_path, monkeypatch):
     from xlrepro.papers.dufter2020.real_languages import load_pilot
     pilot = load_pilot()
     text = knn_chapter.table3_pilot_text(tmp_path)
@@ -285,7 +285,20 @@ def test_the_pilot_reading_states_the_declared_rule_and_its_outcome_once_publish
     pd.DataFrame(rows).to_csv(tmp_path / "table3_pilot.csv", index=False)
     text = knn_chapter.table3_pilot_text(tmp_path)
     assert "paper-rate, model 0: 5.00 against 6.31 (failed)" in text
-    assert "long-warmup, model 30: 3.00 against 6.31 (passed)" in text and text.endswith("Chosen: long-warmup.")
+    assert "long-warmup, model 30: 3.00 against 6.31 (passed)" in text
+    # experiments.yaml's table3 declares the chosen variant's rate and warm-up: the run shown is pretrained under it
+    assert text.startswith("**The pretraining recipe: a pilot**, declared before its run")
+    assert text.endswith("Chosen: long-warmup, the recipe of the run above (rate 0.0005, 295 warm-up steps; "
+                         "experiments.yaml, `table3`).")
+    # chosen, but the configuration still the earlier one: the next run's recipe
+    from dataclasses import replace
+
+    from xlrepro.papers.dufter2020 import real_languages as rl
+    earlier = replace(rl.load_config(), warmup_steps=None)
+    monkeypatch.setattr(rl, "load_config", lambda smoke=False: earlier)
+    text = knn_chapter.table3_pilot_text(tmp_path)
+    assert text.startswith("**Next: a pilot of the pretraining**") and text.endswith(
+        "Chosen: long-warmup, not yet run: the run above is pretrained under the earlier recipe.")
     # none passed: the chapter says what follows
     frame = pd.read_csv(tmp_path / "table3_pilot.csv")
     frame.loc[frame.metric == "pretrain_loss", "value"] = 5.0

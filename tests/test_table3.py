@@ -1,4 +1,6 @@
 """Dufter & Schütze Table 3 on real languages (`xlrepro.papers.dufter2020.real_languages`)."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -485,9 +487,14 @@ def test_the_pilot_chooses_the_first_variant_every_model_passes_and_never_one_af
 
 def test_the_table3_run_keys_stay_as_before_without_a_warmup_of_their_own():
     from xlrepro.runkeys import run_key
-    # model 0, seed 42 of the published run (its folder runs/dufter2020-table3/lab/0/42/<key>)
+    # model 0, seed 42 of the rate-grid run (50 warm-up steps, no warmup_steps of its own) and of the published run
+    # (the pilot's long-warmup variant, which experiments.yaml made the default): their folders
+    # runs/dufter2020-table3/lab/0/42/<key>
     lab = rl.load_config()
-    assert run_key(rl.member_config(lab, rl.table3_experiment("0", lab), 42, False)) == "407f75e9366a0089"
+    before = replace(lab, warmup_steps=None)
+    assert run_key(rl.member_config(before, rl.table3_experiment("0", lab), 42, False)) == "407f75e9366a0089"
+    assert run_key(rl.member_config(lab, rl.table3_experiment("0", lab), 42, False)) == "52aa1465ccd18119"
+    assert rl.recipe_config(before, "long-warmup") == lab  # what --recipe long-warmup ran
     cfg = rl.load_config(smoke=True)
     exp = rl.table3_experiment("0", cfg)
     assert "warmup_steps" not in rl.member_config(cfg, exp, 0, True)["table3"]

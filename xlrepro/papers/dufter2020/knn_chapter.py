@@ -436,26 +436,37 @@ def table3_pilot_text(results) -> str:
     from pathlib import Path
 
     from .config import load_chapter
-    from .real_languages import PILOT_CHOSEN, PILOT_DECLARED_AT, PILOT_NONE_PASSED, load_pilot, pilot_choice
+    from dataclasses import replace
+
+    from .real_languages import (PILOT_CHOSEN, PILOT_DECLARED_AT, PILOT_NONE_PASSED, load_config, load_pilot,
+                                 pilot_choice, recipe_config)
     pilot = load_pilot()
     warmup = load_chapter().training.warmup_steps
     variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
                                                           is not None else f"the chapter's {warmup} warm-up steps")
                          for v in pilot.variants)
-    text = (f"**Next: a pilot of the pretraining**, declared before its run (experiments.yaml, `table3_pilot`, commit "
+    path = Path(results) / "table3_pilot.csv"
+    gate, chosen, outcome = (pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str})) if path.exists()
+                             else (None, None, None))
+    cfg = load_config()
+    by_name = {v.name: v for v in pilot.variants}
+    applied = chosen is not None and recipe_config(replace(cfg, warmup_steps=None), chosen) == cfg
+    head = ("**The pretraining recipe: a pilot**" if applied else "**Next: a pilot of the pretraining**")
+    text = (f"{head}, declared before its run (experiments.yaml, `table3_pilot`, commit "
             f"{PILOT_DECLARED_AT}): {_models(pilot.models)}, seed {pilot.seed}, pretrained "
             f"under each variant in turn ({variants}); the first under which every model's final MLM loss is at "
             f"least {pilot.margin:g} nats below the unigram entropy given the language becomes Table 3's "
             "pretraining recipe for its next run. ")
-    path = Path(results) / "table3_pilot.csv"
-    if not path.exists():
+    if gate is None:
         return text + "No results of it are published yet (`xlrepro train dufter2020 --part table3-pilot`)."
-    gate, chosen, outcome = pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str}))
     done = "; ".join(f"{r.variant}, model {r.model}: {r.loss:.2f} against {r.level:.2f} "
                      f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
     text += f"Its gate: {done or 'no variant finished'}. "
     if outcome == PILOT_CHOSEN:
-        return text + f"Chosen: {chosen}."
+        v = by_name[chosen]
+        return text + f"Chosen: {chosen}" + (
+            f", the recipe of the run above (rate {v.lr:g}, {v.warmup_steps} warm-up steps; experiments.yaml, "
+            "`table3`)." if applied else ", not yet run: the run above is pretrained under the earlier recipe.")
     if outcome == PILOT_NONE_PASSED:
         return text + "No variant passed: Table 3 stays inconclusive, its pretraining at the unigram level."
     return text + "Nothing is chosen yet: a variant that might pass has no results yet."

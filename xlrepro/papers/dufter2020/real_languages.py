@@ -104,8 +104,10 @@ class Table3Config:
         return ModelSize(name="table3", **self.size)
 
 
-# Smoke runs: a handful of sentences, a tiny model, one epoch; keyed apart from the real run.
+# Smoke runs: a handful of sentences, a tiny model, one epoch (the chapter's warm-up: the real run's is longer than
+# a smoke run); keyed apart from the real run.
 SMOKE = dict(vocab_size=300, size=dict(hidden=32, layers=2, heads=2, ffn=64, lr=1e-3), epochs=1, batch_size=16,
+             warmup_steps=None,
              finetune=dict(lr=2e-5, batch_size=32, epochs=1, max_pairs=64, test_pairs=48))
 SMOKE_SENTENCES = 256
 

@@ -186,12 +186,13 @@ PUBLISHED_FILES = {"setup": "runtime", "architecture": "table1", "comparability"
                    "training_dynamics": "fig6", "knn_replace": "fig7"}
 # The other published CSVs a chapter reads beside its frame (`ChapterFrames.results`, and knn_replace's neighbour
 # table, Table 3 and Table 4, which it reads as the runs' chapter does).
-PUBLISHED_ALSO = {"knn_replace": ("table1", "table10", "knn_table", "table3", "table3_pretraining", "table4")}
-# Published CSVs that another run than their chapter's wrote: (date, commit); Table 3's rate-grid run (`xlrepro
-# train dufter2020 --part table3`, one H200) trained at one commit and was collected from its run folder (the
-# pretraining rows and curves) at a later one.
-TABLE3_RUN = ("2026-11-28", "ff13a38, collected at 2250e17")
-PUBLISHED_OWN_RUN = {"table3": TABLE3_RUN, "table3_pretraining": TABLE3_RUN}
+PUBLISHED_ALSO = {"knn_replace": ("table1", "table10", "knn_table", "table3", "table3_pretraining", "table3_pilot",
+                                   "table4")}
+# Published CSVs that another run than their chapter's wrote: (date, commit). Table 3's pilot and then Table 3 under
+# the variant the pilot chose (`xlrepro train dufter2020 --part table3-pilot`, then `--part table3 --recipe
+# long-warmup`, two H200s), both at one commit; experiments.yaml made that variant the default at the next.
+TABLE3_RUN = ("2026-11-28", "afe3c14")
+PUBLISHED_OWN_RUN = {"table3": TABLE3_RUN, "table3_pretraining": TABLE3_RUN, "table3_pilot": TABLE3_RUN}
 # The execution of each chapter that read the runs and wrote its published CSVs (its run record): the trained models
 # themselves (runs/dufter2020/lab) are not kept with the book.
 PUBLISHED_RUN = {"setup": ("2026-11-27", "8823996"), "architecture": ("2026-11-27", "8823996"),
