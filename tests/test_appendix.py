@@ -391,6 +391,14 @@ def test_table3_work_sums_the_pretraining_gpu_share_and_the_fine_tunings_worker_
     # a run that recorded neither (before these rows existed): no work
     pd.DataFrame(rows[-1:], columns=["experiment", "seed", "metric", "language", "value"]).to_csv(path, index=False)
     assert E.table3_work(path, "H200", None) == []
+    # the pilot beside it: its pretraining GPU-minutes first
+    pilot = [("0@a", 0, "pretrain_gpu_seconds", "all", 40.0), ("30@a", 0, "pretrain_gpu_seconds", "all", 40.0),
+             ("0@b", 0, "pretrain_gpu_seconds", "all", 50.0), ("0@b", 0, "pretrain_loss", "all", 3.0)]
+    pd.DataFrame(pilot, columns=["experiment", "seed", "metric", "language", "value"]).to_csv(
+        tmp_path / "table3_pilot.csv", index=False)
+    (tried,) = E.table3_work(path, "H200", None)
+    assert (tried.minutes, tried.unit, tried.what) == (pytest.approx(130 / 60), "GPU-minutes",
+                                                       "Table 3's pilot: 3 models pre-trained (table3_pilot.csv)")
 
 
 def test_pilot_stack_work_sums_each_pilots_stacks(tmp_path):

@@ -518,6 +518,12 @@ def test_a_tiny_pilot_pretrains_each_variant_in_its_own_folder_with_its_warmup(t
     results, curves = rl.collect_pilot(PILOT, cfg, root, smoke=True)
     assert sorted(set(results.experiment)) == ["0@long-warmup", "0@paper-rate", "30@long-warmup", "30@paper-rate"]
     assert set(curves.experiment) == set(results.experiment)
+    # each of a stack's two members is given half its GPU time
+    import json
+    timing = rl.pilot_finished(PILOT, cfg, root, PILOT.variants[0], smoke=True) / "timing.json"
+    half = round(sum(r["seconds"] for r in json.loads(timing.read_text())) / 2, 1)
+    gpu = results[(results.metric == "pretrain_gpu_seconds") & results.experiment.str.endswith("@paper-rate")]
+    assert gpu.value.tolist() == [half, half]
     # the Table 3 run's own folder holds no pilot stack, so its collect is not disturbed
     assert not (root / "stacks").exists()
     assert rl.run_pilot(PILOT, cfg, root, "cpu", smoke=True, progress=False)  # done: nothing trains again

@@ -1197,11 +1197,20 @@ def training_work(path: Path, paper: str, chapter: str, what: str, shape: tuple 
 def table3_work(path: Path, card: str, shape: tuple | None) -> list[GpuWork]:
     """Dufter & Schütze's Table 3 run (its ``table3.csv``): the pre-training's GPU-minutes (each member's share of its
     stack's GPU time, ``pretrain_gpu_seconds``, summed) and the fine-tunings' worker-minutes (``finetune_seconds``:
-    every rate of every run, in processes that shared a GPU); nothing for a run that recorded neither."""
+    every rate of every run, in processes that shared a GPU); nothing for a run that recorded neither. Its pilot's
+    pre-training GPU-minutes first, where ``table3_pilot.csv`` beside it records them."""
     frame = pd.read_csv(path, dtype={"experiment": str})
     gpu = frame[frame["metric"] == "pretrain_gpu_seconds"]["value"]
     fine = frame[frame["metric"] == "finetune_seconds"]["value"]
     out = []
+    pilot = path.with_name("table3_pilot.csv")  # the declared pilot that chose the pretraining recipe
+    if pilot.exists():
+        tried = pd.read_csv(pilot, dtype={"experiment": str})
+        tried = tried[tried["metric"] == "pretrain_gpu_seconds"]["value"]
+        if len(tried):
+            out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's pilot: {len(tried)} models pre-trained "
+                                                            f"({pilot.name})", float(tried.sum()) / 60, "GPU-minutes",
+                               card, shape))
     if len(gpu):
         out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's pre-training: {len(gpu)} models ({path.name})",
                            float(gpu.sum()) / 60, "GPU-minutes", card, shape))

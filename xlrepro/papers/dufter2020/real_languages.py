@@ -616,8 +616,9 @@ def run_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, device: str = "
 def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool = False
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(results, curves) of the pilot's pretrained variants in the results format, experiment "<model>@<variant>":
-    pretrain_loss (`final_loss`), unigram_entropy and unigram_entropy_joint (language "all"); the curves as
-    `pretraining_curves`. A variant whose stack has not finished (`pilot_finished`) has no rows."""
+    pretrain_loss (`final_loss`), unigram_entropy and unigram_entropy_joint, and pretrain_gpu_seconds (the member's
+    share of its stack's GPU time, timing.json; language "all"); the curves as `pretraining_curves`. A variant whose
+    stack has not finished (`pilot_finished`) has no rows."""
     rows, curves, levels = [], [], {}
     for v in pilot.variants:
         folder = pilot_finished(pilot, cfg, root, v, smoke)
@@ -625,11 +626,15 @@ def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool
             continue
         c = pretraining_curves(pilot_root(root, v), [folder / "pretrain_loss.json"])
         curves.append(c.assign(experiment=c.experiment + "@" + v.name))
+        timing = folder / "timing.json"
+        share = (sum(r["seconds"] for r in json.loads(timing.read_text())) / c.groupby(["experiment", "seed"]).ngroups
+                 if timing.exists() else None)
         for (e, seed), g in c.groupby(["experiment", "seed"], sort=False):
             if e not in levels:
                 levels[e] = unigram_entropies(cfg, table3_experiment(e, cfg), smoke, root)
             for metric, value in (("pretrain_loss", final_loss(g.value)), ("unigram_entropy", levels[e][1]),
-                                  ("unigram_entropy_joint", levels[e][0])):
+                                  ("unigram_entropy_joint", levels[e][0]),
+                                  *((("pretrain_gpu_seconds", round(share, 1)),) if share is not None else ())):
                 rows.append({"experiment": f"{e}@{v.name}", "seed": int(seed), "metric": metric, "language": "all",
                              "value": value})
     columns = ["experiment", "seed", "metric", "step", "value"]
