@@ -534,3 +534,15 @@ def test_a_tiny_pilot_pretrains_each_variant_in_its_own_folder_with_its_warmup(t
     results, _ = rl.collect_pilot(PILOT, cfg, root, smoke=True)
     assert sorted(set(results.experiment)) == ["0@long-warmup", "30@long-warmup"]
     assert rl.pilot_choice(PILOT, results)[2] == rl.PILOT_NOT_RUN
+    # the records alone (the weights left on the training machine): a stack whose timing reached its last step is
+    # finished, one stopped before it is not
+    (folder / "checkpoint.pt").unlink()
+    weights = [f for m in PILOT.models for f in (rl.pilot_root(root, PILOT.variants[0]) / m).glob("*/*/model.safetensors")]
+    assert len(weights) == 2
+    for f in weights:
+        f.unlink()
+    assert rl.pilot_finished(PILOT, cfg, root, PILOT.variants[0], smoke=True) == folder
+    record = json.loads((folder / "timing.json").read_text())
+    record[-1]["reached_step"] = record[-1]["total_steps"] - 1
+    (folder / "timing.json").write_text(json.dumps(record))
+    assert rl.pilot_finished(PILOT, cfg, root, PILOT.variants[0], smoke=True) is None

@@ -645,15 +645,19 @@ def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool
 def pilot_finished(pilot: Table3Pilot, cfg: Table3Config, root: Path, variant: PilotVariant,
                    smoke: bool = False) -> Path | None:
     """The stack folder of `variant` (keyed by its members' configurations, as `Table3Stack` keys it) when its
-    pretraining finished (every member's model saved, no checkpoint left), else None: a stopped or checkpointed
-    stack's loss record is not a final one."""
+    pretraining finished (every member's model saved, or, where only the records were kept, its timing record at
+    the last step; and no checkpoint left), else None: a stopped or checkpointed stack's loss record is not a final
+    one."""
     configs = [member_config(pilot_config(cfg, variant), table3_experiment(m, cfg), pilot.seed, smoke)
                for m in pilot.models]
     base = pilot_root(root, variant)
     folder = base / "stacks" / run_key({"members": [run_key(c) for c in configs]})
     saved = all((base / m / str(pilot.seed) / run_key(c) / "model.safetensors").exists()
                 for m, c in zip(pilot.models, configs))
-    done = saved and (folder / "pretrain_loss.json").exists() and not (folder / "checkpoint.pt").exists()
+    timing = folder / "timing.json"
+    last = json.loads(timing.read_text())[-1:] if timing.exists() else []
+    reached = bool(last) and last[0].get("reached_step") == last[0].get("total_steps")
+    done = (saved or reached) and (folder / "pretrain_loss.json").exists() and not (folder / "checkpoint.pt").exists()
     return folder if done else None
 
 
