@@ -175,11 +175,11 @@ def test_knn_replace_renders_from_its_published_csvs(tmp_path):
     assert data.notice() == (
         "Rendered from the published results of 2026-11-27 (commit 1096fc6): fig7.csv, table1.csv, table10.csv, "
         "knn_table.csv, table4.csv; and of 2026-11-28 (commit afe3c14): table3.csv, "
-        "table3_pretraining.csv, table3_pilot.csv; nothing "
+        "table3_pretraining.csv; and of 2026-11-28 (commit afe3c14, collected at 5946f11): table3_pilot.csv; nothing "
         "trained or loaded from runs/.")
     assert data.record_notes() == {
-        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit afe3c14), "
-                  "re-rendered; "
+        "source": "published results of 2026-11-27 (commit 1096fc6); 2026-11-28 (commit afe3c14); 2026-11-28 "
+                  "(commit afe3c14, collected at 5946f11), re-rendered; "
                   "nothing trained", "training devices": "NVIDIA H200 (the published runs)"}
     assert data.results("table1", ["0", "30"])["value"].tolist() == [0.1, 0.3]  # model 1 is not the chapter's
     ten = data.results("table10", ["0", "17", "17-250"], train=False)
