@@ -118,6 +118,33 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
         "35.0 (1 run; majority 25.4). Between the last two points the target's accuracy rose in 1 of 1 cells.")
 
 
+def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
+    recipe = "all the text, 16,000 steps"
+
+    def curve(cell, values, seed=3):
+        return [{"recipe": recipe, "cell": cell, "seed": seed, "step": step, "target test": v, "majority": 25.4}
+                for step, v in zip((4000, 8000, 12000, 16000), values)]
+    curves = pd.DataFrame(curve("en-hi", [45.9, 45.8, 47.4, 46.4]) + curve("enfake-hi", [25.3, 23.0, 24.3, 23.8])
+                          + curve("enfake-ru", [23.6, 26.5, 27.7, 29.4], seed=0) + curve("en-es", [60, 62, 63, 64]))
+    gates = pd.DataFrame([{"gate": "alltext4x_base_transfers", "passed": False,
+                           "detail": "failing: en-hi (0.395 - 2 SE 0.105 vs majority 0.254); enfake-hi (0.211 - 2 SE "
+                                     "0.097 vs majority 0.254); enfake-ru (0.297 - 2 SE 0.069 vs majority 0.254); "
+                                     "en-ru (0.3 - 2 SE 0.1 vs majority 0.254)"}])
+    assert pilots.failing_curves(curves, gates) == (
+        "**The curves of the cells that fail `alltext4x_base_transfers`** (flat: a gain of less than 2 points over the "
+        "second half): en-hi flat over the second half of pre-training (45.8 → 46.4 from step 8,000 to 16,000), above "
+        "the gate's level of 30.4 in this run: steps are not what it lacks (the gate reads the mean of the tables' "
+        "seeds minus 2 SE) (1 run); enfake-hi flat over the second half of pre-training (23.0 → 23.8 from step 8,000 to 16,000), below the "
+        "gate's level of 30.4: more steps at this recipe would not make it pass (1 run); enfake-ru still rising (26.5 "
+        "→ 29.4 from step 8,000 to 16,000), below the gate's level of 30.4: more steps might move it (1 run).")
+    # a gain of exactly 2 points is not flat
+    two = pd.DataFrame(curve("en-hi", [45.0, 46.0, 47.0, 48.0]))
+    assert "en-hi still rising (46.0 → 48.0" in pilots.failing_curves(two, gates)
+    assert pilots.failing_curves(curves, gates.assign(detail="every cell passes")) == ""
+    assert pilots.failing_curves(curves, gates.assign(gate="other")) == ""
+    assert pilots.failing_curves(curves[curves.cell == "en-es"], gates) == ""
+
+
 def test_only_stacks_whose_every_model_was_evaluated_are_published():
     frame = pd.DataFrame(cell_rows("en-es", "es", [0.4], [0.4]) + cell_rows("en-hi", "hi", [0.3, 0.3], [0.3] * 2))
     assert pilots.all_evaluated({"members": ["en-es/0", "en-hi/1"]}, frame)

@@ -223,6 +223,52 @@ def transfer_reading(curves: pd.DataFrame) -> str:
             f"target's accuracy rose in {gained} of {cells} cells.")
 
 
+# A learning curve is read as flat when the target's accuracy gained less than this many points over the second
+# half of pre-training (one run's test accuracy moves by about a point between neighbouring snapshots). A reading of
+# the curves for the reader, never a verdict or a gate.
+FLAT_POINTS = 2.0
+
+
+def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers",
+                   points: float = 5.0) -> str:
+    """What the learning curves say of the cells that fail `gate` (gates.csv's detail names them,
+    `gates.failing_cells`), at the gate's recipe: per cell, its accuracy at the point nearest half of pre-training
+    and at the end (mean over its curve runs), whether it rose by FLAT_POINTS or more over that second half, and
+    whether its end lies below the gate's level (the majority class plus `points`). Empty when the gate is absent,
+    passed, or none of its failing cells has a curve."""
+    from .gates import failing_cells
+    row = gates[gates["gate"] == gate] if len(gates) else gates
+    if row.empty:
+        return ""
+    failing = failing_cells(row["detail"].iloc[0])
+    recipe = RECIPES[gate.split("_")[0]]
+    parts = []
+    for cell in failing:
+        c = curves[(curves["recipe"] == recipe) & (curves["cell"] == cell)] if len(curves) else curves
+        if c.empty:
+            continue
+        by_step = c.groupby("step")["target test"].mean()
+        last = by_step.index.max()
+        half = min(by_step.index, key=lambda s: abs(s - last / 2))
+        gain, end = by_step[last] - by_step[half], by_step[last]
+        level = c["majority"].mean() + points
+        runs = c["seed"].nunique()
+        shape = (f"flat over the second half of pre-training ({by_step[half]:.1f} → {end:.1f} from step {half:,} to "
+                 f"{last:,})" if gain < FLAT_POINTS else
+                 f"still rising ({by_step[half]:.1f} → {end:.1f} from step {half:,} to {last:,})")
+        if end < level:
+            where = (f"below the gate's level of {level:.1f}: more steps at this recipe would not make it pass"
+                     if gain < FLAT_POINTS else f"below the gate's level of {level:.1f}: more steps might move it")
+        else:
+            where = (f"above the gate's level of {level:.1f} in {'this run' if runs == 1 else 'these runs'}: steps are "
+                     "not what it lacks (the gate reads the mean of the tables' seeds minus 2 SE)")
+        parts.append(f"{cell} {shape}, {where} ({runs} run{'s' if runs > 1 else ''})")
+    if not parts:
+        return ""
+    return (f"**The curves of the cells that fail `{gate}`** (flat: a gain of less than {FLAT_POINTS:g} points over "
+            "the second half): " + "; ".join(parts) + ".")
+
+
 # The part that adds a learning curve to base cells trained without snapshots, its command, and the commit that
 # declared it (experiments.yaml, with its extra seed) before any of its runs.
 CURVE_PART = ("curve_hi", "xlrepro train k2020 --part curve_hi --profile alltext4x --seeds 3 --compile", "60e25c3")
