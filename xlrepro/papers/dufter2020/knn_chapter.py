@@ -325,8 +325,9 @@ def table3_text(frame: pd.DataFrame, classes: int) -> str:
     pretraining = table3_pretraining_text(frame) + table3_cost(frame)
     text += ".\n\n" + (pretraining + "\n\n" if pretraining else "")
     text += ("A Table 3 claim is decided only between models whose pretraining left the unigram level and whose "
-             "English fine-tunings learned English (the preconditions named with each claim below); otherwise it is "
-             "inconclusive and says nothing about what the modification does to transfer.")
+             "English fine-tunings learned English, and a drop in transfer from model 0 only where model 0 transfers "
+             "(the preconditions named with each claim below); otherwise it is inconclusive and says nothing about "
+             "what the modification does to transfer.")
     return text
 
 
