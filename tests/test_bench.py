@@ -419,3 +419,29 @@ def test_grid_compute_floor_by_hand():
     step = model_flops(ch.size(ch.experiment("15")), 100, 256, 10)  # one step: 256 sentences of 10 pieces
     assert floor.loc["15", "tflop_per_model_step"] == pytest.approx(step / 1e12)
     assert floor.loc["15", "seconds_at_peak"] == pytest.approx(5 * 400 * step / 1e12)  # five seeds at 1 TFLOP/s
+
+
+def test_the_operators_of_a_stack_are_profiled_without_its_graphs_and_the_graphs_come_back(tiny_cases):
+    case = CASES["small"]
+    inputs = bench.make_inputs(case, "cpu")
+    step, _, stack = bench._ours_step(case, inputs, "cpu", bench.ENGINES["ours-stack"])
+    step()
+    runner = object()  # stands for the CUDA-graph runner a GPU stack holds
+    stack._graph_runner = runner
+    seen = []
+    real = stack.step
+    stack.step = lambda *a, **k: seen.append(stack._graph_runner) or real(*a, **k)
+    ops = bench.profile_ops(step, stack, "cpu", steps=2)
+    assert seen and all(r is None for r in seen)  # every profiled step ran without the graphs
+    assert stack._graph_runner is runner  # and they are back after it
+    assert list(ops.columns) == ["op", "shapes", "ms_per_step", "calls_per_step"]
+    assert ops["op"].str.startswith("aten::").all() and ops["ms_per_step"].is_monotonic_decreasing
+    # the stack's 3 models multiply in one batched product per linear layer: the shapes name the stack
+    products = ops[ops["op"].isin(["aten::baddbmm", "aten::bmm"])]
+    assert len(products) and products["shapes"].str.startswith("[[3, ").any()
+    # an exception inside the block still gives the graphs back
+    stack._graph_runner = runner
+    with pytest.raises(RuntimeError):
+        with stack.eager_steps():
+            raise RuntimeError("stopped")
+    assert stack._graph_runner is runner

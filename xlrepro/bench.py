@@ -430,6 +430,29 @@ def profile_step(step: Callable[[], object], device, steps: int = 5) -> tuple[li
     return rows, table
 
 
+def profile_ops(step: Callable[[], object], stack, device, steps: int = 3) -> "pd.DataFrame":
+    """The operators behind the kernels of `steps` more steps of a warmed-up stack of ours, run without its CUDA graphs
+    (`ModelStack.eager_steps`; a replayed graph shows the profiler its kernels only): one row per operator and input
+    shapes, op, shapes, ms_per_step (on a GPU the device time of the kernels it launched itself; on the CPU its self
+    CPU time), calls_per_step, largest first; operators that took no time are left out."""
+    import pandas as pd
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = torch.device(device).type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    with stack.eager_steps(), profile(activities=activities, record_shapes=True) as prof:
+        for _ in range(steps):
+            step()
+        _sync(device)
+    rows = [{"op": e.key, "shapes": str(e.input_shapes), "ms_per_step": getattr(e, attr) / 1e3 / steps,
+             "calls_per_step": e.count / steps}
+            for e in prof.key_averages(group_by_input_shape=True)
+            if e.key.startswith("aten::") and getattr(e, attr) > 0]
+    columns = ["op", "shapes", "ms_per_step", "calls_per_step"]
+    return pd.DataFrame(rows, columns=columns).sort_values("ms_per_step", ascending=False, ignore_index=True)
+
+
 def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup: int, budget_s: float | None = None,
                compile_on_cpu: bool = False, on_row: Callable[[dict], None] | None = None,
                profile_to: Path | None = None, hf_best_mode: str = "auto") -> list[dict]:
@@ -437,7 +460,9 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
     past `budget_s` of the case's wall time the remaining engines are skipped with a row that says so, except the
     headline's pair (`HEADLINE`: hf-best and ours, which run first).
     profile_to: a folder; each engine timed "ok" is then profiled for 5 more steps (`profile_step`), into
-    profile-<case>-<engine>.txt (the kinds of kernels, then the profiler's top 30) and the rows of profile.csv.
+    profile-<case>-<engine>.txt (the kinds of kernels, then the profiler's top 30) and the rows of profile.csv; a
+    stack of ours that replays CUDA graphs also into profile-ops-<case>-<engine>.csv (`profile_ops`: the operators
+    behind the kernels, with their shapes).
     hf_best_mode: the torch.compile mode of hf-best ("auto": each of `HF_BEST_MODES`, the faster kept)."""
     case = CASES[case_name]
     cuda = torch.device(device).type == "cuda"
@@ -489,6 +514,11 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
                 row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
             if profiled is not None and rank == 0:
                 _write_profile(profile_to, case_name, key, *profiled)
+                if stack is not None and stack.captured_graphs and not case.data_parallel:
+                    # the kernels of replayed graphs have no operator: name them from eager steps
+                    from .atomic import atomic_path
+                    with atomic_path(Path(profile_to) / f"profile-ops-{case_name}-{key}.csv") as tmp:
+                        profile_ops(step, stack, device).to_csv(tmp, index=False)
             med = statistics.median(times)
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),

@@ -9,6 +9,7 @@ trainer, so this file (and the per-model clipping below) is written by hand.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import warnings
@@ -252,6 +253,16 @@ class ModelStack:
     def captured_graphs(self) -> int:
         """How many CUDA graphs this stack holds (0 without graphs, or after a capture failed)."""
         return 0 if self._graph_runner is None else len(self._graph_runner.graphs)
+
+    @contextlib.contextmanager
+    def eager_steps(self):
+        """Inside the block, steps run without their CUDA graphs (the same compiled regions, launched one by one), so
+        that a profiler sees the operator behind each kernel; the graphs are replayed again after it."""
+        runner, self._graph_runner = self._graph_runner, None
+        try:
+            yield self
+        finally:
+            self._graph_runner = runner
 
     def _make_optimizer(self, optim: OptimConfig) -> None:
         """AdamW over the stacked parameters (no weight decay on biases and LayerNorm weights, as HF's Trainer) and

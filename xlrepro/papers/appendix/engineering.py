@@ -8,6 +8,7 @@ on GPUs (`xlrepro bench`, the probes in ``xlrepro/probes/``, ``xlrepro train``) 
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -360,6 +361,28 @@ class StackProfile:
     reading: str            # Markdown
 
 
+def bias_copies(ops: pd.DataFrame, models: int, layers: int, source: str) -> str:
+    """What `xlrepro.bench.profile_ops` finds behind a stack's ATen element-wise kernels: its ``aten::copy_`` of
+    tensors with the stack's `models` leading (the stack's activations), per shape, in words; empty where it has
+    none. Each linear layer of the fused step (`fused_bert._project`, baddbmm) first writes its bias, broadcast to
+    the output's shape, into the output, to which the product is then added."""
+    copies = ops[(ops["op"] == "aten::copy_")].copy()
+    copies["first"] = copies["shapes"].map(lambda t: tuple(ast.literal_eval(t)[0]))
+    copies = copies[copies["first"].map(lambda sh: len(sh) == 3 and sh[0] == models)]
+    if copies.empty:
+        return ""
+    by = copies.groupby("first", sort=False)[["calls_per_step", "ms_per_step"]].sum()
+    shapes = "; ".join(f"[{', '.join(f'{d:,}' for d in sh)}] {r.calls_per_step:g} a step ({r.ms_per_step:.2f} ms)"
+                       for sh, r in by.iterrows())
+    calls, ms = by["calls_per_step"].sum(), by["ms_per_step"].sum()
+    return (f"**Behind the ATen element-wise kernels** (the operators of eager steps of the same compiled regions, "
+            f"`{source}`): `aten::copy_` of the stack's activations, {shapes}; {ms:.2f} ms per stack-step in all, "
+            f"{calls / layers:g} per layer. These are the linear layers' biases, each broadcast into the output that "
+            "`baddbmm` then adds the product to. `--linear mm` adds the bias in the element-wise kernel that follows "
+            "the product instead, which removes these copies; its training check (below) did not pass, so `baddbmm` "
+            "stays the default.")
+
+
 def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> StackProfile:
     """Where the step of a stack of BERT-small models goes, from ``<folder>/bench_small_stack.csv`` (the bench row of
     the stack: its step and model count), its rows of ``profile.csv`` (GPU time by kind of kernel) and its
@@ -476,6 +499,9 @@ def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> 
                       f"({'once' if calls == 1 else f'{calls:g} times'} a step) {emb['ms'].sum():.2f} ms")
     if others:
         parts.append(f"Among the profiler's top {len(k)} kernels, per stack-step: " + "; ".join(others) + ".")
+    ops_path = folder / f"profile-ops-{case}-{key}.csv"
+    if ops_path.exists():
+        parts.append(bias_copies(pd.read_csv(ops_path), models, size.layers, ops_path.name))
     if len(triton_mm):
         parts.append(
             f"This profile's kinds file a Triton kernel under matrix products when its fused name mentions one "
