@@ -361,24 +361,25 @@ class StackProfile:
     reading: str            # Markdown
 
 
-def bias_copies(ops: pd.DataFrame, models: int, layers: int, source: str) -> str:
-    """What `xlrepro.bench.profile_ops` finds behind a stack's ATen element-wise kernels: its ``aten::copy_`` of
-    tensors with the stack's `models` leading (the stack's activations), per shape, in words; empty where it has
-    none. Each linear layer of the fused step (`fused_bert._project`, baddbmm) first writes its bias, broadcast to
+def bias_copies(ops: pd.DataFrame, models: int, source: str) -> str:
+    """What `xlrepro.bench.profile_ops` finds behind a stack's ATen element-wise kernels: its ``aten::copy_`` into
+    tensors of the shape of a ``baddbmm``'s first operand, the stack's `models` leading (the stack's activations),
+    per shape, in words; empty where it has none. Each linear layer of the fused step (`fused_bert._project`, baddbmm) first writes its bias, broadcast to
     the output's shape, into the output, to which the product is then added."""
-    copies = ops[(ops["op"] == "aten::copy_")].copy()
-    copies["first"] = copies["shapes"].map(lambda t: tuple(ast.literal_eval(t)[0]))
-    copies = copies[copies["first"].map(lambda sh: len(sh) == 3 and sh[0] == models)]
+    first = ops["shapes"].map(lambda t: tuple((ast.literal_eval(t) or [()])[0]))
+    # the outputs baddbmm adds its product to: its first operand's shapes, with the stack's models leading
+    outputs = set(first[ops["op"] == "aten::baddbmm"])
+    copies = ops[(ops["op"] == "aten::copy_") & first.isin(outputs) & first.map(lambda sh: sh[:1] == (models,))]
     if copies.empty:
         return ""
-    by = copies.groupby("first", sort=False)[["calls_per_step", "ms_per_step"]].sum()
-    shapes = "; ".join(f"[{', '.join(f'{d:,}' for d in sh)}] {r.calls_per_step:g} a step ({r.ms_per_step:.2f} ms)"
+    by = copies.assign(first=first[copies.index]).groupby("first", sort=False)[["calls_per_step", "ms_per_step"]].sum()
+    shapes = "; ".join(f"[{', '.join(map(str, sh))}] {r.calls_per_step:g} a step ({r.ms_per_step:.2f} ms)"
                        for sh, r in by.iterrows())
     calls, ms = by["calls_per_step"].sum(), by["ms_per_step"].sum()
     return (f"**Behind the ATen element-wise kernels** (the operators of eager steps of the same compiled regions, "
             f"`{source}`): `aten::copy_` of the stack's activations, {shapes}; {ms:.2f} ms per stack-step in all, "
-            f"{calls / layers:g} per layer. These are the linear layers' biases, each broadcast into the output that "
-            "`baddbmm` then adds the product to. `--linear mm` adds the bias in the element-wise kernel that follows "
+            f"{calls:g} copies a step, one for each product with a bias. These are the linear layers' biases, each "
+            "broadcast into the output that `baddbmm` then adds the product to. `--linear mm` adds the bias in the element-wise kernel that follows "
             "the product instead, which removes these copies; its training check (below) did not pass, so `baddbmm` "
             "stays the default.")
 
@@ -454,12 +455,8 @@ def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> 
     norms = k[k["role"].str.startswith("LayerNorm")]
     emb = k[k["role"].str.startswith("embeddings")]
     aten = k[k["kind"] == "element-wise and reductions (ATen)"]
-    # Inductor kernels named after a product they fused around (profile.csv, taken before `kernel_kind` learnt to
-    # tell them apart, counts them as products)
-    triton_mm = k[k["name"].str.startswith("triton_") & ~k["name"].str.startswith("triton_tem")
-                  & k["name"].str.contains("bmm")]
     mm = kinds.loc["matrix products", "ms_per_step"] if "matrix products" in kinds.index else 0.0
-    mm_high = (mm - triton_mm["ms"].sum()) / models  # profile.csv's products less the Triton kernels named after them
+    mm_high = mm / models  # every kernel profile.csv files as a product
     mm_low = k.loc[(k["kind"] == "matrix products") & ~k["name"].str.startswith("triton_"), "ms"].sum() / models
     size = CASES[case].size
     tflop = b["mfu"] * b["peak_tflops"] * b["ms_per_model_step"] / 1e3  # the useful TFLOP of one model-step
@@ -501,14 +498,7 @@ def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> 
         parts.append(f"Among the profiler's top {len(k)} kernels, per stack-step: " + "; ".join(others) + ".")
     ops_path = folder / f"profile-ops-{case}-{key}.csv"
     if ops_path.exists():
-        parts.append(bias_copies(pd.read_csv(ops_path), models, size.layers, ops_path.name))
-    if len(triton_mm):
-        parts.append(
-            f"This profile's kinds file a Triton kernel under matrix products when its fused name mentions one "
-            f"(bmm, baddbmm; `kernel_kind` now files such kernels as fused element-wise): {len(triton_mm)} such "
-            f"kernels among the top {len(k)}, {triton_mm['ms'].sum():.2f} ms per "
-            f"stack-step. Without them the products take {mm_high * models:.2f} ms per stack-step at most "
-            f"(cuBLAS's kernels among the top {len(k)}: {mm_low * models:.2f} ms).")
+        parts.append(bias_copies(pd.read_csv(ops_path), models, ops_path.name))
     target = (f"**A step of {target_ms:.1f} ms per model-step** would do a model-step's {tflop:.3f} TFLOP of useful "
               f"work at {at_target:.0f} TFLOP/s, {at_target / b['peak_tflops']:.1%} MFU. ")
     rest = (gpu_ms / models) - mm_high
