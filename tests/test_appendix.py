@@ -197,17 +197,22 @@ def test_small_stack_profile_names_the_copies_behind_the_aten_kernels_when_the_o
             ("aten::copy_", "[[4, 64, 64], [4, 64, 64], []]", 0.1, 49.0),  # a weight's cast, not an output: left out
             ("aten::baddbmm", "[[4, 100, 64], [4, 100, 64], [4, 64, 64], [], [], [4, 100, 64]]", 2.0, 48.0),
             ("aten::baddbmm", "[[4, 100, 256], [4, 100, 64], [4, 64, 256], [], [], [4, 100, 256]]", 1.0, 12.0),
+            ("aten::baddbmm", "[[4, 100, 64], [4, 100, 256], [4, 256, 64], [], [], [4, 100, 64]]", 1.0, 12.0),
             ("aten::bmm", "[[4, 100, 64], [4, 64, 64]]", 2.0, 24.0),
             ("aten::fill_", "[]", 0.01, 1.0)]
     pd.DataFrame(rows, columns=["op", "shapes", "ms_per_step", "calls_per_step"]).to_csv(
         folder / "profile-ops-small-ours-stack.csv", index=False)
     r = E.small_stack_profile(folder).reading
     assert ("`profile-ops-small-ours-stack.csv`): `aten::copy_` of the stack's activations, [4, 100, 64] 60 a step "
-            "(0.50 ms); [4, 100, 256] 12 a step (0.30 ms); 0.80 ms per stack-step in all, 72 copies a step, one for "
-            "each product with a bias.") in r
+            "(0.50 ms); [4, 100, 256] 12 a step (0.30 ms); 0.80 ms per stack-step in all, 72 copies a step, as many as "
+            "the `baddbmm` calls of those shapes.") in r
+    assert "\n\n\n" not in r
     ops = pd.read_csv(folder / "profile-ops-small-ours-stack.csv")
     assert E.bias_copies(ops.drop(index=[0, 1]), 4, "x") == ""  # no copy into a product's output
     assert E.bias_copies(ops[ops.op != "aten::baddbmm"], 4, "x") == ""  # no baddbmm: nothing to say
+    # fewer products than copies of a shape: the counts are given, not matched
+    fewer = ops.assign(calls_per_step=ops.calls_per_step.where(ops.op != "aten::baddbmm", 6.0))
+    assert "72 copies a step against 18 `baddbmm` calls of those shapes" in E.bias_copies(fewer, 4, "x")
 
 
 def test_small_stack_profile_checks_its_arguments(tmp_path):

@@ -391,9 +391,15 @@ def test_kernels_are_sorted_into_kinds_by_name(name, kind):
 
 
 def test_a_profiled_run_writes_the_kinds_and_the_table(tiny_cases, tmp_path):
-    write_bench(["small"], ["hf-bf16"], steps=1, repeats=1, warmup=1, folder=tmp_path, device="cpu", profile=True)
+    (tmp_path / "profile-ops-small-hf-bf16.csv").write_text("op\n")  # an earlier run's: no graphs now, so removed
+    write_bench(["small"], ["hf-bf16"], steps=1, repeats=1, warmup=1, folder=tmp_path, device="cpu", profile=True,
+                commit="abcdef0123")
     kinds = pd.read_csv(tmp_path / "profile.csv")
     assert set(kinds["engine_key"]) == {"hf-bf16"} and (kinds["case"] == "small").all()
+    assert not (tmp_path / "profile-ops-small-hf-bf16.csv").exists()
+    # each row says where and when it was profiled
+    assert set(kinds["commit"]) == {"abcdef0"} and set(kinds["torch"]) == {torch.__version__}
+    assert kinds["date"].str.fullmatch(r"\d{4}-\d\d-\d\d").all() and kinds["device"].notna().all()
     assert kinds["share"].sum() == pytest.approx(1.0) and (kinds["ms_per_step"] >= 0).all()
     assert "matrix products" in set(kinds["kind"]) and kinds["kind"].is_unique
     text = (tmp_path / "profile-small-hf-bf16.txt").read_text()

@@ -366,9 +366,9 @@ def test_pretraining_curves_read_every_member_of_every_stack_in_step_order(tmp_p
                                       ["8", 0, "mlm_loss", 100, 5.0]]
 
 
-def _metrics(root, experiment, seed, acc, seconds):
+def _metrics(root, experiment, seed, acc, seconds, cfg=None):
     import json
-    folder = root / experiment / str(seed) / "k"
+    folder = root / experiment / str(seed) / rl.member_key(cfg or rl.load_config(), f"{experiment}/{seed}")
     folder.mkdir(parents=True)
     langs = ("en", "de", "hi")
     (folder / "metrics.json").write_text(json.dumps({
@@ -377,10 +377,18 @@ def _metrics(root, experiment, seed, acc, seconds):
         "finetune_seconds": seconds}))
 
 
+def _stack_dir(root, members, cfg=None):
+    """A stack's folder as Table3Stack names it: its members' run keys under `cfg`."""
+    from xlrepro.runkeys import run_key
+    cfg = cfg or rl.load_config()
+    return root / "stacks" / run_key({"members": [rl.member_key(cfg, m) for m in members]})
+
+
 def test_collect_gives_each_run_its_own_curve_and_share_of_its_stack(tmp_path, monkeypatch):
     # stack a: 0/42 then 8/0, 100 s in two processes (60 + 40); stack b: 8/42 then 0/0, 30 s
-    _stack(tmp_path / "stacks" / "a", ["0/42", "8/0"], {"50": [7.5, 6.0], "100": [7.4, 5.0]}, [60.0, 40.0])
-    _stack(tmp_path / "stacks" / "b", ["8/42", "0/0"], {"50": [6.5, 7.6], "100": [4.0, 7.3]}, [30.0])
+    _stack(_stack_dir(tmp_path, ["0/42", "8/0"]), ["0/42", "8/0"], {"50": [7.5, 6.0], "100": [7.4, 5.0]},
+           [60.0, 40.0])
+    _stack(_stack_dir(tmp_path, ["8/42", "0/0"]), ["8/42", "0/0"], {"50": [6.5, 7.6], "100": [4.0, 7.3]}, [30.0])
     for e, s, acc, sec in (("0", 0, 0.3, 10.0), ("0", 42, 0.4, 20.0), ("8", 0, 0.8, 30.0), ("8", 42, 0.9, 40.0)):
         _metrics(tmp_path, e, s, acc, sec)
     levels = {"0": (7.0, 6.0), "8": (7.1, 6.1)}
@@ -394,10 +402,17 @@ def test_collect_gives_each_run_its_own_curve_and_share_of_its_stack(tmp_path, m
     assert got[("0", 42, "pretrain_gpu_seconds")] == 50.0 and got[("0", 0, "pretrain_gpu_seconds")] == 15.0
     assert got[("8", 0, "unigram_entropy")] == 6.1 and got[("0", 0, "unigram_entropy_joint")] == 7.0
     assert got[("8", 42, "finetune_seconds")] == 40.0
-    # a second pretraining of a run in the same folder (another recipe): refused, naming the run
-    _stack(tmp_path / "stacks" / "c", ["0/0"], {"50": [7.0]}, [5.0])
-    with pytest.raises(ConfigError, match="0/0"):
-        rl.collect(tmp_path, rl.load_config())
+    # another recipe's run of 0/0 in the same folder (its own keys): each recipe reads its own runs only
+    other = replace(rl.load_config(), warmup_steps=7)
+    _stack(_stack_dir(tmp_path, ["0/0"], other), ["0/0"], {"50": [6.9]}, [5.0])
+    _metrics(tmp_path, "0", 0, 0.99, 1.0, cfg=other)
+    again = rl.collect(tmp_path, rl.load_config())
+    assert again.sort_values(list(again.columns)).values.tolist() == df.sort_values(list(df.columns)).values.tolist()
+    theirs = rl.collect(tmp_path, other)
+    assert set(zip(theirs.experiment, theirs.seed)) == {("0", 0)}
+    assert theirs[theirs.metric == "pretrain_loss"].value.tolist() == [6.9]
+    assert theirs[(theirs.metric == "accuracy") & (theirs.language == "en")].value.tolist() == [0.99]
+    # every curve of the folder together: two of 0/0, refused
     with pytest.raises(ConfigError, match="two pretraining curves"):
         rl.pretraining_curves(tmp_path)
 
@@ -545,4 +560,7 @@ def test_a_tiny_pilot_pretrains_each_variant_in_its_own_folder_with_its_warmup(t
     record = json.loads((folder / "timing.json").read_text())
     record[-1]["reached_step"] = record[-1]["total_steps"] - 1
     (folder / "timing.json").write_text(json.dumps(record))
+    assert rl.pilot_finished(PILOT, cfg, root, PILOT.variants[0], smoke=True) is None
+    # a record that says neither step is no evidence of the last one
+    (folder / "timing.json").write_text(json.dumps([{"seconds": 1.0}]))
     assert rl.pilot_finished(PILOT, cfg, root, PILOT.variants[0], smoke=True) is None

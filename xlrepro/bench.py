@@ -455,7 +455,8 @@ def profile_ops(step: Callable[[], object], stack, device, steps: int = 3) -> "p
 
 def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup: int, budget_s: float | None = None,
                compile_on_cpu: bool = False, on_row: Callable[[dict], None] | None = None,
-               profile_to: Path | None = None, hf_best_mode: str = "auto") -> list[dict]:
+               profile_to: Path | None = None, hf_best_mode: str = "auto",
+               provenance: dict | None = None) -> list[dict]:
     """Rows for one case (dicts; see `write_bench` for the columns). An engine that fails leaves a row that says so;
     past `budget_s` of the case's wall time the remaining engines are skipped with a row that says so, except the
     headline's pair (`HEADLINE`: hf-best and ours, which run first).
@@ -513,12 +514,15 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             elif e.ddp_graphs and stack is not None and not stack.captured_graphs:  # the capture failed: eager steps
                 row["status"] = "no CUDA graph: the capture failed, the steps ran eagerly"
             if profiled is not None and rank == 0:
-                _write_profile(profile_to, case_name, key, *profiled)
+                _write_profile(profile_to, case_name, key, *profiled, provenance=provenance)
+                ops_path = Path(profile_to) / f"profile-ops-{case_name}-{key}.csv"
                 if stack is not None and stack.captured_graphs and not case.data_parallel:
                     # the kernels of replayed graphs have no operator: name them from eager steps
                     from .atomic import atomic_path
-                    with atomic_path(Path(profile_to) / f"profile-ops-{case_name}-{key}.csv") as tmp:
+                    with atomic_path(ops_path) as tmp:
                         profile_ops(step, stack, device).to_csv(tmp, index=False)
+                else:  # none now (no graphs): an earlier run's would be read beside this profile
+                    ops_path.unlink(missing_ok=True)
             med = statistics.median(times)
             per_model = med / e.models
             row.update(ms_per_step=1e3 * med, ms_per_step_min=1e3 * min(times), ms_per_step_max=1e3 * max(times),
@@ -547,8 +551,10 @@ class _Skip(Exception):
     pass
 
 
-def _write_profile(folder: Path, case: str, engine: str, kinds: list[dict], table: str) -> None:
-    """profile-<case>-<engine>.txt, and this engine's rows of profile.csv (others' rows kept), both atomically."""
+def _write_profile(folder: Path, case: str, engine: str, kinds: list[dict], table: str,
+                   provenance: dict | None = None) -> None:
+    """profile-<case>-<engine>.txt, and this engine's rows of profile.csv (others' rows kept), both atomically;
+    `provenance` (device, torch, commit, date) fills those columns of the rows."""
     import pandas as pd
 
     from .atomic import atomic_path
@@ -562,7 +568,7 @@ def _write_profile(folder: Path, case: str, engine: str, kinds: list[dict], tabl
     path = folder / "profile.csv"
     old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["case", "engine_key", "kind"])
     old = old[~((old["case"] == case) & (old["engine_key"] == engine))]
-    new = pd.DataFrame([{"case": case, "engine_key": engine, **k} for k in kinds])
+    new = pd.DataFrame([{"case": case, "engine_key": engine, **k, **(provenance or {})} for k in kinds])
     with atomic_path(path) as tmp:
         pd.concat([old, new], ignore_index=True).to_csv(tmp, index=False)
 
@@ -646,7 +652,9 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
         chosen = [e for e in (engines or engines_for(case)) if e in engines_for(case)]
         bench_case(case, chosen, device, steps, repeats, warmup, budget_s, compile_on_cpu,
                    on_row=save if writer else None, profile_to=folder if profile else None,
-                   hf_best_mode=hf_best_mode)
+                   hf_best_mode=hf_best_mode, provenance={"device": meta["device"], "torch": meta["torch"],
+                                                          "commit": str(meta["commit"])[:7],
+                                                          "date": meta["date"][:10]})
         if writer:
             print(summary(save()[lambda d: d["case"] == case]), flush=True)
     if writer:

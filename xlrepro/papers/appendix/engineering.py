@@ -373,13 +373,16 @@ def bias_copies(ops: pd.DataFrame, models: int, source: str) -> str:
     if copies.empty:
         return ""
     by = copies.assign(first=first[copies.index]).groupby("first", sort=False)[["calls_per_step", "ms_per_step"]].sum()
+    products = ops[ops["op"] == "aten::baddbmm"].assign(first=first).groupby("first")["calls_per_step"].sum()
     shapes = "; ".join(f"[{', '.join(map(str, sh))}] {r.calls_per_step:g} a step ({r.ms_per_step:.2f} ms)"
                        for sh, r in by.iterrows())
     calls, ms = by["calls_per_step"].sum(), by["ms_per_step"].sum()
+    same = all(abs(r.calls_per_step - products[sh]) < 1e-9 for sh, r in by.iterrows())
+    count = (f"{calls:g} copies a step, as many as the `baddbmm` calls of those shapes" if same else
+             f"{calls:g} copies a step against {products[list(by.index)].sum():g} `baddbmm` calls of those shapes")
     return (f"**Behind the ATen element-wise kernels** (the operators of eager steps of the same compiled regions, "
             f"`{source}`): `aten::copy_` of the stack's activations, {shapes}; {ms:.2f} ms per stack-step in all, "
-            f"{calls:g} copies a step, one for each product with a bias. These are the linear layers' biases, each "
-            "broadcast into the output that `baddbmm` then adds the product to. `--linear mm` adds the bias in the element-wise kernel that follows "
+            f"{count}. Each linear layer's bias is broadcast into the output that `baddbmm` then adds the product to. `--linear mm` adds the bias in the element-wise kernel that follows "
             "the product instead, which removes these copies; its training check (below) did not pass, so `baddbmm` "
             "stays the default.")
 
@@ -497,8 +500,9 @@ def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> 
     if others:
         parts.append(f"Among the profiler's top {len(k)} kernels, per stack-step: " + "; ".join(others) + ".")
     ops_path = folder / f"profile-ops-{case}-{key}.csv"
-    if ops_path.exists():
-        parts.append(bias_copies(pd.read_csv(ops_path), models, ops_path.name))
+    copies = bias_copies(pd.read_csv(ops_path), models, ops_path.name) if ops_path.exists() else ""
+    if copies:
+        parts.append(copies)
     target = (f"**A step of {target_ms:.1f} ms per model-step** would do a model-step's {tflop:.3f} TFLOP of useful "
               f"work at {at_target:.0f} TFLOP/s, {at_target / b['peak_tflops']:.1%} MFU. ")
     rest = (gpu_ms / models) - mm_high

@@ -460,13 +460,14 @@ def table3_pilot_text(results) -> str:
             "pretraining recipe for its next run. ")
     if gate is None:
         return text + "No results of it are published yet (`xlrepro train dufter2020 --part table3-pilot`)."
-    done = "; ".join(f"{r.variant}, model {r.model}: {r.loss:.2f} against {r.level:.2f} "
+    done = "; ".join(f"{r.variant}, model {r.model}: {r.loss:.2f} against a bar of {r.level - pilot.margin:.2f} "
                      f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
     text += f"Its gate: {done or 'no variant finished'}. "
     if outcome == PILOT_CHOSEN:
         v = by_name[chosen]
+        steps = v.warmup_steps if v.warmup_steps is not None else warmup
         return text + f"Chosen: {chosen}" + (
-            f", the recipe of the run above (rate {v.lr:g}, {v.warmup_steps} warm-up steps; experiments.yaml, "
+            f", the recipe of the run above (rate {v.lr:g}, {steps} warm-up steps; experiments.yaml, "
             "`table3`)." if applied else ", not yet run: the run above is pretrained under the earlier recipe.")
     if outcome == PILOT_NONE_PASSED:
         return text + "No variant passed: Table 3 stays inconclusive, its pretraining at the unigram level."

@@ -627,8 +627,9 @@ def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool
         c = pretraining_curves(pilot_root(root, v), [folder / "pretrain_loss.json"])
         curves.append(c.assign(experiment=c.experiment + "@" + v.name))
         timing = folder / "timing.json"
-        share = (sum(r["seconds"] for r in json.loads(timing.read_text())) / c.groupby(["experiment", "seed"]).ngroups
-                 if timing.exists() else None)
+        members = json.loads((folder / "pretrain_loss.json").read_text())["members"]
+        share = (sum(r["seconds"] for r in json.loads(timing.read_text())) / len(members)
+                 if timing.exists() and members else None)
         for (e, seed), g in c.groupby(["experiment", "seed"], sort=False):
             if e not in levels:
                 levels[e] = unigram_entropies(cfg, table3_experiment(e, cfg), smoke, root)
@@ -656,7 +657,8 @@ def pilot_finished(pilot: Table3Pilot, cfg: Table3Config, root: Path, variant: P
                 for m, c in zip(pilot.models, configs))
     timing = folder / "timing.json"
     last = json.loads(timing.read_text())[-1:] if timing.exists() else []
-    reached = bool(last) and last[0].get("reached_step") == last[0].get("total_steps")
+    reached = bool(last) and last[0].get("total_steps") is not None and \
+        last[0].get("reached_step") == last[0]["total_steps"]
     done = (saved or reached) and (folder / "pretrain_loss.json").exists() and not (folder / "checkpoint.pt").exists()
     return folder if done else None
 
@@ -848,17 +850,36 @@ def run_root(smoke: bool) -> Path:
     return runs_dir() / "dufter2020-table3" / ("smoke" if smoke else "lab")
 
 
+def member_key(cfg: Table3Config, name: str, smoke: bool = False) -> str:
+    """The run key of member "<experiment>/<seed>" under `cfg` (its folder's name, as `Table3Stack` names it)."""
+    experiment, seed = name.rsplit("/", 1)
+    return run_key(member_config(cfg, table3_experiment(experiment, cfg), int(seed), smoke))
+
+
+def stacks_of(root: Path, cfg: Table3Config, smoke: bool = False) -> list[Path]:
+    """The stack folders under `root` pretrained under `cfg` (the folder named by its members' run keys under it, as
+    `Table3Stack` names it); another recipe's stacks in the same folder are left out."""
+    folders = []
+    for f in sorted(Path(root).glob("stacks/*/pretrain_loss.json")):
+        members = json.loads(f.read_text())["members"]
+        if f.parent.name == run_key({"members": [member_key(cfg, m, smoke) for m in members]}):
+            folders.append(f.parent)
+    return folders
+
+
 def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) -> pd.DataFrame:
     """table3.csv in the results format: experiment, seed, metric, language, value. Metrics: accuracy, macro_f1 and
     majority per language; finetune_lr, the run's fine-tuning rate, and with a rate grid dev_accuracy@<rate>, each
     rate's English dev accuracy (language: the source language); finetune_seconds (all its rates). Of the
     pretraining (language "all"): pretrain_loss, the final MLM loss (`final_loss`); unigram_entropy and
     unigram_entropy_joint, the level of a model that learned the pieces' frequencies alone (`unigram_entropies`); and
-    pretrain_gpu_seconds, the member's share of its stack's GPU time (timing.json)."""
+    pretrain_gpu_seconds, the member's share of its stack's GPU time (timing.json). Only the runs of `cfg` (their
+    folders named by its run keys: `member_key`, `stacks_of`) are read; another recipe's in the same folder are not."""
     cfg = cfg or load_config(smoke)
-    curves = pretraining_curves(root)
+    stacks = stacks_of(root, cfg, smoke)
+    curves = pretraining_curves(root, [f / "pretrain_loss.json" for f in stacks])
     stack_seconds = {}  # member name -> its share of its stack's pretraining seconds
-    for f in sorted(Path(root).glob("stacks/*/timing.json")):
+    for f in [f / "timing.json" for f in stacks if (f / "timing.json").exists()]:
         members = json.loads((f.parent / "pretrain_loss.json").read_text())["members"]
         twice = sorted(set(members) & set(stack_seconds))
         if twice:  # two pretrainings of one run (another recipe in the same folder): which one is meant is unknown
@@ -870,6 +891,8 @@ def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) ->
     rows = []
     for f in sorted(Path(root).glob("*/*/*/metrics.json")):
         m = json.loads(f.read_text())
+        if f.parent.name != member_key(cfg, f"{m['experiment']}/{m['seed']}", smoke):
+            continue  # another recipe's run
         row = lambda metric, lang, v: rows.append({"experiment": m["experiment"], "seed": m["seed"], "metric": metric,
                                                    "language": lang, "value": v})
         for metric in ("accuracy", "macro_f1", "majority"):
@@ -978,7 +1001,8 @@ def main(argv=None) -> int:
     if a.collect:  # table3.csv there, and the pretraining curves beside it (table3_pretraining.csv)
         from xlrepro.results import write_csv
         write_csv(collect(root, cfg, a.smoke), a.collect)
-        write_csv(pretraining_curves(root), Path(a.collect).with_name(CURVES_CSV))
+        curves = pretraining_curves(root, [f / "pretrain_loss.json" for f in stacks_of(root, cfg, a.smoke)])
+        write_csv(curves, Path(a.collect).with_name(CURVES_CSV))
         return 0
     prepare(cfg, a.smoke, root)
     if a.prepare:

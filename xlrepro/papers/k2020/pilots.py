@@ -223,50 +223,57 @@ def transfer_reading(curves: pd.DataFrame) -> str:
             f"target's accuracy rose in {gained} of {cells} cells.")
 
 
-# A learning curve is read as flat when the target's accuracy gained less than this many points over the second
-# half of pre-training (one run's test accuracy moves by about a point between neighbouring snapshots). A reading of
-# the curves for the reader, never a verdict or a gate.
-FLAT_POINTS = 2.0
-
-
 def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers",
                    points: float = 5.0) -> str:
     """What the learning curves say of the cells that fail `gate` (gates.csv's detail names them,
-    `gates.failing_cells`), at the gate's recipe: per cell, its accuracy at the point nearest half of pre-training
-    and at the end (mean over its curve runs), whether it rose by FLAT_POINTS or more over that second half, and
-    whether its end lies below the gate's level (the majority class plus `points`). Empty when the gate is absent,
-    passed, or none of its failing cells has a curve."""
+    `gates.failing_cells`), at the gate's recipe. Per cell with two or more evaluated steps: its accuracy at the point
+    nearest half of pre-training and at the end (mean over its curve runs, seeds named), the gain between them,
+    whether it rose at every snapshot of that half, and whether its end lies below the gate's level (the majority
+    class plus `points`). The noise is the largest move between neighbouring snapshots in any cell's curve at that
+    recipe: a gain beyond it reads as still rising; a gain within it, at every snapshot, as too slow for the curve to
+    tell; any other as flat. Empty when the gate is absent, passed, or none of its failing cells has a curve."""
     from .gates import failing_cells
     row = gates[gates["gate"] == gate] if len(gates) else gates
     if row.empty:
         return ""
-    failing = failing_cells(row["detail"].iloc[0])
     recipe = RECIPES[gate.split("_")[0]]
+    at = curves[curves["recipe"] == recipe] if len(curves) else curves
+    if at.empty:
+        return ""
+    means = at.groupby(["cell", "step"])["target test"].mean()
+    noise = max((means[c].diff().abs().max() for c in means.index.get_level_values(0).unique()
+                 if len(means[c]) > 1), default=0.0)
     parts = []
-    for cell in failing:
-        c = curves[(curves["recipe"] == recipe) & (curves["cell"] == cell)] if len(curves) else curves
-        if c.empty:
-            continue
+    for cell in failing_cells(row["detail"].iloc[0]):
+        c = at[at["cell"] == cell]
         by_step = c.groupby("step")["target test"].mean()
+        if len(by_step) < 2:
+            continue
         last = by_step.index.max()
-        half = min(by_step.index, key=lambda s: abs(s - last / 2))
+        half = min(by_step.index[:-1], key=lambda st: abs(st - last / 2))
+        second = by_step[by_step.index >= half]
         gain, end = by_step[last] - by_step[half], by_step[last]
         level = c["majority"].mean() + points
-        runs = c["seed"].nunique()
-        shape = (f"flat over the second half of pre-training ({by_step[half]:.1f} → {end:.1f} from step {half:,} to "
-                 f"{last:,})" if gain < FLAT_POINTS else
-                 f"still rising ({by_step[half]:.1f} → {end:.1f} from step {half:,} to {last:,})")
-        if end < level:
-            where = (f"below the gate's level of {level:.1f}: more steps at this recipe would not make it pass"
-                     if gain < FLAT_POINTS else f"below the gate's level of {level:.1f}: more steps might move it")
+        seeds = sorted(c["seed"].unique())
+        every = bool((second.diff().dropna() > 0).all())
+        head = (f"{cell} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}) {by_step[half]:.1f} → "
+                f"{end:.1f} from step {half:,} to {last:,} ({gain:+.1f} points{', up at every snapshot' if every else ''})")
+        if end >= level:
+            parts.append(f"{head}, above the gate's level of {level:.1f} in {'this run' if len(seeds) == 1 else 'these runs'}: "
+                         "steps are not what it lacks (the gate reads the mean of the tables' seeds minus 2 SE)")
+        elif gain > noise:
+            parts.append(f"{head}, below the gate's level of {level:.1f} and still rising: more steps might move it")
+        elif every:
+            parts.append(f"{head}, below the gate's level of {level:.1f}, rising within one run's noise: the curve "
+                         "cannot tell whether more steps would make it pass")
         else:
-            where = (f"above the gate's level of {level:.1f} in {'this run' if runs == 1 else 'these runs'}: steps are "
-                     "not what it lacks (the gate reads the mean of the tables' seeds minus 2 SE)")
-        parts.append(f"{cell} {shape}, {where} ({runs} run{'s' if runs > 1 else ''})")
+            parts.append(f"{head}, below the gate's level of {level:.1f} and flat: more steps at this recipe are "
+                         "unlikely to make it pass")
     if not parts:
         return ""
-    return (f"**The curves of the cells that fail `{gate}`** (flat: a gain of less than {FLAT_POINTS:g} points over "
-            "the second half): " + "; ".join(parts) + ".")
+    return (f"**The curves of the cells that fail `{gate}`** (single runs; one run's accuracy moves by up to "
+            f"{noise:.1f} points between neighbouring snapshots in these curves, so only a larger gain over the second "
+            "half reads as a rise): " + "; ".join(parts) + ".")
 
 
 # The part that adds a learning curve to base cells trained without snapshots, its command, and the commit that
