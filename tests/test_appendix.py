@@ -465,3 +465,21 @@ def test_gain_lines_split_each_case_s_speed_up_into_algorithmic_and_kernel_steps
     assert "and our kernels: 4.00x (hf-compile 24.00 to ours 6.00 ms; both together: hf-best was not timed" in small
     assert "several models stacked in one step: 1.50x (ours 6.00 to ours-stack 4.00 ms; algorithmic" in small
     assert "1.20x (ours 6.00 to ours-nomask-mm 5.00 ms" in small
+
+
+def test_the_second_linear_check_is_shown_as_declared_until_its_run_then_with_its_outcome(tmp_path):
+    table1 = tmp_path / "table1.csv"
+    pd.DataFrame([{"experiment": e, "seed": s, "metric": "mu", "value": v}
+                  for e in ("0", "1") for s, v in ((0, 0.0), (1, 2 ** 0.5))]).to_csv(table1, index=False)
+    table, text = E.linear_check2_view(tmp_path / "linear_check2", table1)
+    assert table is None and text.startswith("**A second check, declared before its runs**")
+    assert "at most 1.5 times the median within an engine" in text and "Not yet run:" in text
+    (tmp_path / "linear_check2").mkdir()
+    runs = {"baddbmm-1": ("baddbmm", 0.0), "baddbmm-2": ("baddbmm", 1.0), "mm-1": ("mm", 3.0), "mm-2": ("mm", 4.0)}
+    pd.DataFrame([{"run": r, "linear": lin, "experiment": e, "seed": s, "metric": "mu", "value": v}
+                  for r, (lin, v) in runs.items() for e in ("0", "1") for s in (0, 1)]).to_csv(
+        tmp_path / "linear_check2" / "metrics.csv", index=False)
+    table, text = E.linear_check2_view(tmp_path / "linear_check2", table1)
+    # within: 1 std; across: 3 std; ratio 3 > 1.5
+    assert table.loc["mu"].tolist() == ["1.00", "3.00", "3.00"]
+    assert text.endswith("It fails for mu: `--linear mm` stays an option.")

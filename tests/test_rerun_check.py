@@ -74,3 +74,67 @@ def test_the_linear_check_refuses_a_model_without_a_published_row(tmp_path):
                   "value": [1.0, 1.0]}).to_csv(runs, index=False)
     with pytest.raises(KeyError, match="published row"):
         linear_check(runs, published)
+
+
+def _linear2(values: dict[str, list[float]]) -> pd.DataFrame:
+    """Models 0/0, 0/1, 1/0, 1/1 (metric mu) of each run, in that order."""
+    from xlrepro.papers.dufter2020.engines import LINEAR2_RUNS
+    models = [("0", 0), ("0", 1), ("1", 0), ("1", 1)]
+    return pd.DataFrame([{"run": r, "linear": LINEAR2_RUNS[r], "experiment": e, "seed": s, "metric": "mu", "value": v}
+                         for r, vs in values.items() for (e, s), v in zip(models, vs)])
+
+
+# published seeds 0 and sqrt(2) apart: a seed std of 1 for both IDs
+PUBLISHED2 = pd.DataFrame([{"experiment": e, "seed": s, "metric": "mu", "value": v}
+                           for e in ("0", "1") for s, v in ((0, 0.0), (1, 2 ** 0.5))])
+
+
+def test_the_second_linear_check_measures_its_null_within_each_engine():
+    from xlrepro.papers.dufter2020.engines import linear_check2
+    # within each engine the runs are 1 std apart, across engines 0.5: mm moves less than a rerun does
+    same = _linear2({"baddbmm-1": [0] * 4, "baddbmm-2": [1] * 4, "mm-1": [0.5] * 4, "mm-2": [1.5] * 4})
+    table, verdict = linear_check2(same, PUBLISHED2)
+    assert table.loc["mu"].tolist() == [pytest.approx(1.0), pytest.approx(0.5), pytest.approx(0.5), True]
+    assert verdict == {"adopted": True, "failed_metrics": []}
+    # mm 3 std away from baddbmm in both runs: 3 times a rerun's distance, above 1.5
+    shifted = _linear2({"baddbmm-1": [0] * 4, "baddbmm-2": [1] * 4, "mm-1": [3] * 4, "mm-2": [4] * 4})
+    table, verdict = linear_check2(shifted, PUBLISHED2)
+    assert table.loc["mu", "ratio"] == pytest.approx(3.0) and verdict == {"adopted": False, "failed_metrics": ["mu"]}
+    # one diverged seed (100 std off in one run) moves neither median
+    diverged = _linear2({"baddbmm-1": [100, 0, 0, 0], "baddbmm-2": [1] * 4, "mm-1": [0.5] * 4, "mm-2": [1.5] * 4})
+    assert linear_check2(diverged, PUBLISHED2)[0].loc["mu", "ratio"] == pytest.approx(0.5)
+
+
+def test_the_second_linear_check_needs_its_four_runs_and_a_published_spread():
+    from xlrepro.papers.dufter2020.engines import linear_check2
+    three = _linear2({"baddbmm-1": [0] * 4, "baddbmm-2": [1] * 4, "mm-1": [0.5] * 4})
+    with pytest.raises(ValueError, match="needs the runs baddbmm-1, baddbmm-2, mm-1, mm-2; got baddbmm-1, baddbmm-2, mm-1"):
+        linear_check2(three, PUBLISHED2)
+    flat = PUBLISHED2.assign(value=1.0)  # no spread over the published seeds: nothing to measure against
+    four = _linear2({"baddbmm-1": [0] * 4, "baddbmm-2": [1] * 4, "mm-1": [0.5] * 4, "mm-2": [1.5] * 4})
+    with pytest.raises(ValueError, match="published seed std above 0"):
+        linear_check2(four, flat)
+
+
+def test_the_second_linear_check_refuses_a_run_folder_with_untrained_models(tmp_path):
+    from xlrepro.papers.dufter2020.engines import collect_linear2
+    with pytest.raises(FileNotFoundError, match="25 of 25 models not trained"):
+        collect_linear2(tmp_path)
+
+
+def test_the_second_linear_check_collects_its_four_runs(tmp_path):
+    from xlrepro.papers.dufter2020.config import load_chapter
+    from xlrepro.papers.dufter2020.engines import LINEAR2_IDS, LINEAR2_RUNS, collect_linear2
+    from xlrepro.papers.dufter2020.grid import grid_members, member_dir
+    chapter = load_chapter()
+    members = grid_members(chapter, list(LINEAR2_IDS), list(chapter.seeds))
+    for i, run in enumerate(LINEAR2_RUNS):
+        for m in members:
+            folder = member_dir(tmp_path / run / "dufter2020" / "lab", m)
+            folder.mkdir(parents=True)
+            (folder / "metrics.json").write_text(json.dumps({"metrics": {"mu": i + m.seed / 1000}}))
+    df = collect_linear2(tmp_path)
+    assert list(df.columns) == ["run", "linear", "experiment", "seed", "metric", "value"]
+    assert len(df) == 4 * 25 and set(df["experiment"]) == set(LINEAR2_IDS)
+    mm2 = df[(df["run"] == "mm-2") & (df["experiment"] == "4") & (df["seed"] == 42)]
+    assert mm2[["linear", "value"]].values.tolist() == [["mm", 3.042]]

@@ -959,6 +959,32 @@ def linear_check_view(folder: Path, table1: Path) -> LinearCheck:
     return LinearCheck(shown_one, shown_failed, len(two_crit), reading)
 
 
+def linear_check2_view(folder: Path, table1: Path) -> tuple[pd.DataFrame | None, str]:
+    """The second training check of `--linear mm` (`engines.linear_check2`, declared before its runs): (its table per
+    metric, the reading) from ``<folder>/metrics.csv``; before its run, (None, what it will test and how to run it)."""
+    from xlrepro.papers.dufter2020.engines import LINEAR2_RATIO_MAX, LINEAR2_RUNS, linear_check2
+
+    declared = (f"**A second check, declared before its runs** (`engines.linear_check2`): it measures the rerun "
+                f"noise instead of assuming it. The same 25 models trained four times from empty run folders, twice "
+                f"per engine ({', '.join(LINEAR2_RUNS)}); per metric, every model's difference between two runs in "
+                f"published seed stds, and the median across engines (mm against baddbmm) at most "
+                f"{LINEAR2_RATIO_MAX:g} times the median within an engine (medians, so that one diverged seed does not "
+                f"decide); mm becomes the default only if every metric holds. ")
+    path = folder / "metrics.csv"
+    if not path.exists():
+        return None, declared + ("Not yet run: `XLREPRO_RUNS=runs/linear2/<run> xlrepro train dufter2020 --ids 0 1 2 "
+                                 "4 5 --compile --linear <engine>` for each run, then `python -m "
+                                 "xlrepro.papers.dufter2020.engines --linear2 runs/linear2 "
+                                 "book/results/bench/linear_check2/metrics.csv`.")
+    table, verdict = linear_check2(pd.read_csv(path, dtype={"experiment": str}),
+                                   pd.read_csv(table1, dtype={"experiment": str}))
+    shown = fixed(table[["within", "across", "ratio"]], 2)
+    shown.columns = ["within an engine: median |difference| / std", "across engines: the same", "ratio"]
+    outcome = ("Every metric holds: `--linear mm` becomes the compiled stacks' default." if verdict["adopted"] else
+               f"It fails for {', '.join(verdict['failed_metrics'])}: `--linear mm` stays an option.")
+    return shown, declared + outcome
+
+
 # ------------------------------------------------------------------------------------------ data parallel
 def ddp_figure(curves: pd.DataFrame):
     """Figure 6's checkpoints of each data-parallel run (`engines.ddp_summary`), one panel per metric."""
