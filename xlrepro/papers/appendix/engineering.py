@@ -364,8 +364,9 @@ class StackProfile:
 def bias_copies(ops: pd.DataFrame, models: int, source: str) -> str:
     """What `xlrepro.bench.profile_ops` finds behind a stack's ATen element-wise kernels: its ``aten::copy_`` into
     tensors of the shape of a ``baddbmm``'s first operand, the stack's `models` leading (the stack's activations),
-    per shape, in words; empty where it has none. Each linear layer of the fused step (`fused_bert._project`, baddbmm) first writes its bias, broadcast to
-    the output's shape, into the output, to which the product is then added."""
+    per shape, in words; empty where it has none. Each linear layer of the fused step (`fused_bert._project`,
+    baddbmm) first writes its bias, broadcast to the output's shape, into the output, to which the product is then
+    added."""
     first = ops["shapes"].map(lambda t: tuple((ast.literal_eval(t) or [()])[0]))
     # the outputs baddbmm adds its product to: its first operand's shapes, with the stack's models leading
     outputs = set(first[ops["op"] == "aten::baddbmm"])
@@ -382,9 +383,9 @@ def bias_copies(ops: pd.DataFrame, models: int, source: str) -> str:
              f"{calls:g} copies a step against {products[list(by.index)].sum():g} `baddbmm` calls of those shapes")
     return (f"**Behind the ATen element-wise kernels** (the operators of eager steps of the same compiled regions, "
             f"`{source}`): `aten::copy_` of the stack's activations, {shapes}; {ms:.2f} ms per stack-step in all, "
-            f"{count}. Each linear layer's bias is broadcast into the output that `baddbmm` then adds the product to. `--linear mm` adds the bias in the element-wise kernel that follows "
-            "the product instead, which removes these copies; its training check (below) did not pass, so `baddbmm` "
-            "stays the default.")
+            f"{count}. Each linear layer's bias is broadcast into the output that `baddbmm` then adds the product to. "
+            "`--linear mm` adds the bias in the element-wise kernel that follows the product instead, which removes "
+            "these copies; its training check (below) did not pass, so `baddbmm` stays the default.")
 
 
 def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> StackProfile:
@@ -1245,36 +1246,30 @@ def table3_work(path: Path, card: str, shape: tuple | None) -> list[GpuWork]:
     stack's GPU time, ``pretrain_gpu_seconds``, summed) and the fine-tunings' worker-minutes (``finetune_seconds``:
     every rate of every run, in processes that shared a GPU); nothing for a run that recorded neither. Its pilot's
     pre-training GPU-minutes first, where ``table3_pilot.csv`` beside it records them."""
-    frame = pd.read_csv(path, dtype={"experiment": str})
-    gpu = frame[frame["metric"] == "pretrain_gpu_seconds"]["value"]
-    fine = frame[frame["metric"] == "finetune_seconds"]["value"]
-    out = []
     pilot = path.with_name("table3_pilot.csv")  # the declared pilot that chose the pretraining recipe
-    if pilot.exists():
-        tried = pd.read_csv(pilot, dtype={"experiment": str})
-        tried = tried[tried["metric"] == "pretrain_gpu_seconds"]["value"]
-        if len(tried):
-            out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's pilot: {len(tried)} models pre-trained "
-                                                            f"({pilot.name})", float(tried.sum()) / 60, "GPU-minutes",
-                               card, shape))
-    if len(gpu):
-        out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's pre-training: {len(gpu)} models ({path.name})",
-                           float(gpu.sum()) / 60, "GPU-minutes", card, shape))
-    if len(fine):
-        out.append(GpuWork("dufter2020", "knn_replace", f"Table 3's fine-tunings: {len(fine)} runs, every rate of "
-                                                        f"each ({path.name})",
-                           float(fine.sum()) / 60, "worker-minutes", card, shape))
+    pieces = ((pilot, "pretrain_gpu_seconds", "GPU-minutes", "Table 3's pilot: {n} models pre-trained"),
+              (path, "pretrain_gpu_seconds", "GPU-minutes", "Table 3's pre-training: {n} models"),
+              (path, "finetune_seconds", "worker-minutes", "Table 3's fine-tunings: {n} runs, every rate of each"))
+    out = []
+    for source, metric, unit, what in pieces:
+        if not source.exists():
+            continue
+        frame = pd.read_csv(source, dtype={"experiment": str})
+        seconds = frame[frame["metric"] == metric]["value"]
+        if len(seconds):
+            out.append(GpuWork("dufter2020", "knn_replace", f"{what.format(n=len(seconds))} ({source.name})",
+                               float(seconds.sum()) / 60, unit, card, shape))
     return out
 
 
 def published_gpu_work(results: Path, grid_chapters: dict[str, set[str]] | None = None,
                        grid_shapes: dict[str, tuple] | None = None, lab_shape: tuple | None = None) -> list[GpuWork]:
     """Every piece of GPU work the published results record, paper by paper: Dufter & Schütze's grid stacks
-    (``dufter2020/runtime.csv``, by chapter and shape) and its Table 3 run (`table3_work`), the multilingual lab's mini-mBERT (``multilingual/
-    mini_mbert_training.json``, which Wu & Dredze's chapters fine-tune), Liu et al.'s pilots (``liu2020/*/pilot.json``)
-    and any training record under ``liu2020/``, K et al.'s run records' lines and its scaling pilots' stacks
-    (`pilot_stack_work`). By default the grid's chapters and
-    shapes come from Dufter & Schütze's experiments file and the lab's shape from the mini-mBERT defaults."""
+    (``dufter2020/runtime.csv``, by chapter and shape) and its Table 3 run (`table3_work`), the multilingual lab's
+    mini-mBERT (``multilingual/mini_mbert_training.json``, which Wu & Dredze's chapters fine-tune), Liu et al.'s
+    pilots (``liu2020/*/pilot.json``) and any training record under ``liu2020/``, K et al.'s run records' lines and
+    its scaling pilots' stacks (`pilot_stack_work`). By default the grid's chapters and shapes come from Dufter &
+    Schütze's experiments file and the lab's shape from the mini-mBERT defaults."""
     if grid_chapters is None or grid_shapes is None:
         from xlrepro.papers.dufter2020 import TRAINS
         from xlrepro.papers.dufter2020.config import load_chapter

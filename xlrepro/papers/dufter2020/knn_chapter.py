@@ -349,10 +349,15 @@ def _pretraining_runs(frame: pd.DataFrame) -> pd.DataFrame:
     return runs.dropna(subset=columns)
 
 
+def _model_order(experiments) -> list[str]:
+    """The models among `experiments`, in Table 3's order, any other after them."""
+    have = set(experiments)
+    return [e for e in TABLE3_ORDER if e in have] + sorted(have - set(TABLE3_ORDER))
+
+
 def _every_run(runs: pd.DataFrame, side) -> list[str]:
     """The models (Table 3's order) each of whose runs has `side(pretrain_loss, unigram_entropy)` true."""
-    models = [e for e in TABLE3_ORDER if e in set(runs.experiment)] + sorted(set(runs.experiment) - set(TABLE3_ORDER))
-    return [e for e in models if side(runs[runs.experiment == e].pretrain_loss,
+    return [e for e in _model_order(runs.experiment) if side(runs[runs.experiment == e].pretrain_loss,
                                       runs[runs.experiment == e].unigram_entropy).all()]
 
 
@@ -364,7 +369,7 @@ def table3_pretraining_text(frame: pd.DataFrame) -> str:
     runs = _pretraining_runs(frame)
     if not len(runs):
         return ""
-    models = [e for e in TABLE3_ORDER if e in set(runs.experiment)] + sorted(set(runs.experiment) - set(TABLE3_ORDER))
+    models = _model_order(runs.experiment)
     per = {e: runs[runs.experiment == e] for e in models}
     above = _every_run(runs, lambda loss, level: loss > level)
     below = _every_run(runs, lambda loss, level: loss < level)
@@ -437,10 +442,8 @@ def table3_pilot_text(results) -> str:
     from pathlib import Path
 
     from .config import load_chapter
-    from dataclasses import replace
-
     from .real_languages import (PILOT_CHOSEN, PILOT_DECLARED_AT, PILOT_NONE_PASSED, load_config, load_pilot,
-                                 pilot_choice, recipe_config)
+                                 pilot_choice, pilot_config)
     pilot = load_pilot()
     warmup = load_chapter().training.warmup_steps
     variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
@@ -451,7 +454,7 @@ def table3_pilot_text(results) -> str:
                              else (None, None, None))
     cfg = load_config()
     by_name = {v.name: v for v in pilot.variants}
-    applied = chosen is not None and recipe_config(replace(cfg, warmup_steps=None), chosen) == cfg
+    applied = chosen is not None and pilot_config(cfg, by_name[chosen]) == cfg  # the configuration is the variant
     head = ("**The pretraining recipe: a pilot**" if applied else "**Next: a pilot of the pretraining**")
     text = (f"{head}, declared before its run (experiments.yaml, `table3_pilot`, commit "
             f"{PILOT_DECLARED_AT}): {_models(pilot.models)}, seed {pilot.seed}, pretrained "
@@ -564,7 +567,8 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
     return (f"{rate} (2) Far less pretraining, at another rate: {updates:,} updates of {cfg.batch_size} verses "
             f"({cfg.epochs} epochs of the {verses:,} training verses of the three Bibles) at a peak rate of "
             f"{cfg.model_size().lr:g} after {warmup}, against the "
-            f"paper's 140k steps of 256 sequences of Wikipedia at 1e-4 (§5.1){outcome}. (3) A width of {cfg.model_size().hidden} instead of 768 and a vocabulary of "
+            f"paper's 140k steps of 256 sequences of Wikipedia at 1e-4 (§5.1){outcome}. (3) A width of "
+            f"{cfg.model_size().hidden} instead of 768 and a vocabulary of "
             f"{cfg.vocab_size:,} pieces per language instead of 20k. (4) Another task: six-way section "
             "classification of verse pairs stands in for three-way XNLI.")
 

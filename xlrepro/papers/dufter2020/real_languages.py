@@ -269,6 +269,11 @@ def member_config(cfg: Table3Config, exp: Experiment, seed: int, smoke: bool) ->
             "table3": table3, "training": training, "seed": seed}
 
 
+def stack_key(member_keys: Sequence[str]) -> str:
+    """The name of a stack's folder under ``<root>/stacks``: the run key of its members' run keys, in order."""
+    return run_key({"members": list(member_keys)})
+
+
 def epoch_order(lengths: np.ndarray, seed: int, epoch: int, batch_size: int, group_by_length: bool) -> np.ndarray:
     """One model's pretraining order of the sentences for one epoch (a permutation of range(len(lengths))), seeded
     by (seed, epoch) alone: a shuffle, or with `group_by_length` HF's length-grouped shuffle (mega-batches of 50
@@ -297,7 +302,7 @@ class Table3Stack:
         self.configs = [member_config(cfg, e, s, smoke) for e, s in self.members]
         self.toks, self.vocab, self.neighbours = load_prepared(cfg, smoke, Path(prepared or self.root))
         self.sets = {e.id: pretrain_set(cfg, e, self.toks, self.vocab, smoke, self.max_length) for e, _ in self.members}
-        self.folder = self.root / "stacks" / run_key({"members": [run_key(c) for c in self.configs]})
+        self.folder = self.root / "stacks" / stack_key([run_key(c) for c in self.configs])
 
     def member_dir(self, i: int) -> Path:
         e, s = self.members[i]
@@ -652,7 +657,7 @@ def pilot_finished(pilot: Table3Pilot, cfg: Table3Config, root: Path, variant: P
     configs = [member_config(pilot_config(cfg, variant), table3_experiment(m, cfg), pilot.seed, smoke)
                for m in pilot.models]
     base = pilot_root(root, variant)
-    folder = base / "stacks" / run_key({"members": [run_key(c) for c in configs]})
+    folder = base / "stacks" / stack_key([run_key(c) for c in configs])
     saved = all((base / m / str(pilot.seed) / run_key(c) / "model.safetensors").exists()
                 for m, c in zip(pilot.models, configs))
     timing = folder / "timing.json"
@@ -862,9 +867,14 @@ def stacks_of(root: Path, cfg: Table3Config, smoke: bool = False) -> list[Path]:
     folders = []
     for f in sorted(Path(root).glob("stacks/*/pretrain_loss.json")):
         members = json.loads(f.read_text())["members"]
-        if f.parent.name == run_key({"members": [member_key(cfg, m, smoke) for m in members]}):
+        if f.parent.name == stack_key([member_key(cfg, m, smoke) for m in members]):
             folders.append(f.parent)
     return folders
+
+
+def run_curves(root: Path, cfg: Table3Config, smoke: bool = False) -> pd.DataFrame:
+    """`pretraining_curves` of the stacks pretrained under `cfg` (`stacks_of`)."""
+    return pretraining_curves(root, [f / "pretrain_loss.json" for f in stacks_of(root, cfg, smoke)])
 
 
 def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) -> pd.DataFrame:
@@ -876,13 +886,12 @@ def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) ->
     pretrain_gpu_seconds, the member's share of its stack's GPU time (timing.json). Only the runs of `cfg` (their
     folders named by its run keys: `member_key`, `stacks_of`) are read; another recipe's in the same folder are not."""
     cfg = cfg or load_config(smoke)
-    stacks = stacks_of(root, cfg, smoke)
-    curves = pretraining_curves(root, [f / "pretrain_loss.json" for f in stacks])
+    curves = run_curves(root, cfg, smoke)
     stack_seconds = {}  # member name -> its share of its stack's pretraining seconds
-    for f in [f / "timing.json" for f in stacks if (f / "timing.json").exists()]:
+    for f in [f / "timing.json" for f in stacks_of(root, cfg, smoke) if (f / "timing.json").exists()]:
         members = json.loads((f.parent / "pretrain_loss.json").read_text())["members"]
         twice = sorted(set(members) & set(stack_seconds))
-        if twice:  # two pretrainings of one run (another recipe in the same folder): which one is meant is unknown
+        if twice:  # one run pretrained in two stacks (stacked differently): which one is meant is unknown
             raise ConfigError(f"{root}: runs {', '.join(twice)} were pretrained in two stacks (the second: "
                               f"{f.parent.name}); collect from a folder that holds one run of each")
         seconds = sum(r["seconds"] for r in json.loads(f.read_text()))
@@ -1001,8 +1010,7 @@ def main(argv=None) -> int:
     if a.collect:  # table3.csv there, and the pretraining curves beside it (table3_pretraining.csv)
         from xlrepro.results import write_csv
         write_csv(collect(root, cfg, a.smoke), a.collect)
-        curves = pretraining_curves(root, [f / "pretrain_loss.json" for f in stacks_of(root, cfg, a.smoke)])
-        write_csv(curves, Path(a.collect).with_name(CURVES_CSV))
+        write_csv(run_curves(root, cfg, a.smoke), Path(a.collect).with_name(CURVES_CSV))
         return 0
     prepare(cfg, a.smoke, root)
     if a.prepare:

@@ -256,11 +256,13 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
         level = c["majority"].mean() + points
         seeds = sorted(c["seed"].unique())
         every = bool((second.diff().dropna() > 0).all())
+        up = ", up at every snapshot" if every else ""
         head = (f"{cell} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}) {by_step[half]:.1f} → "
-                f"{end:.1f} from step {half:,} to {last:,} ({gain:+.1f} points{', up at every snapshot' if every else ''})")
+                f"{end:.1f} from step {half:,} to {last:,} ({gain:+.1f} points{up})")
         if end >= level:
-            parts.append(f"{head}, above the gate's level of {level:.1f} in {'this run' if len(seeds) == 1 else 'these runs'}: "
-                         "steps are not what it lacks (the gate reads the mean of the tables' seeds minus 2 SE)")
+            runs = "this run" if len(seeds) == 1 else "these runs"
+            parts.append(f"{head}, above the gate's level of {level:.1f} in {runs}: steps are not what it lacks (the "
+                         "gate reads the mean of the tables' seeds minus 2 SE)")
         elif gain > noise:
             parts.append(f"{head}, below the gate's level of {level:.1f} and still rising: more steps might move it")
         elif every:
