@@ -636,6 +636,29 @@ def test_the_pending_note_gives_one_command_for_all_parts():
     assert int(re.search(r"about (\d+) GPU-minutes", four).group(1)) > 2 * minutes
 
 
+def test_the_pending_note_names_the_missing_cells_a_stronger_recipe_has(tmp_path):
+    """A cell missing at the lab recipe but published at a stronger one: the note says where its claims are read;
+    all of them there: not "pending"; some: pending, naming those that are."""
+    import pandas as pd
+
+    from xlrepro.papers.k2020.report import pending_note, recipe_cells
+    (tmp_path / "recipe_x").mkdir()
+    (tmp_path / "recipes.json").write_text('[{"name": "x", "label": "more text", "folder": "recipe_x"}]')
+    pd.DataFrame({"experiment": ["enfake-es/adj", "majority/enfake-es/adj", "enfake-hi/adj"], "seed": 0,
+                  "metric": "accuracy", "value": 0.5}).to_csv(tmp_path / "recipe_x" / "mixed_pairs.csv", index=False)
+    cells = recipe_cells("mixed_pairs", tmp_path)
+    assert cells == {"more text": ["enfake-es/adj", "enfake-hi/adj"]} and recipe_cells("transfer", tmp_path) == {}
+    all_there = pending_note(["t11a"], ["enfake-es/adj", "enfake-hi/adj"], at_recipes=cells)
+    assert all_there.startswith("**Not trained at this recipe.** 2 experiment(s) of this chapter have no trained "
+                                "cells at `lab` (enfake-es/adj, enfake-hi/adj); a stronger recipe below has them all "
+                                '(enfake-es/adj, enfake-hi/adj at "more text")')
+    assert "Pending" not in all_there and "`xlrepro train k2020 --part t11a --time-limit 480" in all_there
+    some = pending_note(["t11a"], ["enfake-es/adj", "enfake-ru/adj"], at_recipes=cells)
+    assert some.startswith("**Pending the GPU run.** 2 experiment(s) of this chapter have no trained cells yet "
+                           '(enfake-es/adj, enfake-ru/adj); a stronger recipe below has enfake-es/adj at "more text"')
+    assert pending_note(["t11a"], ["enfake-ru/adj"], at_recipes=cells) == pending_note(["t11a"], ["enfake-ru/adj"])
+
+
 def test_word_order_figure_from_hand_made_results():
     """Table 2's picture: our ru line goes through the seed means at p = 0 and p = 1 (25 and 15), the paper's lines
     through its printed numbers; nothing is drawn until a cell with p > 0 is trained."""
@@ -807,3 +830,25 @@ def test_an_adjacency_run_that_never_left_its_majority_class_is_a_failed_run():
     mine = health[health["rule"] == "adjacency_never_left_majority"].sort_values("seed")
     assert mine["status"].tolist() == [FAILED, OK]
     assert "never_left_majority" not in set(health["rule"])  # no section-task row to read
+
+
+def test_the_adjacency_reading_says_where_the_mixed_pairs_fall():
+    """Hand-made adjacency results: hi's mixed pairs 2 and 4 points above its own pairs, ru's one order below; a
+    cell without Fake-English pairs is left out."""
+    import pandas as pd
+
+    from xlrepro.papers.k2020.report import adjacency_reading
+    values = {("enfake-hi/adj", "hi"): [0.54, 0.54, 0.54], ("enfake-hi/adj", "enfake>hi"): [0.56, 0.56, 0.56],
+              ("enfake-hi/adj", "hi>enfake"): [0.58, 0.58, 0.58], ("enfake-hi/adj", "enfake"): [0.76, 0.76, 0.76],
+              ("enfake-ru/adj", "ru"): [0.60, 0.60, 0.60], ("enfake-ru/adj", "enfake>ru"): [0.55, 0.55, 0.55],
+              ("enfake-ru/adj", "ru>enfake"): [0.61, 0.61, 0.61], ("enfake-ru/adj", "enfake"): [0.77, 0.77, 0.77],
+              ("enfake-es/adj", "es"): [0.55, 0.55, 0.55]}
+    rows = [{"experiment": e, "seed": s, "language": lang, "metric": "adjacency_accuracy", "value": v}
+            for (e, lang), vs in values.items() for s, v in enumerate(vs)]
+    text = adjacency_reading(pd.DataFrame(rows))
+    assert "- hi: hi pairs 54.0 ± 0.0; enfake>hi 56.0 ± 0.0 (+2.0 points), hi>enfake 58.0 ± 0.0 (+4.0 points); " \
+           "Fake-English pairs 76.0 ± 0.0." in text
+    assert "enfake>ru 55.0 ± 0.0 (-5.0 points), ru>enfake 61.0 ± 0.0 (+1.0 points)" in text and "- es" not in text
+    assert text.endswith("In 1 of 2 targets both mixed orders score above the target's own pairs, where the paper's "
+                         "mixed pairs score below them.")
+    assert adjacency_reading(pd.DataFrame(rows[-3:])) == ""

@@ -106,9 +106,10 @@ def missing(results: pd.DataFrame, experiments) -> list[str]:
     return [e for e in experiments if e not in have]
 
 
-def pending_note(parts, experiments_missing, profile: str = "lab") -> str:
+def pending_note(parts, experiments_missing, profile: str = "lab", at_recipes: dict | None = None) -> str:
     """The chapter's command for what is left at `profile`, and the GPU time of the missing experiments alone (the
-    trained cells of the same parts are skipped by the command)."""
+    trained cells of the same parts are skipped by the command). `at_recipes` ({recipe label: its cells},
+    `recipe_cells`) names the missing experiments a stronger recipe published, where their claims are read."""
     import dataclasses
 
     from .config import gpu_plan
@@ -118,12 +119,38 @@ def pending_note(parts, experiments_missing, profile: str = "lab") -> str:
     parts = [p for p in parts if p not in plan.profiles[profile].left_out]  # the parts the profile runs
     cmd = (f"xlrepro train k2020 --part {','.join(parts)}{'' if profile == 'lab' else f' --profile {profile}'} "
            f"--time-limit 480 --compile --workers-per-gpu 2 --eval-workers-per-gpu 4")
-    return (f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
-            f"cells yet ({', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}). "
-            f"Command (on a GPU machine, all its GPUs; resumable: repeat it, unchanged, until done; the parts make "
-            f"one plan, so their cells of one shape share stacks; trained cells are skipped): `{cmd}`. Estimated GPU time of the missing "
-            f"experiments: about {est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step against the project's "
-            f"measured stack speeds).")
+    elsewhere = {label: [e for e in experiments_missing if e in set(cells)]
+                 for label, cells in (at_recipes or {}).items()}
+    elsewhere = {label: names for label, names in elsewhere.items() if names}
+    covered = {e for names in elsewhere.values() for e in names}
+    recipes = "; ".join(f"{', '.join(names)} at \"{label}\"" for label, names in elsewhere.items())
+    listed = f"{', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}"
+    head = (f"**Not trained at this recipe.** {len(experiments_missing)} experiment(s) of this chapter have no "
+            f"trained cells at `{profile}` ({listed}); a stronger recipe below has them all ({recipes}), and their "
+            f"claims read it. To train them here too"
+            if elsewhere and covered == set(experiments_missing) else
+            f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
+            f"cells yet ({listed})" + (f"; a stronger recipe below has {recipes}, and claims that read only those "
+                                       f"read it" if elsewhere else "") + ". Command")
+    return (f"{head} (on a GPU machine, all its GPUs; resumable: repeat it, unchanged, until done; the parts make "
+            f"one plan, so their cells of one shape share stacks; trained cells are skipped): `{cmd}`. Estimated GPU "
+            f"time of the missing experiments: about {est:.0f} GPU-minutes on H100s (`gpu_plan`: FLOPs per step "
+            f"against the project's measured stack speeds).")
+
+
+def recipe_cells(chapter: str, folder) -> dict[str, list[str]]:
+    """{label: the chapter's cells} for each stronger recipe published beside the results in `folder`
+    (`xlrepro.verdicts.read_recipes`; ``<recipe folder>/<chapter>.csv``), strongest first; empty where none is."""
+    from xlrepro.results import read_csv
+    from xlrepro.verdicts import read_recipes
+
+    out = {}
+    for r in read_recipes(folder):
+        path = Path(folder) / r["folder"] / f"{chapter}.csv"
+        if path.is_file():
+            names = read_csv(path)["experiment"].astype(str)
+            out[r["label"]] = [e for e in dict.fromkeys(names) if not e.startswith("majority/")]
+    return out
 
 
 def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
@@ -302,6 +329,33 @@ def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
         return ""
     return ("**Where the mixed pairs fall** (accuracy, %, of each enfake-X cell on the same test pairs in four "
             "language settings)\n\n" + "\n".join(parts))
+
+
+def adjacency_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
+    """Table 11 on the adjacency task in words: for each enfake-X/adj cell with results, its adjacency accuracy on X
+    pairs, on the two mixed orders (each with its difference from the X pairs, in points) and on Fake-English pairs;
+    then in how many targets both mixed orders score above the X pairs (the paper's mixed pairs score below).
+    Empty when no such cell has all four."""
+    acc = results[results["metric"] == "adjacency_accuracy"] if len(results) else results
+    planned = len(load_plan().seeds)
+    parts, above = [], 0
+    for t in targets:
+        name = f"enfake-{t}/adj"
+        v = {lang: 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
+             for lang in (t, f"enfake>{t}", f"{t}>enfake", "enfake")}
+        if not all(len(x) for x in v.values()):
+            continue
+        diff = {k: v[k].mean() - v[t].mean() for k in (f"enfake>{t}", f"{t}>enfake")}
+        above += all(d > 0 for d in diff.values())
+        parts.append(f"- {t}: {t} pairs {seeds_text(v[t], planned)}; "
+                     + ", ".join(f"{k} {seeds_text(v[k], planned)} ({d:+.1f} points)" for k, d in diff.items())
+                     + f"; Fake-English pairs {seeds_text(v['enfake'], planned)}.")
+    if not parts:
+        return ""
+    return ("**Where the mixed pairs fall on the adjacency task** (accuracy, %; one verse alone scores 50 %; in "
+            "brackets, each mixed order against the target's own pairs)\n\n" + "\n".join(parts)
+            + f"\n\nIn {above} of {len(parts)} targets both mixed orders score above the target's own pairs, where "
+              "the paper's mixed pairs score below them.")
 
 
 def _model_seconds(published: set, profile: str) -> tuple[dict, set]:
@@ -524,6 +578,9 @@ def recipe_tables(chapter: str, folder) -> list:
         adjacency = adjacency_table(frame, cells)
         if not adjacency.empty:
             parts += [Markdown(ADJACENCY_CAPTION.replace("ours**", f"ours at {r['label']}**")), adjacency]
+            reading = adjacency_reading(frame)
+            if reading:
+                parts.append(Markdown(reading))
         if parts:
             shown += [Markdown(f"### At a stronger recipe: {r['label']}\n\nThe cells below were retrained with "
                                f"profile `{r['name']}` of experiments.yaml ({len(cells)} of this chapter's "
@@ -569,10 +626,10 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     ablations = [c for c in cells if c.split("/")[0] in failing and "/" in c]
     return (f" At this recipe the base B-BERTs {', '.join(failing)} still fail the transfer gate "
             f"(`{recipe['name']}_base_transfers` in gates.csv), so a claim whose precondition needs one of them "
-            "stays inconclusive whatever an ablation shows: "
-            + (f"their ablation cells retrained here ({', '.join(ablations)}) are shown, their claims "
-               "inconclusive."
-               if ablations else "none of their ablation cells was retrained here."))
+            "stays inconclusive whatever an ablation shows. "
+            + (f"Their cells retrained here ({', '.join(ablations)}) are shown; each claim below names the "
+               "precondition that decides it."
+               if ablations else "None of their ablation cells was retrained here."))
 
 
 def recipe_commands(recipe: dict) -> str:
