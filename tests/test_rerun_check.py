@@ -138,3 +138,25 @@ def test_the_second_linear_check_collects_its_four_runs(tmp_path):
     assert len(df) == 4 * 25 and set(df["experiment"]) == set(LINEAR2_IDS)
     mm2 = df[(df["run"] == "mm-2") & (df["experiment"] == "4") & (df["seed"] == 42)]
     assert mm2[["linear", "value"]].values.tolist() == [["mm", 3.042]]
+
+
+def test_the_second_linear_check_records_where_and_how_long_its_runs_trained(tmp_path):
+    from xlrepro.papers.dufter2020.engines import LINEAR2_RUNS, linear2_record, main
+    with pytest.raises(FileNotFoundError, match="no stack timing record"):
+        linear2_record(tmp_path, "abc1234", "2 x H200")
+    for i, run in enumerate(LINEAR2_RUNS):
+        stack = tmp_path / run / "dufter2020" / "lab" / "stacks" / "k"
+        stack.mkdir(parents=True)
+        (stack / "timing.json").write_text(json.dumps({"members": ["0/0", "0/42"], "steps": 100,
+                                                       "train_seconds": 10.0 + i, "steps_per_second": 10.0,
+                                                       "device": "NVIDIA H200"}))
+        model = tmp_path / run / "dufter2020" / "lab" / "0" / "0" / "key"
+        model.mkdir(parents=True)
+        (model / "metrics.json").write_text(json.dumps({"torch": "2.11.0+cu130"}))
+    record = linear2_record(tmp_path, "abc1234", "2 x H200")
+    assert (record["commit"], record["machine"], record["torch"]) == ("abc1234", "2 x H200", "2.11.0+cu130")
+    assert [(s["run"], s["linear"], s["models"], s["train_seconds"]) for s in record["stacks"]] == [
+        ("baddbmm-1", "baddbmm", 2, 10.0), ("baddbmm-2", "baddbmm", 2, 11.0), ("mm-1", "mm", 2, 12.0),
+        ("mm-2", "mm", 2, 13.0)]
+    with pytest.raises(SystemExit):  # a published check names its code and machine
+        main(["--linear2", str(tmp_path), str(tmp_path / "m.csv")])

@@ -385,7 +385,7 @@ def bias_copies(ops: pd.DataFrame, models: int, source: str) -> str:
             f"`{source}`): `aten::copy_` of the stack's activations, {shapes}; {ms:.2f} ms per stack-step in all, "
             f"{count}. Each linear layer's bias is broadcast into the output that `baddbmm` then adds the product to. "
             "`--linear mm` adds the bias in the element-wise kernel that follows the product instead, which removes "
-            "these copies; its training check (below) did not pass, so `baddbmm` stays the default.")
+            "these copies; neither of its two training checks (below) passed, so `baddbmm` stays the default.")
 
 
 def small_stack_profile(folder: Path, target_ms: float = 1.0, top: int = 12) -> StackProfile:
@@ -976,14 +976,43 @@ def linear_check2_view(folder: Path, table1: Path) -> tuple[pd.DataFrame | None,
         return None, declared + ("Not yet run: `XLREPRO_RUNS=runs/linear2/<run> xlrepro train dufter2020 --ids 0 1 2 "
                                  "4 5 --compile --linear <engine>` for each run, then `python -m "
                                  "xlrepro.papers.dufter2020.engines --linear2 runs/linear2 "
-                                 "book/results/bench/linear_check2/metrics.csv`.")
-    table, verdict = linear_check2(pd.read_csv(path, dtype={"experiment": str}),
-                                   pd.read_csv(table1, dtype={"experiment": str}))
+                                 "book/results/bench/linear_check2/metrics.csv --commit <sha> --machine <where>`.")
+    metrics = pd.read_csv(path, dtype={"experiment": str})
+    table, verdict = linear_check2(metrics, pd.read_csv(table1, dtype={"experiment": str}))
     shown = fixed(table[["within", "across", "ratio"]], 2)
     shown.columns = ["within an engine: median |difference| / std", "across engines: the same", "ratio"]
-    outcome = ("Every metric holds: `--linear mm` becomes the compiled stacks' default." if verdict["adopted"] else
-               f"It fails for {', '.join(verdict['failed_metrics'])}: `--linear mm` stays an option.")
-    return shown, declared + outcome
+    failed = table[~table["holds"]]
+    outcome = ("**Result.** Every metric holds: `--linear mm` becomes the compiled stacks' default." if verdict["adopted"]
+               else "**Result.** It fails for " + ", ".join(f"{m} (ratio {r:.2f})" for m, r in failed["ratio"].items())
+               + ": `--linear mm` stays an option, and the grid keeps the bias inside the product.")
+    record = folder / "timing.json"
+    if record.is_file():
+        r = json.loads(record.read_text())
+        seconds = [st["train_seconds"] for st in r["stacks"]]
+        outcome += (f" Trained at {r['commit']} on {r['machine']} (torch {r['torch']}, {r['date']}): four stacks of "
+                    f"{r['stacks'][0]['models']} models, {min(seconds):.0f}-{max(seconds):.0f} s of training each.")
+    return shown, declared + outcome + "\n\n" + linear2_means_line(metrics)
+
+
+def linear2_means_line(metrics: pd.DataFrame) -> str:
+    """After the second mm check, not part of its criterion: each run's mean over its models per metric, as a
+    Markdown table, and the metrics where both mm runs lie on the same side of both baddbmm runs (by chance alone,
+    with four exchangeable runs, 2 of the 6 orderings of the engines: probability 1/3 per metric)."""
+    means = metrics.pivot_table(index="metric", columns="run", values="value", aggfunc="mean")
+    runs = [c for c in ("baddbmm-1", "baddbmm-2", "mm-1", "mm-2") if c in means.columns]
+    means = means[runs]
+    apart = [m for m, row in means.iterrows()
+             if min(row["mm-1"], row["mm-2"]) > max(row["baddbmm-1"], row["baddbmm-2"])
+             or max(row["mm-1"], row["mm-2"]) < min(row["baddbmm-1"], row["baddbmm-2"])]
+    head = "| metric | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs) + "\n"
+    body = "".join(f"| {m} | " + " | ".join(f"{v:.3g}" for v in row) + " |\n" for m, row in means.iterrows())
+    models = len(metrics[["experiment", "seed"]].drop_duplicates())
+    return (f"*After the run, not part of the criterion:* each run's mean over its {models} models. In {len(apart)} "
+            f"of {len(means)} metrics both mm runs lie on the same side of both baddbmm runs "
+            f"({', '.join(apart) or 'none'}); were the engines alike, that would happen with probability 1/3 per "
+            f"metric, but the metrics are read off the same models and move together, so the count is no test. It "
+            f"says what to look at next: whether moving the bias out of the product shifts what the models learn.\n\n"
+            + head + body)
 
 
 # ------------------------------------------------------------------------------------------ data parallel

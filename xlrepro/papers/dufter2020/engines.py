@@ -277,7 +277,8 @@ def linear_check(metrics: Path | None = None, published: Path | None = None):
 # stack each) trained four times from empty run folders, twice per engine (LINEAR2_RUNS), e.g. on two GPUs of one
 # machine, baddbmm-1 beside mm-1, then baddbmm-2 beside mm-2:
 #   XLREPRO_RUNS=runs/linear2/<run> xlrepro train dufter2020 --ids 0 1 2 4 5 --compile --linear <engine>
-# then `python -m xlrepro.papers.dufter2020.engines --linear2 runs/linear2 <metrics.csv>`. Criterion, per metric of
+# then `python -m xlrepro.papers.dufter2020.engines --linear2 runs/linear2 <metrics.csv> --commit <sha> --machine
+# <where>` (the metrics, and their run record timing.json beside them). Criterion, per metric of
 # Table 1: every model's difference between two runs, divided by the published seed std of its ID and metric; the
 # median |difference| across engines (mm-k against baddbmm-k, k = 1, 2: 50 differences) at most LINEAR2_RATIO_MAX
 # times the median |difference| within an engine (baddbmm-1 against -2, mm-1 against -2: 50). Medians, so that one
@@ -339,15 +340,47 @@ def linear_check2(metrics: "pd.DataFrame", published: "pd.DataFrame", ratio_max:
     return table, {"adopted": bool(table["holds"].all()), "failed_metrics": table.index[~table["holds"]].tolist()}
 
 
+def linear2_record(folder: Path, commit: str, machine: str) -> dict:
+    """The run record of the second mm check: `commit` and `machine` as given (the code the four runs trained with and
+    where), today's date, torch and the device from the models' metrics.json, and each run's stack timing
+    (``<folder>/<run>/dufter2020/lab/stacks/*/timing.json``: steps, training seconds, steps per second)."""
+    import datetime
+    import json
+
+    stacks, torch_version = [], None
+    for run, linear in LINEAR2_RUNS.items():
+        root = Path(folder) / run / PAPER / "lab"
+        for path in sorted(root.glob("stacks/*/timing.json")):
+            t = json.loads(path.read_text())
+            stacks.append({"run": run, "linear": linear, "models": len(t["members"]), "steps": t["steps"],
+                           "train_seconds": round(t["train_seconds"], 1),
+                           "steps_per_second": round(t["steps_per_second"], 2), "device": t.get("device")})
+        for path in sorted(root.glob("*/*/*/metrics.json"))[:1]:
+            torch_version = json.loads(path.read_text()).get("torch")
+    if not stacks:
+        raise FileNotFoundError(f"{folder}: no stack timing record under any of {', '.join(LINEAR2_RUNS)}")
+    return {"commit": commit, "date": datetime.date.today().isoformat(), "machine": machine, "torch": torch_version,
+            "command": f"XLREPRO_RUNS=<folder>/<run> xlrepro train dufter2020 --ids {' '.join(LINEAR2_IDS)} --compile "
+                       "--linear <engine> (from an empty runs folder)", "stacks": stacks}
+
+
 def main(argv=None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(description="Collect the second training check of --linear mm")
     p.add_argument("--linear2", nargs=2, metavar=("RUNS", "CSV"), required=True,
-                   help="the folder holding the four runs (LINEAR2_RUNS), and the metrics CSV to write")
+                   help="the folder holding the four runs (LINEAR2_RUNS), and the metrics CSV to write (its run "
+                        "record, timing.json, beside it)")
+    p.add_argument("--commit", required=True, help="the commit the four runs trained with")
+    p.add_argument("--machine", required=True, help="where they trained, e.g. '2 x NVIDIA H200 of one host'")
     a = p.parse_args(argv)
+    from xlrepro import atomic
     from xlrepro.results import write_csv
-    write_csv(collect_linear2(Path(a.linear2[0])), a.linear2[1])
+    runs, csv = Path(a.linear2[0]), Path(a.linear2[1])
+    metrics = collect_linear2(runs)
+    record = linear2_record(runs, a.commit, a.machine)
+    write_csv(metrics, csv)
+    atomic.write_json(csv.parent / "timing.json", record)
     return 0
 
 
