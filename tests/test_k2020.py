@@ -647,11 +647,15 @@ def test_the_pending_note_names_the_missing_cells_a_stronger_recipe_has(tmp_path
     pd.DataFrame({"experiment": ["enfake-es/adj", "majority/enfake-es/adj", "enfake-hi/adj"], "seed": 0,
                   "metric": "accuracy", "value": 0.5}).to_csv(tmp_path / "recipe_x" / "mixed_pairs.csv", index=False)
     cells = recipe_cells("mixed_pairs", tmp_path)
-    assert cells == {"more text": ["enfake-es/adj", "enfake-hi/adj"]} and recipe_cells("transfer", tmp_path) == {}
+    assert cells == {"more text": ["enfake-es/adj", "enfake-hi/adj"]} and recipe_cells("linguistic", tmp_path) == {}
+    assert recipe_cells("mixed_pairs", tmp_path, profile="x") == {}  # rendered at that recipe: not "stronger"
+    with pytest.raises(ConfigError, match="valid choices|mixed_pairs"):
+        recipe_cells("mixed-pairs", tmp_path)
     all_there = pending_note(["t11a"], ["enfake-es/adj", "enfake-hi/adj"], at_recipes=cells)
     assert all_there.startswith("**Not trained at this recipe.** 2 experiment(s) of this chapter have no trained "
                                 "cells at `lab` (enfake-es/adj, enfake-hi/adj); a stronger recipe below has them all "
-                                '(enfake-es/adj, enfake-hi/adj at "more text")')
+                                '(enfake-es/adj, enfake-hi/adj at "more text"), and a claim that reads only cells '
+                                "published there reads it.")
     assert "Pending" not in all_there and "`xlrepro train k2020 --part t11a --time-limit 480" in all_there
     some = pending_note(["t11a"], ["enfake-es/adj", "enfake-ru/adj"], at_recipes=cells)
     assert some.startswith("**Pending the GPU run.** 2 experiment(s) of this chapter have no trained cells yet "
@@ -833,22 +837,26 @@ def test_an_adjacency_run_that_never_left_its_majority_class_is_a_failed_run():
 
 
 def test_the_adjacency_reading_says_where_the_mixed_pairs_fall():
-    """Hand-made adjacency results: hi's mixed pairs 2 and 4 points above its own pairs, ru's one order below; a
-    cell without Fake-English pairs is left out."""
+    """Hand-made adjacency results: hi's mixed pairs 2 and 4 points above its own pairs (2 SE 1.6 and 2.6: beyond),
+    its own pairs 4 points above 50 % (below the precondition's 5); ru's one order below; a cell without
+    Fake-English pairs is left out."""
     import pandas as pd
 
     from xlrepro.papers.k2020.report import adjacency_reading
-    values = {("enfake-hi/adj", "hi"): [0.54, 0.54, 0.54], ("enfake-hi/adj", "enfake>hi"): [0.56, 0.56, 0.56],
-              ("enfake-hi/adj", "hi>enfake"): [0.58, 0.58, 0.58], ("enfake-hi/adj", "enfake"): [0.76, 0.76, 0.76],
+    values = {("enfake-hi/adj", "hi"): [0.53, 0.54, 0.55], ("enfake-hi/adj", "enfake>hi"): [0.55, 0.56, 0.57],
+              ("enfake-hi/adj", "hi>enfake"): [0.56, 0.58, 0.60], ("enfake-hi/adj", "enfake"): [0.76, 0.76, 0.76],
               ("enfake-ru/adj", "ru"): [0.60, 0.60, 0.60], ("enfake-ru/adj", "enfake>ru"): [0.55, 0.55, 0.55],
               ("enfake-ru/adj", "ru>enfake"): [0.61, 0.61, 0.61], ("enfake-ru/adj", "enfake"): [0.77, 0.77, 0.77],
               ("enfake-es/adj", "es"): [0.55, 0.55, 0.55]}
     rows = [{"experiment": e, "seed": s, "language": lang, "metric": "adjacency_accuracy", "value": v}
             for (e, lang), vs in values.items() for s, v in enumerate(vs)]
     text = adjacency_reading(pd.DataFrame(rows))
-    assert "- hi: hi pairs 54.0 ± 0.0; enfake>hi 56.0 ± 0.0 (+2.0 points), hi>enfake 58.0 ± 0.0 (+4.0 points); " \
-           "Fake-English pairs 76.0 ± 0.0." in text
-    assert "enfake>ru 55.0 ± 0.0 (-5.0 points), ru>enfake 61.0 ± 0.0 (+1.0 points)" in text and "- es" not in text
-    assert text.endswith("In 1 of 2 targets both mixed orders score above the target's own pairs, where the paper's "
-                         "mixed pairs score below them.")
-    assert adjacency_reading(pd.DataFrame(rows[-3:])) == ""
+    assert "- hi: hi pairs 54.0 ± 1.0; enfake>hi 56.0 ± 1.0 (+2.0 points, 2 SE 1.6), hi>enfake 58.0 ± 2.0 (+4.0 " \
+           "points, 2 SE 2.6); Fake-English pairs 76.0 ± 0.0." in text
+    assert "enfake>ru 55.0 ± 0.0 (-5.0 points, 2 SE 0.0), ru>enfake 61.0 ± 0.0 (+1.0 points, 2 SE 0.0)" in text
+    assert "- es" not in text
+    assert "In 1 of 2 targets (hi) both mixed orders score above the target's own pairs beyond 2 SE, where the " \
+           "paper's mixed pairs score below them." in text
+    assert text.endswith("The adjacency model hardly transfers the task to hi (+4.0 points above 50 %; its claim's "
+                         "precondition asks 5): its claim is inconclusive whatever the mixed pairs show.")
+    assert adjacency_reading(pd.DataFrame(rows[-3:])) == "" and adjacency_reading(pd.DataFrame()) == ""

@@ -291,8 +291,16 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
     line = R.recipe_gate_line(tmp_path, recipe, ["enfake-es/nsp", "enfake-ru", "enfake-ru/nsp", "en-hi"])
     assert "the base B-BERTs en-hi, enfake-ru still fail the transfer gate (`x_base_transfers`" in line
     assert "a claim whose precondition needs one of them stays inconclusive" in line
-    assert line.endswith("Their cells retrained here (enfake-ru/nsp) are shown; each claim below names the "
-                         "precondition that decides it.")
+    assert line.endswith("Their ablation cells retrained here (enfake-ru/nsp) are shown, their claims "
+                         "inconclusive.")
+    # the base retrained for another task is named apart: its claims have a precondition of their own
+    both = R.recipe_gate_line(tmp_path, recipe, ["enfake-ru/nsp", "enfake-ru/adj", "en-hi"])
+    assert both.endswith("Their ablation cells retrained here (enfake-ru/nsp) are shown, their claims inconclusive. "
+                         "enfake-ru/adj (the base retrained for the adjacency task) is decided by its own transfer "
+                         "precondition instead.")
+    assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru/adj"]).endswith(
+        "None of their ablation cells was retrained here. enfake-ru/adj (the base retrained for the adjacency task) "
+        "is decided by its own transfer precondition instead.")
     assert R.recipe_gate_line(tmp_path, recipe, ["enfake-es/nsp"]).endswith("None of their ablation cells was "
                                                                            "retrained here.")
     pd.DataFrame([{"gate": "x_base_transfers", "detail": "every cell passes"}]).to_csv(tmp_path / "gates.csv")

@@ -147,16 +147,37 @@ def test_the_second_linear_check_records_where_and_how_long_its_runs_trained(tmp
     for i, run in enumerate(LINEAR2_RUNS):
         stack = tmp_path / run / "dufter2020" / "lab" / "stacks" / "k"
         stack.mkdir(parents=True)
+        # trained on 2026-01-02 (UTC), the last one a day later
         (stack / "timing.json").write_text(json.dumps({"members": ["0/0", "0/42"], "steps": 100,
                                                        "train_seconds": 10.0 + i, "steps_per_second": 10.0,
-                                                       "device": "NVIDIA H200"}))
+                                                       "device": "NVIDIA H200",
+                                                       "timeline": {"trained": 1767355200 + 86400 * (i == 3)}}))
         model = tmp_path / run / "dufter2020" / "lab" / "0" / "0" / "key"
         model.mkdir(parents=True)
         (model / "metrics.json").write_text(json.dumps({"torch": "2.11.0+cu130"}))
     record = linear2_record(tmp_path, "abc1234", "2 x H200")
-    assert (record["commit"], record["machine"], record["torch"]) == ("abc1234", "2 x H200", "2.11.0+cu130")
+    assert (record["commit"], record["machine"], record["torch"], record["date"]) == (
+        "abc1234", "2 x H200", "2.11.0+cu130", "2026-01-03")
     assert [(s["run"], s["linear"], s["models"], s["train_seconds"]) for s in record["stacks"]] == [
         ("baddbmm-1", "baddbmm", 2, 10.0), ("baddbmm-2", "baddbmm", 2, 11.0), ("mm-1", "mm", 2, 12.0),
         ("mm-2", "mm", 2, 13.0)]
     with pytest.raises(SystemExit):  # a published check names its code and machine
         main(["--linear2", str(tmp_path), str(tmp_path / "m.csv")])
+    other = tmp_path / "mm-2" / "dufter2020" / "lab" / "0" / "42" / "key"
+    other.mkdir(parents=True)
+    (other / "metrics.json").write_text(json.dumps({"torch": "2.12.0"}))
+    with pytest.raises(ValueError, match="torch 2.11.0\\+cu130, 2.12.0"):
+        linear2_record(tmp_path, "abc1234", "2 x H200")
+
+
+def test_the_second_linear_check_writes_its_metrics_and_record_side_by_side(tmp_path, monkeypatch):
+    from xlrepro.papers.dufter2020 import engines
+    frame = pd.DataFrame([{"run": "mm-1", "linear": "mm", "experiment": "0", "seed": 0, "metric": "mu",
+                           "value": 0.5}])
+    monkeypatch.setattr(engines, "collect_linear2", lambda folder: frame)
+    monkeypatch.setattr(engines, "linear2_record", lambda folder, commit, machine: {"commit": commit,
+                                                                                   "machine": machine})
+    out = tmp_path / "check" / "metrics.csv"
+    assert engines.main(["--linear2", str(tmp_path), str(out), "--commit", "abc1234", "--machine", "2 x H200"]) == 0
+    assert pd.read_csv(out, dtype={"experiment": str}).to_dict("records") == frame.to_dict("records")
+    assert json.loads((out.parent / "timing.json").read_text()) == {"commit": "abc1234", "machine": "2 x H200"}

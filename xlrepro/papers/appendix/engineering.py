@@ -989,8 +989,10 @@ def linear_check2_view(folder: Path, table1: Path) -> tuple[pd.DataFrame | None,
     if record.is_file():
         r = json.loads(record.read_text())
         seconds = [st["train_seconds"] for st in r["stacks"]]
-        outcome += (f" Trained at {r['commit']} on {r['machine']} (torch {r['torch']}, {r['date']}): four stacks of "
-                    f"{r['stacks'][0]['models']} models, {min(seconds):.0f}-{max(seconds):.0f} s of training each.")
+        models = sorted({st["models"] for st in r["stacks"]})
+        outcome += (f" Trained at {r['commit']} on {r['machine']} (torch {r['torch']}, {r['date']}): "
+                    f"{len(r['stacks'])} stacks of {'/'.join(map(str, models))} models, "
+                    f"{min(seconds):.0f}-{max(seconds):.0f} s of training each.")
     return shown, declared + outcome + "\n\n" + linear2_means_line(metrics)
 
 
@@ -998,16 +1000,16 @@ def linear2_means_line(metrics: pd.DataFrame) -> str:
     """After the second mm check, not part of its criterion: each run's mean over its models per metric, as a
     Markdown table, and the metrics where both mm runs lie on the same side of both baddbmm runs (by chance alone,
     with four exchangeable runs, 2 of the 6 orderings of the engines: probability 1/3 per metric)."""
-    means = metrics.pivot_table(index="metric", columns="run", values="value", aggfunc="mean")
-    runs = [c for c in ("baddbmm-1", "baddbmm-2", "mm-1", "mm-2") if c in means.columns]
-    means = means[runs]
+    runs = ["baddbmm-1", "baddbmm-2", "mm-1", "mm-2"]  # engines.LINEAR2_RUNS, which linear_check2 requires
+    means = metrics.pivot_table(index="metric", columns="run", values="value", aggfunc="mean")[runs]
     apart = [m for m, row in means.iterrows()
              if min(row["mm-1"], row["mm-2"]) > max(row["baddbmm-1"], row["baddbmm-2"])
              or max(row["mm-1"], row["mm-2"]) < min(row["baddbmm-1"], row["baddbmm-2"])]
     head = "| metric | " + " | ".join(runs) + " |\n|---|" + "---|" * len(runs) + "\n"
-    body = "".join(f"| {m} | " + " | ".join(f"{v:.3g}" for v in row) + " |\n" for m, row in means.iterrows())
+    body = "".join(f"| {m} | " + " | ".join(f"{v:.4g}" for v in row) + " |\n" for m, row in means.iterrows())
     models = len(metrics[["experiment", "seed"]].drop_duplicates())
-    return (f"*After the run, not part of the criterion:* each run's mean over its {models} models. In {len(apart)} "
+    return (f"*After the run, not part of the criterion:* each run's mean over its {models} models (means, where the "
+            f"criterion takes medians so that one diverged seed does not decide). In {len(apart)} "
             f"of {len(means)} metrics both mm runs lie on the same side of both baddbmm runs "
             f"({', '.join(apart) or 'none'}); were the engines alike, that would happen with probability 1/3 per "
             f"metric, but the metrics are read off the same models and move together, so the count is no test. It "

@@ -342,12 +342,13 @@ def linear_check2(metrics: "pd.DataFrame", published: "pd.DataFrame", ratio_max:
 
 def linear2_record(folder: Path, commit: str, machine: str) -> dict:
     """The run record of the second mm check: `commit` and `machine` as given (the code the four runs trained with and
-    where), today's date, torch and the device from the models' metrics.json, and each run's stack timing
-    (``<folder>/<run>/dufter2020/lab/stacks/*/timing.json``: steps, training seconds, steps per second)."""
+    where), the day the last stack finished training and each run's stack timing, both from
+    ``<folder>/<run>/dufter2020/lab/stacks/*/timing.json`` (steps, training seconds, steps per second, device), and
+    the torch version from the models' metrics.json (refused where the runs name more than one)."""
     import datetime
     import json
 
-    stacks, torch_version = [], None
+    stacks, versions, trained = [], set(), []
     for run, linear in LINEAR2_RUNS.items():
         root = Path(folder) / run / PAPER / "lab"
         for path in sorted(root.glob("stacks/*/timing.json")):
@@ -355,11 +356,16 @@ def linear2_record(folder: Path, commit: str, machine: str) -> dict:
             stacks.append({"run": run, "linear": linear, "models": len(t["members"]), "steps": t["steps"],
                            "train_seconds": round(t["train_seconds"], 1),
                            "steps_per_second": round(t["steps_per_second"], 2), "device": t.get("device")})
-        for path in sorted(root.glob("*/*/*/metrics.json"))[:1]:
-            torch_version = json.loads(path.read_text()).get("torch")
+            trained += [t["timeline"]["trained"]] if "timeline" in t else []
+        versions |= {json.loads(p.read_text()).get("torch") for p in root.glob("*/*/*/metrics.json")}
     if not stacks:
         raise FileNotFoundError(f"{folder}: no stack timing record under any of {', '.join(LINEAR2_RUNS)}")
-    return {"commit": commit, "date": datetime.date.today().isoformat(), "machine": machine, "torch": torch_version,
+    if len(versions - {None}) > 1:
+        raise ValueError(f"{folder}: the runs trained with torch {', '.join(sorted(versions - {None}))}; the check "
+                         "compares engines under one version")
+    day = datetime.datetime.fromtimestamp(max(trained), datetime.timezone.utc).date() if trained else None
+    return {"commit": commit, "date": day.isoformat() if day else "unknown", "machine": machine,
+            "torch": next(iter(versions - {None}), None),
             "command": f"XLREPRO_RUNS=<folder>/<run> xlrepro train dufter2020 --ids {' '.join(LINEAR2_IDS)} --compile "
                        "--linear <engine> (from an empty runs folder)", "stacks": stacks}
 

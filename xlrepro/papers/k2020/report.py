@@ -3,6 +3,7 @@ are trained, and the claims. The chapters never train at the lab profile; they r
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -126,8 +127,8 @@ def pending_note(parts, experiments_missing, profile: str = "lab", at_recipes: d
     recipes = "; ".join(f"{', '.join(names)} at \"{label}\"" for label, names in elsewhere.items())
     listed = f"{', '.join(experiments_missing[:6])}{' ...' if len(experiments_missing) > 6 else ''}"
     head = (f"**Not trained at this recipe.** {len(experiments_missing)} experiment(s) of this chapter have no "
-            f"trained cells at `{profile}` ({listed}); a stronger recipe below has them all ({recipes}), and their "
-            f"claims read it. To train them here too"
+            f"trained cells at `{profile}` ({listed}); a stronger recipe below has them all ({recipes}), and a claim "
+            f"that reads only cells published there reads it. To train them here too"
             if elsewhere and covered == set(experiments_missing) else
             f"**Pending the GPU run.** {len(experiments_missing)} experiment(s) of this chapter have no trained "
             f"cells yet ({listed})" + (f"; a stronger recipe below has {recipes}, and claims that read only those "
@@ -138,19 +139,26 @@ def pending_note(parts, experiments_missing, profile: str = "lab", at_recipes: d
             f"against the project's measured stack speeds).")
 
 
-def recipe_cells(chapter: str, folder) -> dict[str, list[str]]:
-    """{label: the chapter's cells} for each stronger recipe published beside the results in `folder`
-    (`xlrepro.verdicts.read_recipes`; ``<recipe folder>/<chapter>.csv``), strongest first; empty where none is."""
+def recipe_results(chapter: str, folder, profile: str | None = None):
+    """(recipe, its frame of the chapter's results, the chapter's cells there) for each stronger recipe published
+    beside the results in `folder` (`xlrepro.verdicts.read_recipes`; ``<recipe folder>/<chapter>.csv``), strongest
+    first, leaving out the recipe named `profile` (a chapter rendered at that recipe) and recipes without the
+    chapter's CSV."""
     from xlrepro.results import read_csv
     from xlrepro.verdicts import read_recipes
 
-    out = {}
+    choose("chapter", chapter, list(CHAPTER_TABLES))
     for r in read_recipes(folder):
         path = Path(folder) / r["folder"] / f"{chapter}.csv"
-        if path.is_file():
-            names = read_csv(path)["experiment"].astype(str)
-            out[r["label"]] = [e for e in dict.fromkeys(names) if not e.startswith("majority/")]
-    return out
+        if r["name"] == profile or not path.is_file():
+            continue
+        frame = read_csv(path)
+        yield r, frame, [e for e in dict.fromkeys(frame["experiment"].astype(str)) if not e.startswith("majority/")]
+
+
+def recipe_cells(chapter: str, folder, profile: str | None = None) -> dict[str, list[str]]:
+    """{label: the chapter's cells} for each stronger recipe of `recipe_results`; empty where none is."""
+    return {r["label"]: cells for r, _, cells in recipe_results(chapter, folder, profile)}
 
 
 def paper_table(table: str, metric: str = "accuracy") -> pd.DataFrame:
@@ -331,14 +339,27 @@ def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
             "language settings)\n\n" + "\n".join(parts))
 
 
+def adjacency_margin(target: str) -> float:
+    """The points above 50 % that the claims' precondition ``adjacency_transfers_<target>`` (claims.yaml) asks of the
+    adjacency model's accuracy on the target's pairs."""
+    from xlrepro.claims import load_claims_file
+    return 100 * load_claims_file("k2020")["preconditions"][f"adjacency_transfers_{target}"]["test"]["margin"]
+
+
 def adjacency_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     """Table 11 on the adjacency task in words: for each enfake-X/adj cell with results, its adjacency accuracy on X
     pairs, on the two mixed orders (each with its difference from the X pairs, in points) and on Fake-English pairs;
-    then in how many targets both mixed orders score above the X pairs (the paper's mixed pairs score below).
+    then in how many targets both mixed orders score above the X pairs beyond 2 SE of the difference (the SE of
+    each mean over seeds, combined as `xlrepro.claims` does; the paper's mixed pairs score below), and the targets
+    whose X pairs are less than `adjacency_margin` points above one verse's 50 % (the claims' precondition).
     Empty when no such cell has all four."""
-    acc = results[results["metric"] == "adjacency_accuracy"] if len(results) else results
+    from scipy.stats import sem
+
+    if "metric" not in results:
+        return ""
+    acc = results[results["metric"] == "adjacency_accuracy"]
     planned = len(load_plan().seeds)
-    parts, above = [], 0
+    parts, above, weak = [], [], []
     for t in targets:
         name = f"enfake-{t}/adj"
         v = {lang: 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
@@ -346,16 +367,27 @@ def adjacency_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
         if not all(len(x) for x in v.values()):
             continue
         diff = {k: v[k].mean() - v[t].mean() for k in (f"enfake>{t}", f"{t}>enfake")}
-        above += all(d > 0 for d in diff.values())
+        two_se = {k: 2 * math.hypot(sem(v[k]), sem(v[t])) for k in diff}
+        if all(d > two_se[k] for k, d in diff.items()):
+            above.append(t)
+        margin = adjacency_margin(t)
+        if v[t].mean() - 50 < margin:  # one verse alone scores 50 %
+            weak.append(f"{t} ({v[t].mean() - 50:+.1f} points above 50 %; its claim's precondition asks {margin:g})")
         parts.append(f"- {t}: {t} pairs {seeds_text(v[t], planned)}; "
-                     + ", ".join(f"{k} {seeds_text(v[k], planned)} ({d:+.1f} points)" for k, d in diff.items())
+                     + ", ".join(f"{k} {seeds_text(v[k], planned)} ({d:+.1f} points, 2 SE {two_se[k]:.1f})"
+                                 for k, d in diff.items())
                      + f"; Fake-English pairs {seeds_text(v['enfake'], planned)}.")
     if not parts:
         return ""
-    return ("**Where the mixed pairs fall on the adjacency task** (accuracy, %; one verse alone scores 50 %; in "
+    text = ("**Where the mixed pairs fall on the adjacency task** (accuracy, %; one verse alone scores 50 %; in "
             "brackets, each mixed order against the target's own pairs)\n\n" + "\n".join(parts)
-            + f"\n\nIn {above} of {len(parts)} targets both mixed orders score above the target's own pairs, where "
-              "the paper's mixed pairs score below them.")
+            + f"\n\nIn {len(above)} of {len(parts)} targets ({', '.join(above) or 'none'}) both mixed orders score "
+              "above the target's own pairs beyond 2 SE, where the paper's mixed pairs score below them.")
+    if weak:
+        text += (f" The adjacency model hardly transfers the task to {'; '.join(weak)}: "
+                 f"{'its claim is' if len(weak) == 1 else 'their claims are'} inconclusive whatever the mixed pairs "
+                 "show.")
+    return text
 
 
 def _model_seconds(published: set, profile: str) -> tuple[dict, set]:
@@ -553,17 +585,9 @@ def recipe_tables(chapter: str, folder) -> list:
     (`ours_table`, every cell with its majority class, then the paper's rows: `with_paper_rows`). Empty where no
     recipe is published (an exploratory folder, the smoke run)."""
     from IPython.display import Markdown
-    from xlrepro.results import read_csv
-    from xlrepro.verdicts import read_recipes
 
-    choose("chapter", chapter, list(CHAPTER_TABLES))
     shown = []
-    for r in read_recipes(folder):
-        path = Path(folder) / r["folder"] / f"{chapter}.csv"
-        if not path.is_file():
-            continue
-        frame = read_csv(path)
-        cells = [e for e in dict.fromkeys(frame["experiment"].astype(str)) if not e.startswith("majority/")]
+    for r, frame, cells in recipe_results(chapter, folder):
         parts, seen = [], set()
         for table in CHAPTER_TABLES[chapter]:
             rows = [e for e in table_rows(table, paper_table(table).index, cells) if e in cells]
@@ -623,13 +647,19 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     failing = failing_cells(row["detail"].iloc[0]) if len(row) else []
     if not failing:
         return ""
-    ablations = [c for c in cells if c.split("/")[0] in failing and "/" in c]
+    plan = load_plan()
+    theirs = [c for c in cells if c.split("/")[0] in failing and "/" in c]
+    # the base retrained for the adjacency task: its claims have a transfer precondition of their own
+    other_task = [c for c in theirs if c in plan.experiments and "adjacency" in plan.experiments[c].tasks]
+    ablations = [c for c in theirs if c not in other_task]
     return (f" At this recipe the base B-BERTs {', '.join(failing)} still fail the transfer gate "
             f"(`{recipe['name']}_base_transfers` in gates.csv), so a claim whose precondition needs one of them "
             "stays inconclusive whatever an ablation shows. "
-            + (f"Their cells retrained here ({', '.join(ablations)}) are shown; each claim below names the "
-               "precondition that decides it."
-               if ablations else "None of their ablation cells was retrained here."))
+            + (f"Their ablation cells retrained here ({', '.join(ablations)}) are shown, their claims inconclusive."
+               if ablations else "None of their ablation cells was retrained here.")
+            + (f" {', '.join(other_task)} (the base retrained for the adjacency task) "
+               f"{'is' if len(other_task) == 1 else 'are'} decided by {'its' if len(other_task) == 1 else 'their'} "
+               "own transfer precondition instead." if other_task else ""))
 
 
 def recipe_commands(recipe: dict) -> str:
