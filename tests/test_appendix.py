@@ -491,7 +491,7 @@ def test_the_second_linear_check_is_shown_as_declared_until_its_run_then_with_it
     (tmp_path / "linear_check2" / "timing.json").write_text(json.dumps(
         {"commit": "abc1234", "date": "2026-01-02", "machine": "2 x H200", "torch": "2.11",
          "stacks": [{"models": 4, "train_seconds": s} for s in (250.4, 283.7, 260.0, 233.2)]}))
-    assert "Trained at abc1234 on 2 x H200 (torch 2.11, 2026-01-02): 4 stacks of 4 models, 233-284 s of " \
+    assert "Trained at abc1234 with torch 2.11 on 2026-01-02, on 2 x H200: 4 stacks of 4 models, 233-284 s of " \
            "training each." in E.linear_check2_view(tmp_path / "linear_check2", table1)[1]
     # interleaved runs: no metric apart
     mixed = {"baddbmm-1": ("baddbmm", 0.0), "baddbmm-2": ("baddbmm", 3.0), "mm-1": ("mm", 1.0), "mm-2": ("mm", 4.0)}

@@ -990,7 +990,7 @@ def linear_check2_view(folder: Path, table1: Path) -> tuple[pd.DataFrame | None,
         r = json.loads(record.read_text())
         seconds = [st["train_seconds"] for st in r["stacks"]]
         models = sorted({st["models"] for st in r["stacks"]})
-        outcome += (f" Trained at {r['commit']} on {r['machine']} (torch {r['torch']}, {r['date']}): "
+        outcome += (f" Trained at {r['commit']} with torch {r['torch']} on {r['date']}, on {r['machine']}: "
                     f"{len(r['stacks'])} stacks of {'/'.join(map(str, models))} models, "
                     f"{min(seconds):.0f}-{max(seconds):.0f} s of training each.")
     return shown, declared + outcome + "\n\n" + linear2_means_line(metrics)
