@@ -314,18 +314,26 @@ def id_shift_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
             "only gives Fake-English its own copies of them, so it removes the sharing alone)\n\n" + "\n".join(parts))
 
 
+def four_settings(results: pd.DataFrame, name: str, target: str, metric: str) -> dict | None:
+    """Cell `name`'s `metric` (percent, one value per seed) on the test pairs in Table 11's four language settings:
+    {target, enfake>target, target>enfake, enfake}; None where one of them has no result."""
+    if "metric" not in results:
+        return None
+    rows = results[(results["metric"] == metric) & (results["experiment"] == name)]
+    v = {lang: 100 * rows.loc[rows["language"] == lang, "value"]
+         for lang in (target, f"enfake>{target}", f"{target}>enfake", "enfake")}
+    return v if all(len(x) for x in v.values()) else None
+
+
 def mixed_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     """Table 11 in words: for each target X of an enfake-X cell with results, its accuracy on X pairs, on the two
     mixed orders and on Fake-English pairs (mean ± sd), and where the mixed pairs fall between the two monolingual
     ones (0: at the target's, 100: at Fake-English's). Empty when no enfake-X cell has all four."""
-    acc = results[results["metric"] == "accuracy"] if len(results) else results
     planned = len(load_plan().seeds)
     parts = []
     for t in targets:
-        name = f"enfake-{t}"
-        v = {lang: 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
-             for lang in (t, f"enfake>{t}", f"{t}>enfake", "enfake")}
-        if not all(len(x) for x in v.values()):
+        v = four_settings(results, f"enfake-{t}", t, "accuracy")
+        if v is None:
             continue
         low, high = v[t].mean(), v["enfake"].mean()
         where = [100 * (v[k].mean() - low) / (high - low) for k in (f"enfake>{t}", f"{t}>enfake")]
@@ -355,16 +363,11 @@ def adjacency_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     Empty when no such cell has all four."""
     from scipy.stats import sem
 
-    if "metric" not in results:
-        return ""
-    acc = results[results["metric"] == "adjacency_accuracy"]
     planned = len(load_plan().seeds)
     parts, above, weak = [], [], []
     for t in targets:
-        name = f"enfake-{t}/adj"
-        v = {lang: 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"]
-             for lang in (t, f"enfake>{t}", f"{t}>enfake", "enfake")}
-        if not all(len(x) for x in v.values()):
+        v = four_settings(results, f"enfake-{t}/adj", t, "adjacency_accuracy")
+        if v is None:
             continue
         diff = {k: v[k].mean() - v[t].mean() for k in (f"enfake>{t}", f"{t}>enfake")}
         two_se = {k: 2 * math.hypot(sem(v[k]), sem(v[t])) for k in diff}
