@@ -614,7 +614,7 @@ def recipe_tables(chapter: str, folder) -> list:
                                f"cells, each with all its seeds; a cell with a seed still to train is left "
                                f"out until it is complete), as declared there before they ran. Each claim "
                                f"below is read on the strongest published recipe that holds every model the claim "
-                               f"reads, its evidence starting \"At <recipe>\" (here \"At {r['label']}\"); the "
+                               f"reads, its evidence starting with the recipe's name (here \"At {r['label']}\"); the "
                                f"other claims read the tables above." + recipe_gate_line(folder, r, cells)
                                + recipe_commands(r))]
             shown += parts
