@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -163,11 +162,12 @@ def snapshot_results(profile: str, final: pd.DataFrame) -> pd.DataFrame:
     frames, extra = [], []
     for name in experiments_of(plan, "base"):
         cell = Cell(plan, profile, name)
-        files = sorted(cell.dir.glob("snapshots/results_*_step*.csv"))
-        frames += [pd.read_csv(f, dtype={"experiment": str, "language": str}) for f in files]
+        mine = [pd.read_csv(f, dtype={"experiment": str, "language": str})
+                for f in sorted(cell.dir.glob("snapshots/results_*_step*.csv"))]
+        frames += mine
         # a seed outside the plan's (a curve run, e.g. part curve_hi) is in no table, so not in `final`: its final
         # model's section results come from its own file
-        seeds = {int(m.group(1)) for f in files if (m := re.fullmatch(r"results_(\d+)_step\d+\.csv", f.name))}
+        seeds = {int(s) for f in mine for s in f["seed"].unique() if s >= 0}
         extra += [pd.read_csv(cell.dir / f"results_{s}.csv", dtype={"experiment": str, "language": str})
                   for s in sorted(seeds - set(plan.seeds)) if (cell.dir / f"results_{s}.csv").exists()]
     if not frames:
@@ -223,16 +223,16 @@ def transfer_reading(curves: pd.DataFrame) -> str:
             f"target's accuracy rose in {gained} of {cells} cells.")
 
 
-def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers",
-                   points: float = 5.0) -> str:
+def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers") -> str:
     """What the learning curves say of the cells that fail `gate` (gates.csv's detail names them,
     `gates.failing_cells`), at the gate's recipe. Per cell with two or more evaluated steps: its accuracy at the point
     nearest half of pre-training and at the end (mean over its curve runs, seeds named), the gain between them,
     whether it rose at every snapshot of that half, and whether its end lies below the gate's level (the majority
-    class plus `points`). The noise is the largest move between neighbouring snapshots in any cell's curve at that
-    recipe: a gain beyond it reads as still rising; a gain within it, at every snapshot, as too slow for the curve to
-    tell; any other as flat. Empty when the gate is absent, passed, or none of its failing cells has a curve."""
-    from .gates import failing_cells
+    class plus the gate's `points` in gates.yaml). The noise is the largest move between neighbouring snapshots in
+    any cell's curve at that recipe: a gain beyond it reads as still rising; a gain within it, at every snapshot, as
+    too slow for the curve to tell; any other as flat. Empty when the gate is absent, passed, or none of its failing
+    cells has a curve."""
+    from .gates import failing_cells, load_gates
     row = gates[gates["gate"] == gate] if len(gates) else gates
     if row.empty:
         return ""
@@ -243,6 +243,7 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     means = at.groupby(["cell", "step"])["target test"].mean()
     noise = max((means[c].diff().abs().max() for c in means.index.get_level_values(0).unique()
                  if len(means[c]) > 1), default=0.0)
+    points = next(g["points"] for g in load_gates()["gates"] if g["id"] == gate)
     parts = []
     for cell in failing_cells(row["detail"].iloc[0]):
         c = at[at["cell"] == cell]

@@ -3,7 +3,6 @@ are trained, and the claims. The chapters never train at the lab profile; they r
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -314,13 +313,23 @@ def id_shift_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
             "only gives Fake-English its own copies of them, so it removes the sharing alone)\n\n" + "\n".join(parts))
 
 
+def cell_values(results: pd.DataFrame, name: str, language: str, metric: str = "accuracy") -> pd.Series:
+    """Cell `name`'s `metric` on `language`, in points (one value per seed)."""
+    return 100 * results[(results["experiment"] == name) & (results["language"] == language)
+                         & (results["metric"] == metric)]["value"].astype(float)
+
+
+def mean_difference(x: pd.Series, y: pd.Series) -> tuple[float, float]:
+    """(mean of y minus mean of x, 2 SE of that difference of means); the SE is NaN where one has a single value."""
+    return y.mean() - x.mean(), 2 * (x.sem() ** 2 + y.sem() ** 2) ** 0.5
+
+
 def four_settings(results: pd.DataFrame, name: str, target: str, metric: str) -> dict | None:
-    """Cell `name`'s `metric` (percent, one value per seed) on the test pairs in Table 11's four language settings:
+    """Cell `name`'s `metric` (points, one value per seed) on the test pairs in Table 11's four language settings:
     {target, enfake>target, target>enfake, enfake}; None where one of them has no result."""
     if "metric" not in results:
         return None
-    rows = results[(results["metric"] == metric) & (results["experiment"] == name)]
-    v = {lang: 100 * rows.loc[rows["language"] == lang, "value"]
+    v = {lang: cell_values(results, name, lang, metric)
          for lang in (target, f"enfake>{target}", f"{target}>enfake", "enfake")}
     return v if all(len(x) for x in v.values()) else None
 
@@ -361,16 +370,15 @@ def adjacency_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     each mean over seeds, combined as `xlrepro.claims` does; the paper's mixed pairs score below), and the targets
     whose X pairs are less than `adjacency_margin` points above one verse's 50 % (the claims' precondition).
     Empty when no such cell has all four."""
-    from scipy.stats import sem
-
     planned = len(load_plan().seeds)
     parts, above, weak = [], [], []
     for t in targets:
         v = four_settings(results, f"enfake-{t}/adj", t, "adjacency_accuracy")
         if v is None:
             continue
-        diff = {k: v[k].mean() - v[t].mean() for k in (f"enfake>{t}", f"{t}>enfake")}
-        two_se = {k: 2 * math.hypot(sem(v[k]), sem(v[t])) for k in diff}
+        diff, two_se = {}, {}
+        for k in (f"enfake>{t}", f"{t}>enfake"):
+            diff[k], two_se[k] = mean_difference(v[t], v[k])
         if all(d > two_se[k] for k, d in diff.items()):
             above.append(t)
         margin = adjacency_margin(t)
@@ -581,6 +589,19 @@ def adjacency_table(results: pd.DataFrame, names) -> pd.DataFrame:
     return ours_table(results, cells, "adjacency_accuracy") if cells else pd.DataFrame()
 
 
+def adjacency_parts(results: pd.DataFrame, names, label: str | None = None) -> list:
+    """Table 11 on the adjacency task for the cells of `names` evaluated on it: its caption (ours at recipe `label`,
+    where given), `adjacency_table` and `adjacency_reading`, for `display`; empty where no cell is."""
+    from IPython.display import Markdown
+
+    table = adjacency_table(results, names)
+    if table.empty:
+        return []
+    caption = ADJACENCY_CAPTION if label is None else ADJACENCY_CAPTION.replace("ours**", f"ours at {label}**")
+    reading = adjacency_reading(results)
+    return [Markdown(caption), table] + ([Markdown(reading)] if reading else [])
+
+
 def recipe_tables(chapter: str, folder) -> list:
     """What a chapter shows of the stronger recipes published beside its results (`xlrepro.verdicts.recipe_frames`;
     ``<folder>/recipes.json``): a heading and a line on how the claims read them, then for each recipe and each of
@@ -602,12 +623,7 @@ def recipe_tables(chapter: str, folder) -> list:
                 parts += [Markdown(f"**{table}, ours at {r['label']}** (section task accuracy, %, mean ± sd over "
                                    f"seeds; the paper's numbers for the same rows below ours, marked \"the paper\")"),
                           with_paper_rows(mine, table, rows)]
-        adjacency = adjacency_table(frame, cells)
-        if not adjacency.empty:
-            parts += [Markdown(ADJACENCY_CAPTION.replace("ours**", f"ours at {r['label']}**")), adjacency]
-            reading = adjacency_reading(frame)
-            if reading:
-                parts.append(Markdown(reading))
+        parts += adjacency_parts(frame, cells, r["label"])
         if parts:
             shown += [Markdown(f"### At a stronger recipe: {r['label']}\n\nThe cells below were retrained with "
                                f"profile `{r['name']}` of experiments.yaml ({len(cells)} of this chapter's "
@@ -958,13 +974,11 @@ def nsp_reading(results: pd.DataFrame, targets=("es", "hi", "ru")) -> str:
     paper = paper_numbers(NAME, "Table 8").set_index(["experiment", "language", "metric"])["mean"]
 
     def cell(name, tested, metric):
-        return 100 * results[(results["experiment"] == name) & (results["language"] == tested)
-                             & (results["metric"] == metric)]["value"].astype(float)
+        return cell_values(results, name, tested, metric)
 
     def difference(a, b, tested, metric="accuracy"):
         """(b minus a, 2 SE of that difference of means), points; the SE is NaN where a cell has one seed."""
-        x, y = cell(a, tested, metric), cell(b, tested, metric)
-        return y.mean() - x.mean(), 2 * (x.sem() ** 2 + y.sem() ** 2) ** 0.5
+        return mean_difference(cell(a, tested, metric), cell(b, tested, metric))
 
     def change(a, b, tested, metric="accuracy"):
         """b minus a, points, with its spread against 2 SE and the paper's b minus a where it has both."""
