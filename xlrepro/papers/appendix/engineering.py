@@ -963,7 +963,7 @@ def linear_check_view(folder: Path, table1: Path) -> LinearCheck:
 def linear_check2_view(folder: Path, table1: Path) -> tuple[pd.DataFrame | None, str]:
     """The second training check of `--linear mm` (`engines.linear_check2`, declared before its runs): (its table per
     metric, the reading) from ``<folder>/metrics.csv``; before its run, (None, what it will test and how to run it)."""
-    from xlrepro.papers.dufter2020.engines import LINEAR2_RATIO_MAX, LINEAR2_RUNS, linear_check2
+    from xlrepro.papers.dufter2020.engines import LINEAR2_COMMAND, LINEAR2_RATIO_MAX, LINEAR2_RUNS, linear_check2
 
     declared = (f"**A second check, declared before its runs** (`engines.linear_check2`): it measures the rerun "
                 f"noise instead of assuming it. The same 25 models trained four times from empty run folders, twice "
@@ -973,9 +973,8 @@ def linear_check2_view(folder: Path, table1: Path) -> tuple[pd.DataFrame | None,
                 f"decide); mm becomes the default only if every metric holds. ")
     path = folder / "metrics.csv"
     if not path.exists():
-        return None, declared + ("Not yet run: `XLREPRO_RUNS=runs/linear2/<run> xlrepro train dufter2020 --ids 0 1 2 "
-                                 "4 5 --compile --linear <engine>` for each run, then `python -m "
-                                 "xlrepro.papers.dufter2020.engines --linear2 runs/linear2 "
+        return None, declared + (f"Not yet run: `{LINEAR2_COMMAND.replace('<folder>', 'runs/linear2')}` for each "
+                                 "run, then `python -m xlrepro.papers.dufter2020.engines --linear2 runs/linear2 "
                                  "book/results/bench/linear_check2/metrics.csv --commit <sha> --machine <where>`.")
     metrics = pd.read_csv(path, dtype={"experiment": str})
     table, verdict = linear_check2(metrics, pd.read_csv(table1, dtype={"experiment": str}))
@@ -1000,7 +999,8 @@ def linear2_means_line(metrics: pd.DataFrame) -> str:
     """After the second mm check, not part of its criterion: each run's mean over its models per metric, as a
     Markdown table, and the metrics where both mm runs lie on the same side of both baddbmm runs (by chance alone,
     with four exchangeable runs, 2 of the 6 orderings of the engines: probability 1/3 per metric)."""
-    runs = ["baddbmm-1", "baddbmm-2", "mm-1", "mm-2"]  # engines.LINEAR2_RUNS, which linear_check2 requires
+    from xlrepro.papers.dufter2020.engines import LINEAR2_RUNS
+    runs = list(LINEAR2_RUNS)  # which linear_check2 requires
     means = metrics.pivot_table(index="metric", columns="run", values="value", aggfunc="mean")[runs]
     apart = [m for m, row in means.iterrows()
              if min(row["mm-1"], row["mm-2"]) > max(row["baddbmm-1"], row["baddbmm-2"])

@@ -286,6 +286,9 @@ def linear_check(metrics: Path | None = None, published: Path | None = None):
 LINEAR2_IDS = ("0", "1", "2", "4", "5")
 LINEAR2_RUNS = {"baddbmm-1": "baddbmm", "baddbmm-2": "baddbmm", "mm-1": "mm", "mm-2": "mm"}
 LINEAR2_RATIO_MAX = 1.5
+# one run of the check (XLREPRO_RUNS: the run's own folder under the check's)
+LINEAR2_COMMAND = ("XLREPRO_RUNS=<folder>/<run> xlrepro train dufter2020 --ids " + " ".join(LINEAR2_IDS)
+                   + " --compile --linear <engine>")
 
 
 def collect_linear2(folder: Path) -> "pd.DataFrame":
@@ -366,8 +369,7 @@ def linear2_record(folder: Path, commit: str, machine: str) -> dict:
     day = datetime.datetime.fromtimestamp(max(trained), datetime.timezone.utc).date() if trained else None
     return {"commit": commit, "date": day.isoformat() if day else "unknown", "machine": machine,
             "torch": next(iter(versions - {None}), None),
-            "command": f"XLREPRO_RUNS=<folder>/<run> xlrepro train dufter2020 --ids {' '.join(LINEAR2_IDS)} --compile "
-                       "--linear <engine> (from an empty runs folder)", "stacks": stacks}
+            "command": f"{LINEAR2_COMMAND} (from an empty runs folder)", "stacks": stacks}
 
 
 def main(argv=None) -> int:
