@@ -174,7 +174,8 @@ def _prepare_part(a: argparse.Namespace):
     if a.part == "table3":
         from .real_languages import load_config, recipe_config
         recipe = getattr(a, "recipe", None)
-        recipe_config(load_config(), recipe)  # an unknown variant is refused before any work
+        cfg = recipe_config(load_config(), recipe)  # an unknown variant is refused before any work
+        recipe_flags = ["--recipe", recipe] if recipe else []
         check_long_run(f"training Table 3's real-language models of {NAME}", device, a.allow_cpu)
 
         def train() -> str:
@@ -183,18 +184,17 @@ def _prepare_part(a: argparse.Namespace):
 
             from .real_languages import prepare, run_root, run_table3
             # tokenizers and the knn table, once, before the child processes read them
-            prepare(recipe_config(load_config(), recipe), root=run_root(False))
+            prepare(cfg, root=run_root(False))
             gpus = max(1, torch.cuda.device_count()) if device.startswith("cuda") else 1
             # the published run's two stacks of six models; their fine-tunings side by side
             done = run_table3(shards=2, gpus=gpus, processes=processes, time_limit=a.time_limit,
                               extra=["--device", "cuda" if device.startswith("cuda") else device,
-                                     *(["--no-graphs"] if a.no_graphs else []),
-                                     *(["--recipe", recipe] if recipe else [])])
+                                     *(["--no-graphs"] if a.no_graphs else []), *recipe_flags])
             if not done:
                 return "time limit reached: run the same command again to resume"
             from xlrepro.paths import repo_root
             table = repo_root() / "book" / "results" / NAME / "table3.csv"  # what knn_replace reads
-            real_languages(["--collect", str(table), *(["--recipe", recipe] if recipe else [])])
+            real_languages(["--collect", str(table), *recipe_flags])
             return f"Table 3 complete: {table}"
         return train
 

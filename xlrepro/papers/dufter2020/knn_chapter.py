@@ -235,13 +235,16 @@ def table3_frame(path, paper: pd.DataFrame) -> pd.DataFrame | None:
                                                        if x in ["0", "3", "8", "30", "mBERT", "majority"] else 99))
 
 
+def _results_csv(results, name: str, columns) -> pd.DataFrame:
+    """The CSV `name` of a results folder (model IDs as text), or an empty frame of `columns` where it is absent."""
+    from pathlib import Path
+    path = Path(results) / name
+    return pd.read_csv(path, dtype={"experiment": str}) if path.exists() else pd.DataFrame(columns=columns)
+
+
 def table3_results(results) -> pd.DataFrame:
     """`table3.csv` of a results folder as the claims read it (empty when the Table 3 run has not been made)."""
-    from pathlib import Path
-    path = Path(results) / "table3.csv"
-    if not path.exists():
-        return pd.DataFrame(columns=["experiment", "seed", "metric", "language", "value"])
-    return pd.read_csv(path, dtype={"experiment": str})
+    return _results_csv(results, "table3.csv", ["experiment", "seed", "metric", "language", "value"])
 
 
 # A run "learned English" when its English accuracy beats the majority class by 5 points: the margin the Table 3
@@ -302,7 +305,7 @@ def table3_text(frame: pd.DataFrame, classes: int) -> str:
 
     def runs_of(df, accuracy=True):
         parts = []
-        for e in [e for e in TABLE3_ORDER if e in set(df.experiment)] + sorted(set(df.experiment) - set(TABLE3_ORDER)):
+        for e in _model_order(df.experiment):
             g = df[df.experiment == e]
             seeds = ", ".join(str(s) for s in g.seed)
             parts.append(f"model {e} (seed{'s' if len(g) > 1 else ''} {seeds}"
@@ -439,22 +442,18 @@ def table3_cost(frame: pd.DataFrame) -> str:
 def table3_pilot_text(results) -> str:
     """The declared pilot of Table 3's pretraining (`real_languages.Table3Pilot`) in words: its variants and rule,
     and, once ``table3_pilot.csv`` is in `results`, each variant's gate and the chosen one; else that it has not run."""
-    from pathlib import Path
-
     from .config import load_chapter
     from .real_languages import (PILOT_CHOSEN, PILOT_DECLARED_AT, PILOT_NONE_PASSED, load_config, load_pilot,
-                                 pilot_choice, pilot_config)
+                                 pilot_choice, recipe_config)
     pilot = load_pilot()
     warmup = load_chapter().training.warmup_steps
     variants = "; ".join(f"{v.name}: rate {v.lr:g}, " + (f"{v.warmup_steps} warm-up steps" if v.warmup_steps
                                                           is not None else f"the chapter's {warmup} warm-up steps")
                          for v in pilot.variants)
-    path = Path(results) / "table3_pilot.csv"
-    gate, chosen, outcome = (pilot_choice(pilot, pd.read_csv(path, dtype={"experiment": str})) if path.exists()
-                             else (None, None, None))
+    published = _results_csv(results, "table3_pilot.csv", ["experiment", "seed", "metric", "language", "value"])
+    gate, chosen, outcome = pilot_choice(pilot, published) if len(published) else (None, None, None)
     cfg = load_config()
-    by_name = {v.name: v for v in pilot.variants}
-    applied = chosen is not None and pilot_config(cfg, by_name[chosen]) == cfg  # the configuration is the variant
+    applied = chosen is not None and recipe_config(cfg, chosen, pilot) == cfg  # the configuration is the variant
     head = ("**The pretraining recipe: a pilot**" if applied else "**Next: a pilot of the pretraining**")
     text = (f"{head}, declared before its run (experiments.yaml, `table3_pilot`, commit "
             f"{PILOT_DECLARED_AT}): {_models(pilot.models)}, seed {pilot.seed}, pretrained "
@@ -467,10 +466,10 @@ def table3_pilot_text(results) -> str:
                      f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
     text += f"Its gate: {done or 'no variant finished'}. "
     if outcome == PILOT_CHOSEN:
-        v = by_name[chosen]
-        steps = v.warmup_steps if v.warmup_steps is not None else warmup
+        recipe = recipe_config(cfg, chosen, pilot)
         return text + f"Chosen: {chosen}" + (
-            f", the recipe of the run above (rate {v.lr:g}, {steps} warm-up steps; experiments.yaml, "
+            f", the recipe of the run above (rate {recipe.model_size().lr:g}, {recipe.pretrain_warmup()} warm-up "
+            "steps; experiments.yaml, "
             "`table3`)." if applied else ", not yet run: the run above is pretrained under the earlier recipe.")
     if outcome == PILOT_NONE_PASSED:
         return text + "No variant passed: Table 3 stays inconclusive, its pretraining at the unigram level."
@@ -480,13 +479,8 @@ def table3_pilot_text(results) -> str:
 def table3_curves(results) -> pd.DataFrame:
     """The pretraining loss curves of Table 3's models (`real_languages.CURVES_CSV` of a results folder; empty when
     the run recorded none): experiment, seed, metric, step, value."""
-    from pathlib import Path
-
     from .real_languages import CURVES_CSV
-    path = Path(results) / CURVES_CSV
-    if not path.exists():
-        return pd.DataFrame(columns=["experiment", "seed", "metric", "step", "value"])
-    return pd.read_csv(path, dtype={"experiment": str})
+    return _results_csv(results, CURVES_CSV, ["experiment", "seed", "metric", "step", "value"])
 
 
 def plot_table3_pretraining(curves: pd.DataFrame, frame: pd.DataFrame):
@@ -557,10 +551,8 @@ def table3_causes(frame: pd.DataFrame, runs: pd.DataFrame) -> str:
                 "stay on the training machine), not yet run.")
     else:
         rate = "(1) the fine-tuning recipe, the paper's."
-    from .config import load_chapter
-    chapter_warmup = load_chapter().training.warmup_steps
-    warmup = (f"{chapter_warmup} warm-up steps (the BERT-small recipe's warm-up)" if cfg.warmup_steps is None
-              else f"{cfg.warmup_steps} warm-up steps")
+    warmup = f"{cfg.pretrain_warmup()} warm-up steps" + (" (the BERT-small recipe's warm-up)"
+                                                         if cfg.warmup_steps is None else "")
     stuck = _every_run(_pretraining_runs(frame), lambda loss, level: loss > level)
     outcome = (f"; with it, the pretraining of {_models(stuck)} ended above the unigram entropy given the language "
                "in every seed (the reading above)" if stuck else "")

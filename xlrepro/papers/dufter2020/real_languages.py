@@ -100,6 +100,10 @@ class Table3Config:
         if self.vocab_size <= N_SPECIAL:
             raise ConfigError(f"vocab_size must exceed the {N_SPECIAL} special tokens; got {self.vocab_size}")
 
+    def pretrain_warmup(self) -> int:
+        """The pretraining's warm-up steps: `warmup_steps`, or the chapter's training.warmup_steps where it is None."""
+        return load_chapter().training.warmup_steps if self.warmup_steps is None else self.warmup_steps
+
     def model_size(self) -> ModelSize:
         return ModelSize(name="table3", **self.size)
 
@@ -362,8 +366,8 @@ class Table3Stack:
         n = len(next(iter(self.sets.values())))
         steps_per_epoch = n // self.cfg.batch_size
         total = steps_per_epoch * self.cfg.epochs
-        warmup = tc.warmup_steps if self.cfg.warmup_steps is None else self.cfg.warmup_steps
-        optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps, warmup_steps=warmup,
+        optim = OptimConfig(lr=size.lr, weight_decay=tc.weight_decay, eps=tc.adam_eps,
+                            warmup_steps=self.cfg.pretrain_warmup(),
                             total_steps=total, max_grad_norm=tc.max_grad_norm)
         stack = new_stack(models, optim, self.device, engine="fused", seeds=[s for _, s in self.members],
                           rows=torch.arange(self.cfg.batch_size), compile=self.compile, graphs=self.graphs,
@@ -608,12 +612,13 @@ def run_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, device: str = "
     from xlrepro.engine.queue import launched_at
     t0 = launched_at()
     for v in pilot.variants:
-        left = None if time_limit is None else time_limit - (time.time() - t0)
-        if left is not None and left <= 0:
+        if time_limit is not None and time.time() - t0 >= time_limit:
             return False
         stack = Table3Stack(pilot_config(cfg, v), [(m, pilot.seed) for m in pilot.models], pilot_root(root, v),
                             device, smoke, compile=compile, graphs=graphs, prepared=root)
-        if not stack.run(left, progress, pretrain_only=True):
+        # `run` counts its limit from `launched_at()` too: the launching command's start, or, without one, now
+        limit = None if time_limit is None else time_limit - (launched_at() - t0)
+        if not stack.run(limit, progress, pretrain_only=True):
             return False
     return True
 
