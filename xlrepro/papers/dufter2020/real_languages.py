@@ -636,11 +636,9 @@ def collect_pilot(pilot: Table3Pilot, cfg: Table3Config, root: Path, smoke: bool
             continue
         c = pretraining_curves(pilot_root(root, v), [folder / "pretrain_loss.json"])
         curves.append(c.assign(experiment=c.experiment + "@" + v.name))
-        timing = folder / "timing.json"
-        members = json.loads((folder / "pretrain_loss.json").read_text())["members"]
-        share = (sum(r["seconds"] for r in json.loads(timing.read_text())) / len(members)
-                 if timing.exists() and members else None)
+        seconds = member_gpu_seconds(root, [folder])
         for (e, seed), g in c.groupby(["experiment", "seed"], sort=False):
+            share = seconds.get(f"{e}/{seed}")
             if e not in levels:
                 levels[e] = unigram_entropies(cfg, table3_experiment(e, cfg), smoke, root)
             for metric, value in (("pretrain_loss", final_loss(g.value)), ("unigram_entropy", levels[e][1]),
@@ -891,16 +889,9 @@ def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) ->
     pretrain_gpu_seconds, the member's share of its stack's GPU time (timing.json). Only the runs of `cfg` (their
     folders named by its run keys: `member_key`, `stacks_of`) are read; another recipe's in the same folder are not."""
     cfg = cfg or load_config(smoke)
-    curves = run_curves(root, cfg, smoke)
-    stack_seconds = {}  # member name -> its share of its stack's pretraining seconds
-    for f in [f / "timing.json" for f in stacks_of(root, cfg, smoke) if (f / "timing.json").exists()]:
-        members = json.loads((f.parent / "pretrain_loss.json").read_text())["members"]
-        twice = sorted(set(members) & set(stack_seconds))
-        if twice:  # one run pretrained in two stacks (stacked differently): which one is meant is unknown
-            raise ConfigError(f"{root}: runs {', '.join(twice)} were pretrained in two stacks (the second: "
-                              f"{f.parent.name}); collect from a folder that holds one run of each")
-        seconds = sum(r["seconds"] for r in json.loads(f.read_text()))
-        stack_seconds.update({name: seconds / len(members) for name in members})
+    stacks = stacks_of(root, cfg, smoke)
+    curves = pretraining_curves(root, [f / "pretrain_loss.json" for f in stacks])
+    stack_seconds = member_gpu_seconds(root, stacks)  # member name -> its share of its stack's pretraining seconds
     levels = {}  # experiment -> (joint, given the language), computed once per experiment
     rows = []
     for f in sorted(Path(root).glob("*/*/*/metrics.json")):
@@ -928,6 +919,25 @@ def collect(root: Path, cfg: Table3Config | None = None, smoke: bool = False) ->
         if name in stack_seconds:
             row("pretrain_gpu_seconds", "all", round(stack_seconds[name], 1))
     return pd.DataFrame(rows, columns=["experiment", "seed", "metric", "language", "value"])
+
+
+def member_gpu_seconds(root: Path, stacks: Sequence[Path]) -> dict[str, float]:
+    """{"<experiment>/<seed>": its share of its stack's pretraining GPU-seconds} for the `stacks` (folders) with a
+    timing record (timing.json, its calls' seconds summed, shared equally among pretrain_loss.json's members). A run
+    pretrained in two of them is refused: which stack is meant is unknown."""
+    out = {}
+    for folder in stacks:
+        timing = Path(folder) / "timing.json"
+        if not timing.exists():
+            continue
+        members = json.loads((Path(folder) / "pretrain_loss.json").read_text())["members"]
+        twice = sorted(set(members) & set(out))
+        if twice:  # one run pretrained in two stacks (stacked differently)
+            raise ConfigError(f"{root}: runs {', '.join(twice)} were pretrained in two stacks (the second: "
+                              f"{Path(folder).name}); collect from a folder that holds one run of each")
+        seconds = sum(r["seconds"] for r in json.loads(timing.read_text()))
+        out.update({name: seconds / len(members) for name in members})
+    return out
 
 
 # A pretraining's final MLM loss: the mean of the last FINAL_LOSS_FRACTION of its records (one every LOSS_EVERY
