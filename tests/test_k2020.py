@@ -218,7 +218,7 @@ def test_cli_validates_up_front():
                                             "allow_cpu": False, **kw})
     with pytest.raises(ConfigError, match="valid choices: pilot, base, t1"):
         paper.prepare_train(ns(part="t12"))
-    with pytest.raises(ConfigError, match="valid choices: lab, alltext, alltext2x, alltext4x, smoke, paper"):
+    with pytest.raises(ConfigError, match="valid choices: lab, alltext, alltext2x, alltext4x, alltext8x, smoke, paper"):
         paper.prepare_train(ns(profile="wiki"))
     with pytest.raises(ConfigError, match="CPU"):
         paper.prepare_train(ns(profile="lab"))

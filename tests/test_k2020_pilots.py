@@ -85,7 +85,7 @@ def test_loss_curves_and_the_final_drop(tmp_path):
 
 def test_publish_checks_its_profile_first(tmp_path):
     from xlrepro.config import ConfigError
-    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):
+    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x, alltext8x"):
         pilots.publish("lab", tmp_path)
 
 
@@ -200,7 +200,7 @@ def test_a_recipe_publishes_each_chapter_s_complete_cells_and_lists_itself_first
     assert not list(tmp_path.glob(".recipe_*"))  # the folder built aside was put in place
     assert index[0] == {"name": "alltext4x", "label": "all the text, 16,000 steps", "folder": "recipe_alltext4x",
                         "parts": ["es"]}
-    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x"):
+    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x, alltext8x"):
         pilots.publish_recipe("lab", ["es"], tmp_path)
 
 

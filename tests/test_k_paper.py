@@ -119,7 +119,7 @@ def test_the_train_command_reaches_the_paper_profile(paper_env, monkeypatch, cap
     assert main(["train", "k2020", "--profile", "lab"]) == 2
     assert "--profile lab needs --part" in capsys.readouterr().err
     assert main(["train", "k2020", "--profile", "huge", "--part", "t1"]) == 2
-    assert "valid choices: lab, alltext, alltext2x, alltext4x, smoke, paper" in capsys.readouterr().err
+    assert "valid choices: lab, alltext, alltext2x, alltext4x, alltext8x, smoke, paper" in capsys.readouterr().err
     monkeypatch.delenv("XLREPRO_WIKI_DIR")
     monkeypatch.setenv("XLREPRO_CACHE", str(paper_env / "empty-cache"))
     assert main(["train", "k2020", "--profile", "paper", "--allow-cpu"]) == 2

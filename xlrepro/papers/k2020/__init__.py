@@ -25,8 +25,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--part", help="lab and smoke (required there): pilot, t1 .. t11, all (experiments.yaml `parts`), "
                         "or parts joined by commas (t4,t5,t6: one plan, so their cells of one shape share stacks)")
     p.add_argument("--profile", default="lab", help="lab (the GPU run), alltext (its pilot on all the offline text: "
-                        "every Bible edition and the LibreOffice help), alltext2x and alltext4x (the same with twice and "
-                        "four times the pre-training steps), smoke (tiny, for CI) or paper (the paper's "
+                        "every Bible edition and the LibreOffice help), alltext2x, alltext4x and alltext8x (the same with "
+                        "twice, four and eight times the pre-training steps), smoke (tiny, for CI) or paper (the paper's "
                         "B-BERT pre-trained on Wikipedia and tested on XNLI: xlrepro/papers/k2020/paper.py)")
     p.add_argument("--pair", default=None, help="--profile paper: en-X, X an XNLI language (default en-es)")
     p.add_argument("--fake", action="store_true", help="--profile paper: English shifted into Fake-English (enfake-X)")

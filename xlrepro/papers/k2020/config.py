@@ -21,7 +21,7 @@ FAKE_WAYS = ("unicode", "id")
 # the XNLI stand-in (xlrepro.tasks.sections), the NER stand-in (xlrepro.tasks.entities) and Table 11's pair task that
 # needs both verses (xlrepro.tasks.adjacency)
 TASKS = ("sections", "ner", "adjacency")
-PROFILES = ("lab", "alltext", "alltext2x", "alltext4x", "smoke")
+PROFILES = ("lab", "alltext", "alltext2x", "alltext4x", "alltext8x", "smoke")
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ class Profile:
 class Plan:
     seeds: tuple[int, ...] = field(metadata={"help": "seeds of every cell (pre-training and fine-tuning)"})
     half_seed: int = field(metadata={"help": "seed of the source/target chapter halves"})
-    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run), alltext (its pilot on all the offline text), alltext2x and alltext4x (the same with twice and four times the steps) and smoke (CI)", "keys": list(PROFILES)})
+    profiles: dict[str, Profile] = field(metadata={"help": "lab (the GPU run), alltext (its pilot on all the offline text), alltext2x, alltext4x and alltext8x (the same with twice, four and eight times the steps) and smoke (CI)", "keys": list(PROFILES)})
     experiments: dict[str, Experiment] = field(metadata={"help": "experiment name -> declaration"})
     parts: dict[str, tuple[str, ...]] = field(metadata={"help": "part name -> experiments, in order"})
 

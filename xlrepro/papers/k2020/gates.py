@@ -12,7 +12,7 @@
   times the steps (profiles ``alltext2x``, ``alltext4x``). A pilot gate's ``seeds`` restricts it to its declared seeds.
 - ``alltext_base_transfers``, ``alltext2x_base_transfers``, ``alltext4x_base_transfers``: ``base_transfers``'
   check on a scaling profile's runs of all the base cells (pilot_<profile>.csv); with ``seeds``, pending until every
-  cell has all of them.
+  cell has all of them. ``alltext8x_base_transfers``: the same on the Russian pair alone (its ``targets``).
 - A gate with ``superseded_by`` (and ``why``) was replaced by that gate before its runs finished: neither passed nor
   failed (`superseded`).
 
@@ -142,7 +142,8 @@ def gate_frame(results: dict[str, pd.DataFrame], spec: dict | None = None) -> pd
     check = {"base_transfers": base_transfers, "ablations_learn_source": ablations_learn_source,
              "alltext_pilot_transfers": alltext_pilot_transfers, "alltext_base_transfers": base_transfers,
              "alltext2x_pilot_transfers": alltext_pilot_transfers, "alltext2x_base_transfers": base_transfers,
-             "alltext4x_pilot_transfers": alltext_pilot_transfers, "alltext4x_base_transfers": base_transfers}
+             "alltext4x_pilot_transfers": alltext_pilot_transfers, "alltext4x_base_transfers": base_transfers,
+             "alltext8x_base_transfers": base_transfers}
     rows = [{"gate": g["id"], "criterion": _criterion(g), **(superseded(g) if "superseded_by" in g else
                                                             check[g["id"]](g, results))} for g in spec["gates"]]
     frame = pd.DataFrame(rows, columns=COLUMNS)

@@ -38,9 +38,10 @@ from xlrepro.config import ConfigError, choose, plural
 
 from .config import PROFILES, experiments_of, load_plan
 
-PILOTS = ("alltext", "alltext2x", "alltext4x")  # the scaling profiles; each publishes whichever base cells it trained
+PILOTS = ("alltext", "alltext2x", "alltext4x", "alltext8x")  # the scaling profiles; each publishes whichever base cells it trained
 RECIPES = {"lab": "one edition, 4,000 steps", "alltext": "all the text, 4,000 steps",
-           "alltext2x": "all the text, 8,000 steps", "alltext4x": "all the text, 16,000 steps"}
+           "alltext2x": "all the text, 8,000 steps", "alltext4x": "all the text, 16,000 steps",
+           "alltext8x": "all the text, 32,000 steps"}
 
 
 def publish(profile: str, results: Path | None = None) -> Path:
