@@ -114,8 +114,19 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     assert c["source test"].tolist() == pytest.approx([60.0, 88.0]) and c["majority"].tolist() == pytest.approx([25.4] * 2)
     assert len(pilots.transfer_figure(c).axes) == 1
     assert pilots.transfer_reading(c) == (
-        "**Zero-shot accuracy along pre-training** (target test pairs, %, at steps 4,000, 16,000): enfake-ru 20.0 → "
-        "35.0 (1 run; majority 25.4). Between the last two points the target's accuracy rose in 1 of 1 cells.")
+        "**Zero-shot accuracy along pre-training** (target test pairs, %): *all the text, 16,000 steps* (steps "
+        "4,000, 16,000): enfake-ru 20.0 → 35.0 (1 run; majority 25.4). Between the last two points the target's "
+        "accuracy rose in 1 of 1 cells.")
+    # a second recipe with its own steps and two runs: named apart, each cell's points the mean of its runs
+    longer = pd.DataFrame([{"recipe": "all the text, 32,000 steps", "cell": "enfake-ru", "seed": seed, "step": step,
+                            "target test": v + seed, "target dev": v, "source test": 90.0, "majority": 25.4}
+                           for seed in (0, 2) for step, v in ((8000, 30.0), (32000, 37.0))])
+    both = pd.concat([c, longer], ignore_index=True)
+    assert pilots.transfer_reading(both).endswith(
+        "*all the text, 32,000 steps* (steps 8,000, 32,000): enfake-ru 31.0 → 38.0 (2 runs; majority 25.4). Between "
+        "the last two points the target's accuracy rose in 2 of 2 cells.")
+    lines = pilots.transfer_figure(both).axes[0].get_lines()
+    assert len({ln.get_color() for ln in lines if ln.get_label().startswith("target")}) == 2  # a colour per recipe
 
 
 def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
@@ -144,6 +155,20 @@ def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
         "the curve cannot tell whether more steps would make it pass; ru-rise (seed 1) 21.0 → 25.0 from step 8,000 to "
         "16,000 (+4.0 points, up at every snapshot), below the gate's level of 30.4 and still rising: more steps "
         "might move it.")
+    # enfake-ru passes at a stronger recipe (alltext8x's gate, whose cells are en-ru and enfake-ru): said after them
+    longer = pd.DataFrame([{"recipe": "all the text, 32,000 steps", "cell": "enfake-ru", "seed": seed, "step": step,
+                            "target test": v, "majority": 25.4} for seed in (0, 1) for step, v in ((8000, 31.0),
+                                                                                                   (32000, 38.5))])
+    passed = pd.concat([gates, pd.DataFrame([{"gate": "alltext8x_base_transfers", "passed": True,
+                                              "detail": "every cell passes"}])], ignore_index=True)
+    later = ("alltext8x_base_transfers", "all the text, 32,000 steps")
+    assert pilots.stronger_passes(passed, "alltext4x_base_transfers") == {"enfake-ru": later, "en-ru": later}
+    assert pilots.failing_curves(pd.concat([curves, longer]), passed).endswith(
+        "might move it. With more steps (all the text, 32,000 steps) enfake-ru passes its gate "
+        "(`alltext8x_base_transfers`): 31.0 → 38.5 from step 8,000 to 32,000 (mean of 2 runs). With more steps (all "
+        "the text, 32,000 steps) en-ru passes its gate (`alltext8x_base_transfers`).")  # en-ru: no curve there
+    assert pilots.stronger_passes(passed.assign(passed=[False, False]), "alltext4x_base_transfers") == {}
+    assert pilots.stronger_passes(passed, "alltext8x_base_transfers") == {}  # it failed no cell
     # a curve of one point is no curve; a passed gate, another gate or no curve at the recipe: nothing to say
     one = pd.DataFrame(curve("en-hi", [45.0, 46.0, 47.0, 48.0])[:1] + curve("en-es", [60, 63, 63, 64]))
     assert pilots.failing_curves(one, gates) == ""
@@ -305,6 +330,16 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
                                                                            "retrained here.")
     pd.DataFrame([{"gate": "x_base_transfers", "detail": "every cell passes"}]).to_csv(tmp_path / "gates.csv")
     assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru/nsp"]) == ""
+    # a failing cell that a stronger recipe's gate passed (alltext8x after alltext4x in pilots.PILOTS) is named
+    pd.DataFrame([{"gate": "alltext4x_base_transfers", "passed": False, "detail": detail},
+                  {"gate": "alltext8x_base_transfers", "passed": True, "detail": "every cell passes"}]
+                 ).to_csv(tmp_path / "gates.csv", index=False)
+    four = {"name": "alltext4x", "label": "l", "folder": "recipe_alltext4x"}
+    assert R.recipe_gate_line(tmp_path, four, ["enfake-ru/nsp"]).endswith(
+        "Their ablation cells retrained here (enfake-ru/nsp) are shown, their claims inconclusive. With more steps "
+        "(all the text, 32,000 steps) enfake-ru passes the gate (`alltext8x_base_transfers`): by the rule declared "
+        "with it (experiments.yaml), its table cells are to be retrained at that recipe, and the claims read there "
+        "once they are.")
 
 
 def test_a_recipe_table_shows_the_paper_s_numbers_of_its_rows_under_ours():

@@ -206,22 +206,46 @@ def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
 
 
 def transfer_reading(curves: pd.DataFrame) -> str:
-    """`transfer_curves` in words: per recipe and cell, the target's test accuracy at each evaluated step (mean over
-    its runs, counted), the majority class, and how many cells still gained between their last two points."""
+    """`transfer_curves` in words: per recipe (its evaluated steps named) and cell, the target's test accuracy at
+    each step (mean over its runs, counted), the majority class, and how many cells still gained between their last
+    two points."""
     if curves.empty:
         return ""
-    parts, gained, cells = [], 0, 0
-    for (recipe, cell), c in curves.groupby(["recipe", "cell"], sort=False):
-        by_step = c.groupby("step")["target test"].mean()
-        runs = c["seed"].nunique()
-        parts.append(f"{cell} " + " → ".join(f"{v:.1f}" for v in by_step)
-                     + f" ({runs} run{'s' if runs > 1 else ''}; majority {c['majority'].mean():.1f})")
-        cells += 1
-        gained += bool(len(by_step) > 1 and by_step.iloc[-1] > by_step.iloc[-2])
-    steps = sorted(curves["step"].unique())
-    return (f"**Zero-shot accuracy along pre-training** (target test pairs, %, at steps "
-            f"{', '.join(f'{s:,}' for s in steps)}): " + "; ".join(parts) + f". Between the last two points the "
-            f"target's accuracy rose in {gained} of {cells} cells.")
+    recipes, gained, cells = [], 0, 0
+    for recipe, r in curves.groupby("recipe", sort=False):
+        parts = []
+        for cell, c in r.groupby("cell", sort=False):
+            by_step = c.groupby("step")["target test"].mean()
+            runs = c["seed"].nunique()
+            parts.append(f"{cell} " + " → ".join(f"{v:.1f}" for v in by_step)
+                         + f" ({runs} run{'s' if runs > 1 else ''}; majority {c['majority'].mean():.1f})")
+            cells += 1
+            gained += bool(len(by_step) > 1 and by_step.iloc[-1] > by_step.iloc[-2])
+        steps = sorted(r["step"].unique())
+        recipes.append(f"*{recipe}* (steps {', '.join(f'{s:,}' for s in steps)}): " + "; ".join(parts))
+    return ("**Zero-shot accuracy along pre-training** (target test pairs, %): " + ". ".join(recipes)
+            + f". Between the last two points the target's accuracy rose in {gained} of {cells} cells.")
+
+
+def stronger_passes(gates: pd.DataFrame, gate: str) -> dict[str, tuple[str, str]]:
+    """For each cell that `gate` (a scaling profile's ``<profile>_base_transfers`` row of gates.csv) names as failing:
+    the first base gate of a stronger recipe (a later profile of `PILOTS`) that passed with the cell among its cells
+    (gates.yaml's sources x targets), as (gate id, recipe label). Cells no stronger recipe passed are left out."""
+    from .gates import failing_cells, load_gates
+    row = gates[gates["gate"] == gate] if len(gates) else gates
+    profile = gate.split("_")[0]
+    if row.empty or profile not in PILOTS:
+        return {}
+    spec = {g["id"]: g for g in load_gates()["gates"]}
+    passed = {g: p for g, p in zip(gates["gate"], gates["passed"]) if p is True or str(p) == "True"}
+    out = {}
+    for cell in failing_cells(row["detail"].iloc[0]):
+        for later in PILOTS[PILOTS.index(profile) + 1:]:
+            g = spec.get(f"{later}_base_transfers")
+            if g and g["id"] in passed and cell in {f"{s}-{t}" for s in g["sources"] for t in g["targets"]}:
+                out[cell] = (g["id"], RECIPES[later])
+                break
+    return out
 
 
 def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers") -> str:
@@ -275,9 +299,17 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
                          "unlikely to make it pass")
     if not parts:
         return ""
-    return (f"**The curves of the cells that fail `{gate}`** (single runs; one run's accuracy moves by up to "
+    text = (f"**The curves of the cells that fail `{gate}`** (single runs; one run's accuracy moves by up to "
             f"{noise:.1f} points between neighbouring snapshots in these curves, so only a larger gain over the second "
             "half reads as a rise): " + "; ".join(parts) + ".")
+    for cell, (later, label) in stronger_passes(gates, gate).items():
+        c = curves[(curves["recipe"] == label) & (curves["cell"] == cell)] if len(curves) else curves
+        by_step = c.groupby("step")["target test"].mean() if len(c) else pd.Series(dtype=float)
+        runs = c["seed"].nunique() if len(c) else 0
+        shown = (f": {by_step.iloc[0]:.1f} → {by_step.iloc[-1]:.1f} from step {by_step.index[0]:,} to "
+                 f"{by_step.index[-1]:,} (mean of {runs} run{'s' if runs > 1 else ''})" if len(by_step) > 1 else "")
+        text += f" With more steps ({label}) {cell} passes its gate (`{later}`){shown}."
+    return text
 
 
 # The part that adds a learning curve to base cells trained without snapshots, its command, and the commit that
@@ -306,15 +338,18 @@ def transfer_missing(curves: pd.DataFrame) -> str:
 
 def transfer_figure(curves: pd.DataFrame):
     """One panel per cell: zero-shot accuracy on the target's test pairs (and the source's, thin) against the
-    pre-training step at which the encoder was taken, with the majority class dashed."""
+    pre-training step at which the encoder was taken, a line per run coloured by recipe, with the majority class
+    dashed."""
     import matplotlib.pyplot as plt
 
     cells = _panel_order(curves["cell"])
+    colour = {r: f"C{i}" for i, r in enumerate(dict.fromkeys(curves["recipe"]))}  # one colour per recipe, every seed
     fig, axes = plt.subplots(1, len(cells), figsize=(max(2.6 * len(cells), 6), 3.2), sharey=True, squeeze=False)
     for ax, cell in zip(axes[0], cells):
         c = curves[curves["cell"] == cell].sort_values("step")
         for (recipe, seed), r in c.groupby(["recipe", "seed"]):
-            ax.plot(r["step"], r["target test"], marker="o", linewidth=1.2, label=f"target ({recipe})")
+            ax.plot(r["step"], r["target test"], marker="o", linewidth=1.2, color=colour[recipe],
+                    label=f"target ({recipe})")
             ax.plot(r["step"], r["source test"], marker=".", linewidth=0.6, color="grey", label="source")
         ax.axhline(c["majority"].mean(), color="black", linestyle="--", linewidth=0.8, label="majority class")
         ax.set_title(cell)

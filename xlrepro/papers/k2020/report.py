@@ -656,16 +656,27 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     """A sentence naming the base pair cells that fail the recipe's own transfer gate (gates.csv beside the results,
     row ``<recipe>_base_transfers``): a claim whose precondition needs one of them stays inconclusive there whatever
     an ablation shows; then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at
-    the recipe) were retrained there anyway. Empty where the gate passed or is not published."""
+    the recipe) were retrained there anyway, and which of the failing cells pass at a stronger recipe
+    (`pilots.stronger_passes`). Empty where the gate passed or is not published."""
     from .gates import failing_cells
+    from .pilots import stronger_passes
     path = Path(folder) / "gates.csv"
     if not path.is_file():
         return ""
     gates = pd.read_csv(path)
-    row = gates[gates["gate"] == f"{recipe['name']}_base_transfers"]
+    gate = f"{recipe['name']}_base_transfers"
+    row = gates[gates["gate"] == gate]
     failing = failing_cells(row["detail"].iloc[0]) if len(row) else []
     if not failing:
         return ""
+    later = stronger_passes(gates, gate)
+    by_gate = {}
+    for cell, (g, label) in later.items():
+        by_gate.setdefault((g, label), []).append(cell)
+    stronger = "".join(
+        f" With more steps ({label}) {', '.join(cs)} pass{'es' if len(cs) == 1 else ''} the gate (`{g}`): by the rule "
+        f"declared with it (experiments.yaml), {'its' if len(cs) == 1 else 'their'} table cells are to be retrained "
+        "at that recipe, and the claims read there once they are." for (g, label), cs in by_gate.items())
     plan = load_plan()
     theirs = [c for c in cells if c.split("/")[0] in failing and "/" in c]
     # the base retrained for the adjacency task: its claims have a transfer precondition of their own
@@ -678,7 +689,8 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
                if ablations else "None of their ablation cells was retrained here.")
             + (f" {', '.join(other_task)} (the base retrained for the adjacency task) "
                f"{'is' if len(other_task) == 1 else 'are'} decided by {'its' if len(other_task) == 1 else 'their'} "
-               "own transfer precondition instead." if other_task else ""))
+               "own transfer precondition instead." if other_task else "")
+            + stronger)
 
 
 def recipe_commands(recipe: dict) -> str:
