@@ -7,6 +7,7 @@ import pytest
 from xlrepro.config import ConfigError
 
 from xlrepro.papers.k2020 import pilots
+from xlrepro.papers.k2020.gates import stronger_passes
 
 
 def row(exp, seed, lang, metric, value):
@@ -162,13 +163,13 @@ def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
     passed = pd.concat([gates, pd.DataFrame([{"gate": "alltext8x_base_transfers", "passed": True,
                                               "detail": "every cell passes"}])], ignore_index=True)
     later = ("alltext8x_base_transfers", "all the text, 32,000 steps")
-    assert pilots.stronger_passes(passed, "alltext4x_base_transfers") == {"enfake-ru": later, "en-ru": later}
+    assert stronger_passes(passed, "alltext4x_base_transfers") == {"enfake-ru": later, "en-ru": later}
     assert pilots.failing_curves(pd.concat([curves, longer]), passed).endswith(
         "might move it. With more steps (all the text, 32,000 steps) enfake-ru passes its gate "
         "(`alltext8x_base_transfers`): 31.0 → 38.5 from step 8,000 to 32,000 (mean of 2 runs). With more steps (all "
         "the text, 32,000 steps) en-ru passes its gate (`alltext8x_base_transfers`).")  # en-ru: no curve there
-    assert pilots.stronger_passes(passed.assign(passed=[False, False]), "alltext4x_base_transfers") == {}
-    assert pilots.stronger_passes(passed, "alltext8x_base_transfers") == {}  # it failed no cell
+    assert stronger_passes(passed.assign(passed=[False, False]), "alltext4x_base_transfers") == {}
+    assert stronger_passes(passed, "alltext8x_base_transfers") == {}  # it failed no cell
     # a curve of one point is no curve; a passed gate, another gate or no curve at the recipe: nothing to say
     one = pd.DataFrame(curve("en-hi", [45.0, 46.0, 47.0, 48.0])[:1] + curve("en-es", [60, 63, 63, 64]))
     assert pilots.failing_curves(one, gates) == ""
@@ -330,7 +331,7 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
                                                                            "retrained here.")
     pd.DataFrame([{"gate": "x_base_transfers", "detail": "every cell passes"}]).to_csv(tmp_path / "gates.csv")
     assert R.recipe_gate_line(tmp_path, recipe, ["enfake-ru/nsp"]) == ""
-    # a failing cell that a stronger recipe's gate passed (alltext8x after alltext4x in pilots.PILOTS) is named
+    # a failing cell that a stronger recipe's gate passed (alltext8x after alltext4x in constants.PILOTS) is named
     pd.DataFrame([{"gate": "alltext4x_base_transfers", "passed": False, "detail": detail},
                   {"gate": "alltext8x_base_transfers", "passed": True, "detail": "every cell passes"}]
                  ).to_csv(tmp_path / "gates.csv", index=False)

@@ -28,6 +28,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from .constants import PILOTS, RECIPES
+
 GATES_FILE = Path(__file__).with_name("gates.yaml")
 COLUMNS = ["gate", "criterion", "value", "threshold", "passed", "detail"]
 
@@ -82,6 +84,26 @@ def failing_cells(detail: str) -> list[str]:
     if not isinstance(detail, str) or not detail.startswith("failing: "):
         return []
     return [part.strip().split(" ")[0] for part in detail[len("failing: "):].split(";") if part.strip()]
+
+
+def stronger_passes(gates: pd.DataFrame, gate: str) -> dict[str, tuple[str, str]]:
+    """For each cell that `gate` (a scaling profile's ``<profile>_base_transfers`` row of gates.csv) names as failing:
+    the first base gate of a stronger recipe (a later profile of `PILOTS`) that passed with the cell among its cells
+    (gates.yaml's sources x targets), as (gate id, recipe label). Cells no stronger recipe passed are left out."""
+    row = gates[gates["gate"] == gate] if len(gates) else gates
+    profile = gate.split("_")[0]
+    if row.empty or profile not in PILOTS:
+        return {}
+    spec = {g["id"]: g for g in load_gates()["gates"]}
+    passed = {g: p for g, p in zip(gates["gate"], gates["passed"]) if p is True or str(p) == "True"}
+    out = {}
+    for cell in failing_cells(row["detail"].iloc[0]):
+        for later in PILOTS[PILOTS.index(profile) + 1:]:
+            g = spec.get(f"{later}_base_transfers")
+            if g and g["id"] in passed and cell in {f"{s}-{t}" for s in g["sources"] for t in g["targets"]}:
+                out[cell] = (g["id"], RECIPES[later])
+                break
+    return out
 
 
 def ablations_learn_source(g: dict, results: dict[str, pd.DataFrame]) -> dict:

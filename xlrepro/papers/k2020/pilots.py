@@ -37,11 +37,8 @@ from xlrepro import atomic
 from xlrepro.config import ConfigError, choose, plural
 
 from .config import PROFILES, experiments_of, load_plan
+from .constants import PILOTS, RECIPES
 
-PILOTS = ("alltext", "alltext2x", "alltext4x", "alltext8x")  # the scaling profiles; each publishes whichever base cells it trained
-RECIPES = {"lab": "one edition, 4,000 steps", "alltext": "all the text, 4,000 steps",
-           "alltext2x": "all the text, 8,000 steps", "alltext4x": "all the text, 16,000 steps",
-           "alltext8x": "all the text, 32,000 steps"}
 
 
 def publish(profile: str, results: Path | None = None) -> Path:
@@ -227,27 +224,6 @@ def transfer_reading(curves: pd.DataFrame) -> str:
             + f". Between the last two points the target's accuracy rose in {gained} of {cells} cells.")
 
 
-def stronger_passes(gates: pd.DataFrame, gate: str) -> dict[str, tuple[str, str]]:
-    """For each cell that `gate` (a scaling profile's ``<profile>_base_transfers`` row of gates.csv) names as failing:
-    the first base gate of a stronger recipe (a later profile of `PILOTS`) that passed with the cell among its cells
-    (gates.yaml's sources x targets), as (gate id, recipe label). Cells no stronger recipe passed are left out."""
-    from .gates import failing_cells, load_gates
-    row = gates[gates["gate"] == gate] if len(gates) else gates
-    profile = gate.split("_")[0]
-    if row.empty or profile not in PILOTS:
-        return {}
-    spec = {g["id"]: g for g in load_gates()["gates"]}
-    passed = {g: p for g, p in zip(gates["gate"], gates["passed"]) if p is True or str(p) == "True"}
-    out = {}
-    for cell in failing_cells(row["detail"].iloc[0]):
-        for later in PILOTS[PILOTS.index(profile) + 1:]:
-            g = spec.get(f"{later}_base_transfers")
-            if g and g["id"] in passed and cell in {f"{s}-{t}" for s in g["sources"] for t in g["targets"]}:
-                out[cell] = (g["id"], RECIPES[later])
-                break
-    return out
-
-
 def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers") -> str:
     """What the learning curves say of the cells that fail `gate` (gates.csv's detail names them,
     `gates.failing_cells`), at the gate's recipe. Per cell with two or more evaluated steps: its accuracy at the point
@@ -257,7 +233,7 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     any cell's curve at that recipe: a gain beyond it reads as still rising; a gain within it, at every snapshot, as
     too slow for the curve to tell; any other as flat. Empty when the gate is absent, passed, or none of its failing
     cells has a curve."""
-    from .gates import failing_cells, load_gates
+    from .gates import failing_cells, load_gates, stronger_passes
     row = gates[gates["gate"] == gate] if len(gates) else gates
     if row.empty:
         return ""

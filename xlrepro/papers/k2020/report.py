@@ -657,9 +657,8 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     row ``<recipe>_base_transfers``): a claim whose precondition needs one of them stays inconclusive there whatever
     an ablation shows; then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at
     the recipe) were retrained there anyway, and which of the failing cells pass at a stronger recipe
-    (`pilots.stronger_passes`). Empty where the gate passed or is not published."""
-    from .gates import failing_cells
-    from .pilots import stronger_passes
+    (`gates.stronger_passes`). Empty where the gate passed or is not published."""
+    from .gates import failing_cells, stronger_passes
     path = Path(folder) / "gates.csv"
     if not path.is_file():
         return ""
