@@ -276,3 +276,34 @@ def test_fp8_linear_is_close_to_hf_for_one_model_and_refuses_what_it_cannot_run(
     x = torch.randn(2, 16, 16)  # the loss itself refuses a model dimension above one too
     with pytest.raises(ValueError, match="stack of one model"):
         _project(x, torch.randn(2, 16, 16), torch.randn(2, 16), "fp8")
+
+
+def test_bf16_residual_stream_rounds_only_the_layer_outputs():
+    """residual="bfloat16" (a speed switch with a training check, never a default): under autocast each LayerNorm
+    still computes in float32, and its output, the residual stream, is rounded to bf16, so a layer hands the next one
+    bf16 where the default hands float32. The loss moves by rounding only (within 1 % of the float32 stream's, not
+    equal to it) and every encoder gradient points the same way (cosine above 0.99). An unknown dtype is refused,
+    naming the valid ones."""
+    from xlrepro.engine.fused_bert import encoder_layer
+    g = torch.Generator().manual_seed(3)
+    docs, masked = documents(g, [7, 3, 5, 8])
+    inputs = padded_inputs(docs, masked, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref_loss, ref_grads = fused_loss_and_grads(hf(1), inputs, Levers())
+        loss, grads = fused_loss_and_grads(hf(1), inputs, Levers(residual="bfloat16"))
+        p = {k.removeprefix("bert.encoder.layer.0."): v.unsqueeze(0) for k, v in hf(1).state_dict().items()
+             if k.startswith("bert.encoder.layer.0.")}
+        x = torch.randn(1, 4 * 8, 16)
+        attend = torch.ones(4, 1, 1, 8, dtype=torch.bool)
+        out = {r: encoder_layer(x, p, attend, 2, 1e-12, 0.0, 0.0, False, residual=r) for r in ("float32", "bfloat16")}
+    assert out["float32"].dtype == torch.float32 and out["bfloat16"].dtype == torch.bfloat16
+    torch.testing.assert_close(out["bfloat16"].float(), out["float32"], rtol=1e-2, atol=1e-2)
+    assert abs(loss - ref_loss) / ref_loss < 0.01 and loss != ref_loss
+    for k in (k for k in ref_grads if "encoder" in k and not k.endswith("key.bias")):  # that one's is 0 (softmax)
+        cos = torch.nn.functional.cosine_similarity(grads[k].flatten().float(), ref_grads[k].flatten().float(), dim=0)
+        assert cos > 0.99, (k, cos.item())
+    assert Levers(residual="bfloat16").options()["residual"] == "bfloat16" and "residual" not in Levers().options()
+    with pytest.raises(ValueError, match="'float32', 'bfloat16'"):
+        Levers(residual="float16")
+    with pytest.raises(ValueError, match="'float32', 'bfloat16'"):
+        stacked_mlm_losses({}, hf(1).config, False, *inputs, residual="fp16")

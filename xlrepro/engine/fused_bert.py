@@ -42,6 +42,9 @@ FP8 = "fp8"
 ONE_MODEL_LINEARS = (*LINEARS, FP8)
 FP8_MAX = 448.0  # the largest float8_e4m3fn value (torch.finfo(torch.float8_e4m3fn).max)
 QKV = ("query", "key", "value")
+# the dtype of the residual stream between layers (LayerNorm's outputs); "float32" as autocast leaves it (and HF's
+# model); "bfloat16" halves the memory traffic of the residual adds and the LayerNorm inputs (`Levers.residual`)
+RESIDUALS = {"float32": None, "bfloat16": torch.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,10 @@ class Levers:
     autotune: compile with Inductor's `max_autotune_gemm`: Triton templates for the matrix products are timed against
         cuBLAS at compile time, and the element-wise work after a product may be fused into it (its epilogue). A
         compile option (the compiled stacks only); compiling takes minutes longer.
+    residual: the residual stream between layers (each LayerNorm's output) in "float32" (the default: autocast runs
+        LayerNorm in float32 and leaves its output so, as in HF's model) or "bfloat16" (LayerNorm still computes in
+        float32; its output is rounded to bf16, so the residual adds and the next LayerNorm read half the bytes).
+        Changes numbers beyond rounding, so a switch with a training check, never a default.
     persistent_reductions: Inductor's persistent reductions (one block holds a whole row; on by default). A compile
         option, off for a stack of one BERT-small model: there one kernel of the attention backward (the softmax
         backward fused with the dropout hash) spent minutes in Triton's LLVM and ptxas passes on an H200 (torch 2.11),
@@ -75,18 +82,29 @@ class Levers:
     linear: str = "baddbmm"
     autotune: bool = False
     persistent_reductions: bool = True
+    residual: str = "float32"
 
     def __post_init__(self):
         if self.attention is not None and self.attention not in ATTENTIONS:
             raise ValueError(f"attention={self.attention!r}: valid values are None, {', '.join(map(repr, ATTENTIONS))}")
         if self.linear not in ONE_MODEL_LINEARS:
             raise ValueError(f"linear={self.linear!r}: valid values are {', '.join(map(repr, ONE_MODEL_LINEARS))}")
+        _check_residual(self.residual)
 
     def options(self) -> dict:
         """The keyword arguments of `stacked_mlm_losses` these levers set (none for a default; `autotune` is a
         compile option, see `inductor_options`)."""
         out = {"attention": self.attention, "fused_qkv": self.fused_qkv}
-        return out if self.linear == "baddbmm" else {**out, "linear": self.linear}
+        if self.linear != "baddbmm":
+            out["linear"] = self.linear
+        if self.residual != "float32":
+            out["residual"] = self.residual
+        return out
+
+
+def _check_residual(residual: str) -> None:
+    if residual not in RESIDUALS:
+        raise ValueError(f"residual={residual!r}: valid values are {', '.join(map(repr, RESIDUALS))}")
 
 
 def inductor_options(levers: "Levers | None") -> dict | None:
@@ -177,10 +195,13 @@ def _linear(x: torch.Tensor, p: dict, name: str, linear: str = "baddbmm") -> tor
     return _project(x, p[name + ".weight"], p[name + ".bias"], linear)
 
 
-def _layer_norm(x: torch.Tensor, p: dict, name: str, eps: float) -> torch.Tensor:
-    """LayerNorm with per-model affine parameters; float32, as autocast runs layer_norm."""
+def _layer_norm(x: torch.Tensor, p: dict, name: str, eps: float, residual: str = "float32") -> torch.Tensor:
+    """LayerNorm with per-model affine parameters; computed in float32, as autocast runs layer_norm, and returned in
+    the residual stream's dtype (`RESIDUALS`: float32 unless the bfloat16 lever is on)."""
     x = F.layer_norm(x.float(), x.shape[-1:], eps=eps)
-    return x * p[name + ".weight"].float().unsqueeze(1) + p[name + ".bias"].float().unsqueeze(1)
+    x = x * p[name + ".weight"].float().unsqueeze(1) + p[name + ".bias"].float().unsqueeze(1)
+    dtype = RESIDUALS[residual]
+    return x if dtype is None else x.to(dtype)
 
 
 def _embed(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -191,18 +212,19 @@ def _embed(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 
 def embed(p: dict, input_ids, token_type_ids, position_ids, eps: float, drop: float, training: bool,
-          noise: Noise | None = None) -> torch.Tensor:
+          noise: Noise | None = None, residual: str = "float32") -> torch.Tensor:
     """Embeddings of M models: [M, B, W] ids -> [M, B*W, H] after LayerNorm and dropout."""
     m, b, w = input_ids.shape
     x = _embed(p["word_embeddings.weight"], input_ids) + _embed(p["token_type_embeddings.weight"], token_type_ids)
     x = x + _embed(p["position_embeddings.weight"], position_ids)
-    return dropout(_layer_norm(x.reshape(m, b * w, -1), p, "LayerNorm", eps), drop, training, noise, EMBEDDINGS, w)
+    return dropout(_layer_norm(x.reshape(m, b * w, -1), p, "LayerNorm", eps, residual), drop, training, noise,
+                   EMBEDDINGS, w)
 
 
 def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, eps: float, drop_hidden: float,
                   drop_attn: float, training: bool, attention: str = "math", noise: Noise | None = None,
                   stream: torch.Tensor | int = LAYER_BASE, fused_qkv: bool = False,
-                  width: int | None = None, linear: str = "baddbmm") -> torch.Tensor:
+                  width: int | None = None, linear: str = "baddbmm", residual: str = "float32") -> torch.Tensor:
     """One post-LN BERT layer of M models. x [M, B*W, H]; attend [M*B, 1, 1, W] boolean; p: the layer's parameters
     under their names inside the layer ("attention.self.query.weight", ...). Shapes come from the tensors, so a
     compiled copy serves every layer and every width.
@@ -215,7 +237,8 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     the layer's dropout masks (a tensor, so that one compiled layer serves every layer).
     Levers (see `Levers`; all off by default): attend may also be [M*B, 1, W, W] (packed documents), None (no
     padding; then `width` = W) or a flex `BlockMask` with attention="flex"; fused_qkv: one matrix product for Q, K, V;
-    linear: how the linear layers multiply (`_project`)."""
+    linear: how the linear layers multiply (`_project`); residual: the dtype of the layer's output and of its inner
+    residual stream (`RESIDUALS`)."""
     m, n, h = x.shape
     if attend is None:
         mb, w = n // width * m, width
@@ -252,10 +275,10 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
         ctx = torch.matmul(probs, v)
     ctx = ctx.transpose(1, 2).reshape(m, n, h)
     x = _layer_norm(dropout(_linear(ctx, p, "attention.output.dense", linear), drop_hidden, training, noise, stream + 1,
-                            w) + x, p, "attention.output.LayerNorm", eps)
+                            w) + x, p, "attention.output.LayerNorm", eps, residual)
     inner = F.gelu(_linear(x, p, "intermediate.dense", linear))
     out = dropout(_linear(inner, p, "output.dense", linear), drop_hidden, training, noise, stream + 2, w)
-    return _layer_norm(out + x, p, "output.LayerNorm", eps)
+    return _layer_norm(out + x, p, "output.LayerNorm", eps, residual)
 
 
 def mlm_head_logits(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, eps: float) -> torch.Tensor:
@@ -335,7 +358,7 @@ def nsp_loss(x: torch.Tensor, p: dict, nsp_labels: torch.Tensor) -> torch.Tensor
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
                        token_type_ids, sel_index, sel_labels, nsp_labels=None, regions: Regions = EAGER,
                        attention: str | None = None, noise: Noise | None = None, fused_qkv: bool = False,
-                       linear: str = "baddbmm") -> torch.Tensor:
+                       linear: str = "baddbmm", residual: str = "float32") -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`), plus,
     with `nsp_labels` [M, B], its mean next-sentence loss (`nsp_loss`; the models are HF `BertForPreTraining`s).
 
@@ -345,7 +368,8 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     Levers (`Levers`, off by default): attention_mask may also be [M, B, 1, W, W] (packed documents, see
     `pack_documents`), None (no padding at all), or a flex `BlockMask` over M*B rows with attention="flex";
     fused_qkv computes queries, keys and values with one matrix product; linear: how the encoder's linear layers
-    multiply (`_project`: "baddbmm", "mm", or "fp8" for one model).
+    multiply (`_project`: "baddbmm", "mm", or "fp8" for one model); residual: the residual stream's dtype
+    (`Levers.residual`).
     """
     attention = _resolve_attention(attention, ATTENTIONS, config)
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
@@ -353,8 +377,10 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     eps = config.layer_norm_eps
     drop_hidden = config.hidden_dropout_prob if training else 0.0
     drop_attn = config.attention_probs_dropout_prob if training else 0.0
+    _check_residual(residual)
+    stream = {} if residual == "float32" else {"residual": residual}  # the default call stays what the grid compiled
     x = regions.embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, drop_hidden,
-                      training, noise=noise)
+                      training, noise=noise, **stream)
     # one stream tensor per layer: a compiled layer sees a tensor, not a constant, and serves every layer
     streams = torch.arange(config.num_hidden_layers, device=input_ids.device) * 4 + LAYER_BASE
     if isinstance(attention_mask, torch.Tensor):
@@ -369,6 +395,7 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     levers = {"fused_qkv": True} if fused_qkv else {}  # the default call stays exactly what the grid compiled
     if linear != "baddbmm":
         levers["linear"] = linear
+    levers.update(stream)
     if attend is None:
         levers["width"] = w
     for i in range(config.num_hidden_layers):
