@@ -36,8 +36,8 @@ def test_ragged_lengths_are_fixed_and_bounded():
 
 def test_each_case_gets_its_engines():
     assert engines_for("small") == ["hf-fp32", "hf-bf16", "hf-compile", "hf-best", "ours", "ours-nomask", "ours-qkv",
-                                    "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-tuned",
-                                    "ours-stack"]
+                                    "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16",
+                                    "ours-nomask-mm-tuned", "ours-stack"]
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     assert all("hf-best" in engines_for(c) for c in ("small", "base", "mbert", "base-ragged"))
     assert bench.RUN_ORDER[:2] == ("hf-best", "ours")  # the headline's pair first: a time limit cuts it last
@@ -188,8 +188,11 @@ def test_every_engine_runs_on_a_tiny_case_and_the_rows_add_up(tiny_cases, tmp_pa
     by = df.set_index(["case", "engine_key"])
     assert by.loc[("small", "hf-compile"), "status"] == "skipped: torch.compile is timed on a GPU only"
     assert by.loc[("base-ragged", "ours-flex"), "status"].startswith("skipped: FlexAttention trains on a GPU only")
+    assert by.loc[("small", "ours-nomask-mm-bf16"), "status"] == ("skipped: the bf16 residual stream is timed under "
+                                                                  "autocast on a GPU only")
     ok = df[df["status"] == "ok"]
-    assert set(ok["engine_key"]) == set(engines_for("small") + engines_for("base-ragged")) - {"hf-compile", "ours-flex"}
+    assert set(ok["engine_key"]) == set(engines_for("small") + engines_for("base-ragged")) - {
+        "hf-compile", "ours-flex", "ours-nomask-mm-bf16"}
     best = by.loc[("small", "hf-best")]  # on the CPU without compile_on_cpu: eager, and it says so
     assert best["compile_mode"] == "none" and best["note"] == "eager: torch.compile is timed on a GPU only"
     assert by.loc[("small", "hf-bf16"), "compile_mode"] == "none"

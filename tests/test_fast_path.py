@@ -47,8 +47,8 @@ def hf_loss_and_grads(model, docs, masked):
     return loss.detach(), {k: p.grad.clone() for k, p in model.named_parameters()}
 
 
-def fused_loss_and_grads(model, inputs, levers):
-    stack = ModelStack([model], OPT, "cpu", levers=levers)
+def fused_loss_and_grads(model, inputs, levers, bf16=None):
+    stack = ModelStack([model], OPT, "cpu", levers=levers, bf16=bf16)
     stack.base.eval()
     loss = stack._losses(stack.params, stack.buffers, *inputs)
     loss.sum().backward()
@@ -289,8 +289,8 @@ def test_bf16_residual_stream_rounds_only_the_layer_outputs():
     docs, masked = documents(g, [7, 3, 5, 8])
     inputs = padded_inputs(docs, masked, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        ref_loss, ref_grads = fused_loss_and_grads(hf(1), inputs, Levers())
-        loss, grads = fused_loss_and_grads(hf(1), inputs, Levers(residual="bfloat16"))
+        ref_loss, ref_grads = fused_loss_and_grads(hf(1), inputs, Levers(), bf16=True)
+        loss, grads = fused_loss_and_grads(hf(1), inputs, Levers(residual="bfloat16"), bf16=True)
         p = {k.removeprefix("bert.encoder.layer.0."): v.unsqueeze(0) for k, v in hf(1).state_dict().items()
              if k.startswith("bert.encoder.layer.0.")}
         x = torch.randn(1, 4 * 8, 16)
@@ -307,3 +307,5 @@ def test_bf16_residual_stream_rounds_only_the_layer_outputs():
         Levers(residual="float16")
     with pytest.raises(ValueError, match="'float32', 'bfloat16'"):
         stacked_mlm_losses({}, hf(1).config, False, *inputs, residual="fp16")
+    with pytest.raises(ValueError, match="runs without autocast"):  # a CPU stack: float32 products, no bf16 stream
+        ModelStack([hf(1)], OPT, "cpu", levers=Levers(residual="bfloat16"))
