@@ -80,6 +80,28 @@ def test_fp8_lines_compare_with_the_bf16_engine_and_say_whether_the_check_is_wor
     assert E.fp8_lines(pd.DataFrame(rows[5:])) == []
 
 
+def test_residual_lines_compare_the_two_streams_in_one_process(tmp_path):
+    assert E.residual_lines(tmp_path) == []  # nothing published
+    pd.DataFrame([bench_row("base", "hf-best", "HF best", ms_per_model_step=60.0),
+                  bench_row("base", "ours-nomask-mm", "f32", ms_per_model_step=50.0),
+                  bench_row("base", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=48.0)]
+                 ).to_csv(tmp_path / "bench-base.csv", index=False)
+    pd.DataFrame([bench_row("mbert", "ours-nomask-mm", "f32", ms_per_model_step=40.0),
+                  bench_row("mbert", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=39.0,
+                            status="failed: out of memory")]).to_csv(tmp_path / "bench-mbert.csv", index=False)
+    lines = E.residual_lines(tmp_path)
+    assert lines == [
+        "The residual stream in bf16 (H200, torch 2.9, commit 0123456, 2026-01-02; one process per case)",
+        "base: 48.00 ms per model-step with the bf16 stream against 50.00 ms with the float32 one (1.042x; against HF "
+        "best in the same process 1.20x and 1.25x)",
+        "The bf16 stream makes no step at least 5% faster, so no chapter trains with it and no training check is "
+        "declared for it"]  # mbert's bf16 row failed: no line for it
+    pd.DataFrame([bench_row("base", "ours-nomask-mm", "f32", ms_per_model_step=50.0),
+                  bench_row("base", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=45.0)]
+                 ).to_csv(tmp_path / "bench-base.csv", index=False)  # 1.11x
+    assert E.residual_lines(tmp_path)[-1].startswith("The bf16 stream is faster here: a chapter may train with it once")
+
+
 def test_hf_best_lines_put_ours_against_hf_best():
     hb = pd.DataFrame([bench_row("base", "hf-best", "HF best", ms_per_model_step=30.0, transformers="5.0"),
                        bench_row("base", "ours", "ours", ms_per_model_step=20.0, speedup_vs_best_hf=1.5, mfu=0.35,

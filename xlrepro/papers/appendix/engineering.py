@@ -136,13 +136,14 @@ def gain_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
-FP8_WORTH = 1.05  # FP8 linear layers are worth a training check where they make a step at least 5 % faster
+SWITCH_WORTH = 1.05  # a speed switch that changes numbers (FP8, a bf16 residual stream) is worth its training check
+# only where it makes a step at least 5 % faster
 
 
 def fp8_lines(table: pd.DataFrame) -> list[str]:
     """Per case timed with both: the FP8 linear layers (`ours-fp8`, their bias added after the product) against the
     same layout in bf16 (`ours-mm`; `ours` where that row is missing); then whether the switch is worth its training
-    check (`xlrepro.papers.k2020.fp8_check`): at least FP8_WORTH faster in some case."""
+    check (`xlrepro.papers.k2020.fp8_check`): at least SWITCH_WORTH faster in some case."""
     ok = table[table["status"] == "ok"]
     lines, gains = [], []
     for case, d in ok.groupby("case", sort=False):
@@ -152,13 +153,52 @@ def fp8_lines(table: pd.DataFrame) -> list[str]:
             gains.append(ms[ref] / ms["ours-fp8"])
             lines.append(f"{case}: FP8 linear layers {ms['ours-fp8']:.2f} ms per model-step against {ms[ref]:.2f} "
                          f"ms in bf16 ('{ref}', the same engine without FP8; {gains[-1]:.2f}x)")
-    if gains and max(gains) < FP8_WORTH:
-        lines.append(f"FP8 makes no step at least {FP8_WORTH - 1:.0%} faster, so no chapter trains with it and its "
+    if gains and max(gains) < SWITCH_WORTH:
+        lines.append(f"FP8 makes no step at least {SWITCH_WORTH - 1:.0%} faster, so no chapter trains with it and its "
                      "training check (`python -m xlrepro.papers.k2020.fp8_check`, its criterion written before any "
                      "run) is not run")
     elif gains:
         lines.append("FP8 is faster here: a chapter may train with it once its training check "
                      "(`python -m xlrepro.papers.k2020.fp8_check`) passes")
+    return lines
+
+
+
+RESIDUAL_ENGINES = ("ours-nomask-mm", "ours-nomask-mm-bf16")  # the float32 and the bf16 residual stream, one engine
+
+
+def residual_lines(folder: Path) -> list[str]:
+    """The bf16 residual stream (`Levers.residual`) against the same engine with the float32 stream, timed in one
+    process per case (``<folder>/bench-<case>.csv``, `xlrepro bench --engines ours-nomask-mm ours-nomask-mm-bf16`,
+    with hf-best where it was timed beside them): where it ran, then per case the two speeds, the gain and, where
+    hf-best is in the same process, both against it; then whether the switch is worth a training check (at least
+    SWITCH_WORTH faster in some case). Empty where nothing was published."""
+    from xlrepro.bench import HF_BEST
+    files = sorted(Path(folder).glob("bench-*.csv"))
+    if not files:
+        return []
+    table = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    ok = table[table["status"] == "ok"]
+    first = ok.iloc[0]
+    lines = [f"The residual stream in bf16 ({first['device']}, torch {first['torch']}, commit {str(first['commit'])[:7]}, "
+             f"{str(first['date'])[:10]}; one process per case)"]
+    gains = []
+    for case, d in ok.groupby("case", sort=False):
+        ms = d.set_index("engine_key")["ms_per_model_step"]
+        f32, b16 = (ms.get(e) for e in RESIDUAL_ENGINES)
+        if f32 is None or b16 is None:
+            continue
+        gains.append(f32 / b16)
+        best = (f"; against HF best in the same process {ms[HF_BEST] / f32:.2f}x and {ms[HF_BEST] / b16:.2f}x"
+                if HF_BEST in ms.index else "")
+        lines.append(f"{case}: {b16:.2f} ms per model-step with the bf16 stream against {f32:.2f} ms with the float32 "
+                     f"one ({gains[-1]:.3f}x{best})")
+    if gains and max(gains) < SWITCH_WORTH:
+        lines.append(f"The bf16 stream makes no step at least {SWITCH_WORTH - 1:.0%} faster, so no chapter trains with "
+                     "it and no training check is declared for it")
+    elif gains:
+        lines.append("The bf16 stream is faster here: a chapter may train with it once a training check, its criterion "
+                     "written before the run, passes")
     return lines
 
 
