@@ -100,6 +100,12 @@ def test_residual_lines_compare_the_two_streams_in_one_process(tmp_path):
                   bench_row("base", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=45.0)]
                  ).to_csv(tmp_path / "bench-base.csv", index=False)  # 1.11x
     assert E.residual_lines(tmp_path)[-1].startswith("The bf16 stream is faster here: a chapter may train with it once")
+    pd.DataFrame([bench_row("base", "ours-nomask-mm-bf16", "bf16", status="failed: out of memory")]
+                 ).to_csv(tmp_path / "bench-base.csv", index=False)
+    pd.DataFrame([bench_row("mbert", "ours-nomask-mm", "f32", status="skipped: budget")]
+                 ).to_csv(tmp_path / "bench-mbert.csv", index=False)
+    assert E.residual_lines(tmp_path) == ["The residual stream in bf16: no row ran (failed: out of memory; skipped: "
+                                          "budget)"]
 
 
 def test_hf_best_lines_put_ours_against_hf_best():

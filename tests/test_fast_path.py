@@ -278,13 +278,14 @@ def test_fp8_linear_is_close_to_hf_for_one_model_and_refuses_what_it_cannot_run(
         _project(x, torch.randn(2, 16, 16), torch.randn(2, 16), "fp8")
 
 
-def test_bf16_residual_stream_rounds_only_the_layer_outputs():
+def test_bf16_residual_stream_rounds_each_layer_output_and_residual_add():
     """residual="bfloat16" (a speed switch with a training check, never a default): under autocast each LayerNorm
-    still computes in float32, and its output, the residual stream, is rounded to bf16, so a layer hands the next one
-    bf16 where the default hands float32. The loss moves by rounding only (within 1 % of the float32 stream's, not
-    equal to it) and every encoder gradient points the same way (cosine above 0.99). An unknown dtype is refused,
-    naming the valid ones."""
-    from xlrepro.engine.fused_bert import encoder_layer
+    still computes in float32, and its output, the residual stream, is rounded to bf16 (so are the residual adds
+    that read it): a layer hands the next one bf16 where the default hands float32, and the loss asks it of the
+    embeddings and of every layer. The numbers change beyond float32 rounding but stay close: the loss within 1 % of
+    the float32 stream's, not equal to it, and every encoder gradient pointing the same way (cosine above 0.99). An
+    unknown dtype is refused, naming the valid ones."""
+    from xlrepro.engine.fused_bert import EAGER, Regions, encoder_layer
     g = torch.Generator().manual_seed(3)
     docs, masked = documents(g, [7, 3, 5, 8])
     inputs = padded_inputs(docs, masked, 8)
@@ -303,6 +304,21 @@ def test_bf16_residual_stream_rounds_only_the_layer_outputs():
         cos = torch.nn.functional.cosine_similarity(grads[k].flatten().float(), ref_grads[k].flatten().float(), dim=0)
         assert cos > 0.99, (k, cos.item())
     assert Levers(residual="bfloat16").options()["residual"] == "bfloat16" and "residual" not in Levers().options()
+    asked = []  # the residual dtype each region call was given (none: the default, float32)
+
+    def spy(region):
+        def call(*args, **kwargs):
+            asked.append(kwargs.get("residual"))
+            return region(*args, **kwargs)
+        return call
+    model = hf(1)
+    params = {f"mlm.{k}": v.unsqueeze(0) for k, v in model.state_dict().items()}
+    for residual, expected in (("bfloat16", "bfloat16"), ("float32", None)):
+        asked.clear()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            stacked_mlm_losses(params, model.config, False, *inputs, regions=Regions(spy(EAGER.embed),
+                               spy(EAGER.layer), EAGER.head), residual=residual)
+        assert asked == [expected] * (1 + model.config.num_hidden_layers)  # the embeddings, then every layer
     with pytest.raises(ValueError, match="'float32', 'bfloat16'"):
         Levers(residual="float16")
     with pytest.raises(ValueError, match="'float32', 'bfloat16'"):

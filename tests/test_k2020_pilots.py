@@ -117,7 +117,7 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     assert pilots.transfer_reading(c) == (
         "**Zero-shot accuracy along pre-training** (target test pairs, %): *all the text, 16,000 steps* (steps "
         "4,000, 16,000): enfake-ru 20.0 → 35.0 (1 run; majority 25.4). Between the last two points the target's "
-        "accuracy rose in 1 of 1 cells.")
+        "accuracy rose in 1 of 1 cells at *all the text, 16,000 steps* (by at most 15.0 points).")
     # a second recipe with its own steps and two runs: named apart, each cell's points the mean of its runs
     longer = pd.DataFrame([{"recipe": "all the text, 32,000 steps", "cell": "enfake-ru", "seed": seed, "step": step,
                             "target test": v + seed, "target dev": v, "source test": 90.0, "majority": 25.4}
@@ -125,7 +125,8 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
     both = pd.concat([c, longer], ignore_index=True)
     assert pilots.transfer_reading(both).endswith(
         "*all the text, 32,000 steps* (steps 8,000, 32,000): enfake-ru 31.0 → 38.0 (2 runs; majority 25.4). Between "
-        "the last two points the target's accuracy rose in 2 of 2 cells.")
+        "the last two points the target's accuracy rose in 1 of 1 cells at *all the text, 16,000 steps* (by at most "
+        "15.0 points); in 1 of 1 cells at *all the text, 32,000 steps* (by at most 7.0 points).")
     lines = pilots.transfer_figure(both).axes[0].get_lines()
     assert len({ln.get_color() for ln in lines if ln.get_label().startswith("target")}) == 2  # a colour per recipe
 
@@ -158,16 +159,22 @@ def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
         "might move it.")
     # enfake-ru passes at a stronger recipe (alltext8x's gate, whose cells are en-ru and enfake-ru): said after them
     longer = pd.DataFrame([{"recipe": "all the text, 32,000 steps", "cell": "enfake-ru", "seed": seed, "step": step,
-                            "target test": v, "majority": 25.4} for seed in (0, 1) for step, v in ((8000, 31.0),
-                                                                                                   (32000, 38.5))])
+                            "target test": v, "majority": 25.4} for seed in (0, 1)
+                           for step, v in ((8000, 31.0), (16000, 36.0), (32000, 38.5))])
     passed = pd.concat([gates, pd.DataFrame([{"gate": "alltext8x_base_transfers", "passed": True,
                                               "detail": "every cell passes"}])], ignore_index=True)
     later = ("alltext8x_base_transfers", "all the text, 32,000 steps")
     assert stronger_passes(passed, "alltext4x_base_transfers") == {"enfake-ru": later, "en-ru": later}
     assert pilots.failing_curves(pd.concat([curves, longer]), passed).endswith(
-        "might move it. With more steps (all the text, 32,000 steps) enfake-ru passes its gate "
-        "(`alltext8x_base_transfers`): 31.0 → 38.5 from step 8,000 to 32,000 (mean of 2 runs). With more steps (all "
-        "the text, 32,000 steps) en-ru passes its gate (`alltext8x_base_transfers`).")  # en-ru: no curve there
+        "might move it. At a stronger recipe (all the text, 32,000 steps) enfake-ru passes its transfer gate "
+        "(`alltext8x_base_transfers`): 31.0 → 38.5 from step 8,000 to 32,000 (mean of 2 runs). At a stronger recipe "
+        "(all the text, 32,000 steps) en-ru passes its transfer gate (`alltext8x_base_transfers`).")  # en-ru: no curve
+    # with the gate recipe's final models (recipe_table): the stronger recipe's runs at its last step beside them
+    finals = pd.DataFrame([{"recipe": recipe, "cell": "enfake-ru", "seeds": 3, "target test": 29.7}])
+    assert ("(mean of 2 runs). At step 16,000 those runs stood at 36.0, where the final models of *all the text, "
+            "16,000 steps* (3 seeds) stood at 29.7: the two recipes' runs differ by more than the steps between "
+            "them, so the curves do not show that the extra steps alone made it pass. At a stronger recipe") in \
+        pilots.failing_curves(pd.concat([curves, longer]), passed, finals=finals)
     assert stronger_passes(passed.assign(passed=[False, False]), "alltext4x_base_transfers") == {}
     assert stronger_passes(passed, "alltext8x_base_transfers") == {}  # it failed no cell
     # a curve of one point is no curve; a passed gate, another gate or no curve at the recipe: nothing to say
@@ -306,7 +313,9 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
     gate2 = {**gate, "sources": ["en"], "targets": ["es", "hi"]}
     assert failing_cells(base_transfers(gate2, {"t": pd.DataFrame(rows)})["detail"]) == ["en-hi"]
     gate3 = {**gate, "sources": ["en"], "targets": ["es"]}
-    assert failing_cells(base_transfers(gate3, {"t": pd.DataFrame(rows)})["detail"]) == []  # every cell passes
+    passed = base_transfers(gate3, {"t": pd.DataFrame(rows)})["detail"]
+    assert failing_cells(passed) == []  # every cell passes, each with its values (0.6, 0.6, 0.62: sd 0.0115)
+    assert passed == "every cell passes: en-es (0.607 - 2 SE 0.013 vs majority 0.250)"
     assert failing_cells("pending: en-hi has seeds 0") == failing_cells(float("nan")) == []
     detail = "failing: en-hi (0.395 - 2 SE 0.105 vs majority 0.254); enfake-ru (0.297 - 2 SE 0.069 vs majority 0.254)"
     recipe = {"name": "x", "label": "more text", "folder": "recipe_x"}
@@ -337,10 +346,10 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
                  ).to_csv(tmp_path / "gates.csv", index=False)
     four = {"name": "alltext4x", "label": "l", "folder": "recipe_alltext4x"}
     assert R.recipe_gate_line(tmp_path, four, ["enfake-ru/nsp"]).endswith(
-        "Their ablation cells retrained here (enfake-ru/nsp) are shown, their claims inconclusive. With more steps "
-        "(all the text, 32,000 steps) enfake-ru passes the gate (`alltext8x_base_transfers`): by the rule declared "
-        "with it (experiments.yaml), its table cells are to be retrained at that recipe, and the claims read there "
-        "once they are.")
+        "Their ablation cells retrained here (enfake-ru/nsp) are shown, their claims inconclusive. At a stronger "
+        "recipe (all the text, 32,000 steps) enfake-ru passes its transfer gate (`alltext8x_base_transfers`); by the "
+        "rule declared with that gate, the Russian cells of the tables are to be retrained at that recipe (profile "
+        "alltext8x, part ru of experiments.yaml), and their claims read there once they are.")
 
 
 def test_a_recipe_table_shows_the_paper_s_numbers_of_its_rows_under_ours():

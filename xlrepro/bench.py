@@ -128,8 +128,9 @@ ENGINES = {
     # five recorded points) differ by at most 0.02 nats, and those of the zero-shot es accuracy by less than 2 SE of
     # the mm seeds; only then may a chapter train with it.
     "ours-fp8": Engine("ours + FP8 linear layers", "ours", "dense", linear="fp8"),
-    # the residual stream in bf16 (LayerNorm still in float32): numbers change beyond rounding, so a speed row until a
-    # training check with its criterion written before the run passes, like ours-fp8's
+    # the residual stream in bf16 (LayerNorm still computes in float32; its output, and so each residual add, is
+    # rounded to bf16): numbers change beyond float32 rounding, so a speed row until a training check with its
+    # criterion written before the run passes, like ours-fp8's
     "ours-nomask-mm-bf16": Engine("ours + no mask + bias outside the product + bf16 residual stream", "ours", "dense",
                                   nomask=True, linear="mm", residual="bfloat16"),
     "ours-nomask-mm-tuned": Engine("ours + no mask + bias outside the product + autotuned matmuls", "ours", "dense",

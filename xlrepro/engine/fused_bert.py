@@ -68,8 +68,9 @@ class Levers:
         compile option (the compiled stacks only); compiling takes minutes longer.
     residual: the residual stream between layers (each LayerNorm's output) in "float32" (the default: autocast runs
         LayerNorm in float32 and leaves its output so, as in HF's model) or "bfloat16" (LayerNorm still computes in
-        float32; its output is rounded to bf16, so the residual adds and the next LayerNorm read half the bytes).
-        Changes numbers beyond rounding, so a switch with a training check, never a default.
+        float32; it rounds each LayerNorm's output, and so each residual add, to bf16, which halves the bytes the adds
+        and the next LayerNorm read). Changes numbers beyond float32 rounding, so a switch with a training check, never
+        a default.
     persistent_reductions: Inductor's persistent reductions (one block holds a whole row; on by default). A compile
         option, off for a stack of one BERT-small model: there one kernel of the attention backward (the softmax
         backward fused with the dropout hash) spent minutes in Triton's LLVM and ptxas passes on an H200 (torch 2.11),

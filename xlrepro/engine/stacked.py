@@ -235,7 +235,7 @@ class ModelStack:
         self.bf16 = self.device.type == "cuda" if bf16 is None else bf16
         if levers is not None and levers.residual != "float32" and not self.bf16:
             raise ValueError(f"levers.residual={levers.residual!r} rounds the residual stream for bf16 autocast's "
-                             "products; this stack runs without autocast (a CUDA stack, or bf16=True, has it)")
+                             "products; this stack runs without autocast (bf16=True, the default on CUDA, has it)")
         self._make_optimizer(optim)
         self.step_count = 0
         # Each model's own random numbers: seeds [M], the step as a device tensor (a captured graph reads it), and

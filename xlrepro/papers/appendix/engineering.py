@@ -163,7 +163,6 @@ def fp8_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
-
 RESIDUAL_ENGINES = ("ours-nomask-mm", "ours-nomask-mm-bf16")  # the float32 and the bf16 residual stream, one engine
 
 
@@ -179,6 +178,8 @@ def residual_lines(folder: Path) -> list[str]:
         return []
     table = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     ok = table[table["status"] == "ok"]
+    if ok.empty:
+        return [f"The residual stream in bf16: no row ran ({'; '.join(dict.fromkeys(table['status'].astype(str)))})"]
     first = ok.iloc[0]
     lines = [f"The residual stream in bf16 ({first['device']}, torch {first['torch']}, commit {str(first['commit'])[:7]}, "
              f"{str(first['date'])[:10]}; one process per case)"]

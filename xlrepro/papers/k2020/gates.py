@@ -49,9 +49,14 @@ def _criterion(g: dict) -> str:
     return g["criterion"].replace("`points`", f"{g['points']:g}")
 
 
+def gate_cells(g: dict) -> list[str]:
+    """The pair cells a transfer gate reads: each of its sources with each of its targets (``<source>-<target>``)."""
+    return [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
+
+
 def base_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     df = results.get(g["artifact"])
-    cells = [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
+    cells = gate_cells(g)
     if df is None:
         return {"value": None, "threshold": len(cells), "passed": None, "detail": "no results"}
     if "seeds" in g:  # every cell needs all of its declared seeds; until then the gate is pending
@@ -63,7 +68,7 @@ def base_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
                         f"{e} has seeds {', '.join(map(str, sorted(have[e]))) or 'none'} of "
                         f"{', '.join(map(str, g['seeds']))}" for e in short)}
         df = df[df["seed"].isin(list(g["seeds"]) + [-1])]
-    failed = []
+    failed, passing = [], []
     for exp in cells:
         target = exp.split("-")[1]
         acc, major = _accuracy(df, exp, target), _accuracy(df, f"majority/{exp}", target)
@@ -72,10 +77,13 @@ def base_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
             continue
         se = acc.std(ddof=1) / len(acc) ** 0.5 if len(acc) > 1 else float("nan")
         low = acc.mean() - 2 * se
+        value = f"{exp} ({acc.mean():.3f} - 2 SE {2 * se:.3f} vs majority {major.mean():.3f})"
         if not low >= major.mean() + g["points"] / 100:  # NaN (one seed) fails too
-            failed.append(f"{exp} ({acc.mean():.3f} - 2 SE {2 * se:.3f} vs majority {major.mean():.3f})")
+            failed.append(value)
+        else:
+            passing.append(value)
     return {"value": len(cells) - len(failed), "threshold": len(cells), "passed": not failed,
-            "detail": "failing: " + "; ".join(failed) if failed else "every cell passes"}
+            "detail": "failing: " + "; ".join(failed) if failed else "every cell passes: " + "; ".join(passing)}
 
 
 def failing_cells(detail: str) -> list[str]:
@@ -86,24 +94,34 @@ def failing_cells(detail: str) -> list[str]:
     return [part.strip().split(" ")[0] for part in detail[len("failing: "):].split(";") if part.strip()]
 
 
-def stronger_passes(gates: pd.DataFrame, gate: str) -> dict[str, tuple[str, str]]:
+def stronger_passes(gates: pd.DataFrame, gate: str, spec: dict | None = None) -> dict[str, tuple[str, str]]:
     """For each cell that `gate` (a scaling profile's ``<profile>_base_transfers`` row of gates.csv) names as failing:
     the first base gate of a stronger recipe (a later profile of `PILOTS`) that passed with the cell among its cells
-    (gates.yaml's sources x targets), as (gate id, recipe label). Cells no stronger recipe passed are left out."""
+    (`gate_cells` of gates.yaml, or of `spec`), as (gate id, recipe label). Cells no stronger recipe passed are left
+    out."""
     row = gates[gates["gate"] == gate] if len(gates) else gates
     profile = gate.split("_")[0]
     if row.empty or profile not in PILOTS:
         return {}
-    spec = {g["id"]: g for g in load_gates()["gates"]}
+    spec = {g["id"]: g for g in (spec or load_gates())["gates"]}
     passed = {g: p for g, p in zip(gates["gate"], gates["passed"]) if p is True or str(p) == "True"}
     out = {}
     for cell in failing_cells(row["detail"].iloc[0]):
         for later in PILOTS[PILOTS.index(profile) + 1:]:
             g = spec.get(f"{later}_base_transfers")
-            if g and g["id"] in passed and cell in {f"{s}-{t}" for s in g["sources"] for t in g["targets"]}:
+            if g and g["id"] in passed and cell in gate_cells(g):
                 out[cell] = (g["id"], RECIPES[later])
                 break
     return out
+
+
+def stronger_sentence(cells: list[str], gate: str, label: str) -> str:
+    """How the readings name cells that fail a recipe's gate and pass `gate`, a stronger recipe's (`stronger_passes`):
+    the pass is the stronger recipe's, which differs by more than its steps (a run is not the same model at the same
+    step under a longer schedule), so the sentence does not say that the steps made it pass."""
+    many = len(cells) > 1
+    return (f"At a stronger recipe ({label}) {', '.join(cells)} pass{'' if many else 'es'} "
+            f"{'their' if many else 'its'} transfer gate (`{gate}`)")
 
 
 def ablations_learn_source(g: dict, results: dict[str, pd.DataFrame]) -> dict:
@@ -132,7 +150,7 @@ def alltext_pilot_transfers(g: dict, results: dict[str, pd.DataFrame]) -> dict:
     """The pilot's gate on dev (one seed, so no SE): the target's mean dev accuracy at least `points` above the
     majority class's dev accuracy, for every base pair cell."""
     df = results.get(g["artifact"])
-    cells = [f"{s}-{t}" for s in g["sources"] for t in g["targets"]]
+    cells = gate_cells(g)
     if df is None:
         trained = results.get(f"{g['artifact']}/pretraining")
         detail = "no results" if trained is None else (

@@ -40,7 +40,6 @@ from .config import PROFILES, experiments_of, load_plan
 from .constants import PILOTS, RECIPES
 
 
-
 def publish(profile: str, results: Path | None = None) -> Path:
     """Copy `profile`'s trained base cells (part ``base``) from runs/k2020/<profile> into `results` (book/results/k2020):
     their results with the majority baselines, the stacks' timing records and the cells' configs, and the corpus
@@ -202,38 +201,49 @@ def transfer_curves(folder: Path, profiles=tuple(PILOTS)) -> pd.DataFrame:
     return curves[points > 1].sort_values(["recipe", "cell", "seed", "step"], ignore_index=True)
 
 
+def _by_step(c: pd.DataFrame) -> tuple[pd.Series, int]:
+    """A cell's curve at one recipe: the target's test accuracy per step (mean over its runs) and the runs counted."""
+    return c.groupby("step")["target test"].mean(), c["seed"].nunique()
+
+
 def transfer_reading(curves: pd.DataFrame) -> str:
     """`transfer_curves` in words: per recipe (its evaluated steps named) and cell, the target's test accuracy at
-    each step (mean over its runs, counted), the majority class, and how many cells still gained between their last
-    two points."""
+    each step (mean over its runs, counted) and the majority class; then, per recipe, how many cells gained between
+    their last two points, and by at most how much."""
     if curves.empty:
         return ""
-    recipes, gained, cells = [], 0, 0
+    recipes, rises = [], []
     for recipe, r in curves.groupby("recipe", sort=False):
-        parts = []
+        parts, gains = [], []
         for cell, c in r.groupby("cell", sort=False):
-            by_step = c.groupby("step")["target test"].mean()
-            runs = c["seed"].nunique()
+            by_step, runs = _by_step(c)
             parts.append(f"{cell} " + " → ".join(f"{v:.1f}" for v in by_step)
                          + f" ({runs} run{'s' if runs > 1 else ''}; majority {c['majority'].mean():.1f})")
-            cells += 1
-            gained += bool(len(by_step) > 1 and by_step.iloc[-1] > by_step.iloc[-2])
+            if len(by_step) > 1:
+                gains.append(by_step.iloc[-1] - by_step.iloc[-2])
         steps = sorted(r["step"].unique())
         recipes.append(f"*{recipe}* (steps {', '.join(f'{s:,}' for s in steps)}): " + "; ".join(parts))
+        up = [g for g in gains if g > 0]
+        rises.append(f"in {len(up)} of {len(gains)} cells at *{recipe}*"
+                     + (f" (by at most {max(up):.1f} points)" if up else ""))
     return ("**Zero-shot accuracy along pre-training** (target test pairs, %): " + ". ".join(recipes)
-            + f". Between the last two points the target's accuracy rose in {gained} of {cells} cells.")
+            + ". Between the last two points the target's accuracy rose " + "; ".join(rises) + ".")
 
 
-def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers") -> str:
+def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "alltext4x_base_transfers",
+                   finals: pd.DataFrame | None = None) -> str:
     """What the learning curves say of the cells that fail `gate` (gates.csv's detail names them,
     `gates.failing_cells`), at the gate's recipe. Per cell with two or more evaluated steps: its accuracy at the point
     nearest half of pre-training and at the end (mean over its curve runs, seeds named), the gain between them,
     whether it rose at every snapshot of that half, and whether its end lies below the gate's level (the majority
     class plus the gate's `points` in gates.yaml). The noise is the largest move between neighbouring snapshots in
     any cell's curve at that recipe: a gain beyond it reads as still rising; a gain within it, at every snapshot, as
-    too slow for the curve to tell; any other as flat. Empty when the gate is absent, passed, or none of its failing
-    cells has a curve."""
-    from .gates import failing_cells, load_gates, stronger_passes
+    too slow for the curve to tell; any other as flat. Then each failing cell that a stronger recipe's gate passed
+    (`gates.stronger_passes`), with its curve there and, with `finals` (`recipe_table`), its runs at the gate's last
+    step beside the gate recipe's final models: the runs of the two recipes differ by more than the steps between
+    them, so the pass is said to be the stronger recipe's, not the steps'. Empty when the gate is absent, passed, or
+    none of its failing cells has a curve."""
+    from .gates import failing_cells, load_gates, stronger_passes, stronger_sentence
     row = gates[gates["gate"] == gate] if len(gates) else gates
     if row.empty:
         return ""
@@ -248,7 +258,7 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     parts = []
     for cell in failing_cells(row["detail"].iloc[0]):
         c = at[at["cell"] == cell]
-        by_step = c.groupby("step")["target test"].mean()
+        by_step, _ = _by_step(c)
         if len(by_step) < 2:
             continue
         last = by_step.index.max()
@@ -278,13 +288,22 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     text = (f"**The curves of the cells that fail `{gate}`** (single runs; one run's accuracy moves by up to "
             f"{noise:.1f} points between neighbouring snapshots in these curves, so only a larger gain over the second "
             "half reads as a rise): " + "; ".join(parts) + ".")
+    last = int(at["step"].max())  # the gate recipe's final step
     for cell, (later, label) in stronger_passes(gates, gate).items():
-        c = curves[(curves["recipe"] == label) & (curves["cell"] == cell)] if len(curves) else curves
-        by_step = c.groupby("step")["target test"].mean() if len(c) else pd.Series(dtype=float)
-        runs = c["seed"].nunique() if len(c) else 0
-        shown = (f": {by_step.iloc[0]:.1f} → {by_step.iloc[-1]:.1f} from step {by_step.index[0]:,} to "
-                 f"{by_step.index[-1]:,} (mean of {runs} run{'s' if runs > 1 else ''})" if len(by_step) > 1 else "")
-        text += f" With more steps ({label}) {cell} passes its gate (`{later}`){shown}."
+        c = curves[(curves["recipe"] == label) & (curves["cell"] == cell)]
+        by_step, runs = _by_step(c)
+        text += " " + stronger_sentence([cell], later, label)
+        if len(by_step) > 1:
+            text += (f": {by_step.iloc[0]:.1f} → {by_step.iloc[-1]:.1f} from step {by_step.index[0]:,} to "
+                     f"{by_step.index[-1]:,} (mean of {runs} run{'s' if runs > 1 else ''})")
+        own = (finals[(finals["recipe"] == recipe) & (finals["cell"] == cell)]
+               if finals is not None and len(finals) else pd.DataFrame())
+        if last in by_step.index and len(own):
+            text += (f". At step {last:,} those runs stood at {by_step[last]:.1f}, where the final models of "
+                     f"*{recipe}* ({int(own['seeds'].iloc[0])} seeds) stood at {own['target test'].iloc[0]:.1f}: "
+                     "the two recipes' runs differ by more than the steps between them, so the curves do not show "
+                     "that the extra steps alone made it pass")
+        text += "."
     return text
 
 
@@ -331,8 +350,10 @@ def transfer_figure(curves: pd.DataFrame):
         ax.set_title(cell)
         ax.set_xlabel("pre-training step")
     axes[0][0].set_ylabel("test accuracy (%)")
-    handles, labels = axes[0][-1].get_legend_handles_labels()
-    keep = dict(zip(labels, handles))
+    keep = {}  # every panel's entries: a recipe may be missing from some panels
+    for ax in axes[0]:
+        handles, labels = ax.get_legend_handles_labels()
+        keep.update({label: h for label, h in zip(labels, handles) if label not in keep})
     fig.legend(keep.values(), keep.keys(), loc="lower center", ncol=len(keep), frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig

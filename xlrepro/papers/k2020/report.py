@@ -658,7 +658,7 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     an ablation shows; then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at
     the recipe) were retrained there anyway, and which of the failing cells pass at a stronger recipe
     (`gates.stronger_passes`). Empty where the gate passed or is not published."""
-    from .gates import failing_cells, stronger_passes
+    from .gates import failing_cells, load_gates, stronger_passes, stronger_sentence
     path = Path(folder) / "gates.csv"
     if not path.is_file():
         return ""
@@ -672,10 +672,10 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     by_gate = {}
     for cell, (g, label) in later.items():
         by_gate.setdefault((g, label), []).append(cell)
+    rules = {g["id"]: g.get("rule") for g in load_gates()["gates"]}
     stronger = "".join(
-        f" With more steps ({label}) {', '.join(cs)} pass{'es' if len(cs) == 1 else ''} the gate (`{g}`): by the rule "
-        f"declared with it (experiments.yaml), {'its' if len(cs) == 1 else 'their'} table cells are to be retrained "
-        "at that recipe, and the claims read there once they are." for (g, label), cs in by_gate.items())
+        " " + stronger_sentence(cs, g, label) + (f"; by the rule declared with that gate, {rules[g]}" if rules.get(g)
+                                                 else "") + "." for (g, label), cs in by_gate.items())
     plan = load_plan()
     theirs = [c for c in cells if c.split("/")[0] in failing and "/" in c]
     # the base retrained for the adjacency task: its claims have a transfer precondition of their own
