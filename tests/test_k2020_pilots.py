@@ -129,6 +129,12 @@ def test_transfer_curves_read_each_snapshot_and_the_final_model_by_step(tmp_path
         "15.0 points); in 1 of 1 cells at *all the text, 32,000 steps* (by at most 7.0 points).")
     lines = pilots.transfer_figure(both).axes[0].get_lines()
     assert len({ln.get_color() for ln in lines if ln.get_label().startswith("target")}) == 2  # a colour per recipe
+    # two panels in the base part's order (enfake-hi, then enfake-ru), the longer recipe only in the first: the
+    # legend still names both recipes
+    fig = pilots.transfer_figure(pd.concat([c, longer.assign(cell="enfake-hi")], ignore_index=True))
+    assert [ax.get_title() for ax in fig.axes] == ["enfake-hi", "enfake-ru"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "target (all the text, 32,000 steps)", "source", "majority class", "target (all the text, 16,000 steps)"]
 
 
 def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
@@ -169,11 +175,20 @@ def test_the_failing_cells_curves_say_whether_more_steps_could_move_them():
         "might move it. At a stronger recipe (all the text, 32,000 steps) enfake-ru passes its transfer gate "
         "(`alltext8x_base_transfers`): 31.0 → 38.5 from step 8,000 to 32,000 (mean of 2 runs). At a stronger recipe "
         "(all the text, 32,000 steps) en-ru passes its transfer gate (`alltext8x_base_transfers`).")  # en-ru: no curve
-    # with the gate recipe's final models (recipe_table): the stronger recipe's runs at its last step beside them
-    finals = pd.DataFrame([{"recipe": recipe, "cell": "enfake-ru", "seeds": 3, "target test": 29.7}])
-    assert ("(mean of 2 runs). At step 16,000 those runs stood at 36.0, where the final models of *all the text, "
-            "16,000 steps* (3 seeds) stood at 29.7: the two recipes' runs differ by more than the steps between "
-            "them, so the curves do not show that the extra steps alone made it pass. At a stronger recipe") in \
+    # with the gate recipe's final models (recipe_table): the stronger recipe's runs at the gate's last step beside
+    # them. Its two runs at 16,000 steps: 35.0 and 37.0 (mean 36.0, sd 1.41, SE 1.0); the finals 29.7, sd 6.0 over 3
+    # seeds (SE 3.46): gap +6.3, 2 SE of the difference 2 * sqrt(1.0 + 12.0) = 7.2
+    longer.loc[(longer["step"] == 16000), "target test"] = [35.0, 37.0]
+    finals = pd.DataFrame([{"recipe": recipe, "cell": "enfake-ru", "seeds": 3, "target test": 29.7,
+                            "target test sd": 6.0}])
+    assert ("(mean of 2 runs). At step 16,000, part-way through its longer schedule, those runs stood at 36.0 (sd "
+            "1.4), where the final models of *all the text, 16,000 steps* (3 seeds) stood at 29.7 (sd 6.0): a gap of "
+            "+6.3 points, within 2 SE of the difference (7.2). The two recipes differ in their learning-rate schedule "
+            "as well as its length, so the curves cannot separate the extra steps from the schedule; from step 16,000 "
+            "to 32,000 those runs moved by +2.5 points. At a stronger recipe") in \
+        pilots.failing_curves(pd.concat([curves, longer]), passed, finals=finals)
+    finals["target test sd"] = 1.0  # SE 0.58: 2 SE of the difference 2 * sqrt(1.0 + 0.33) = 2.3, below the gap
+    assert "a gap of +6.3 points, beyond 2 SE of the difference (2.3)" in \
         pilots.failing_curves(pd.concat([curves, longer]), passed, finals=finals)
     assert stronger_passes(passed.assign(passed=[False, False]), "alltext4x_base_transfers") == {}
     assert stronger_passes(passed, "alltext8x_base_transfers") == {}  # it failed no cell
@@ -348,7 +363,7 @@ def test_the_gate_line_names_the_bases_that_fail_the_recipe_s_gate_and_their_abl
     assert R.recipe_gate_line(tmp_path, four, ["enfake-ru/nsp"]).endswith(
         "Their ablation cells retrained here (enfake-ru/nsp) are shown, their claims inconclusive. At a stronger "
         "recipe (all the text, 32,000 steps) enfake-ru passes its transfer gate (`alltext8x_base_transfers`); by the "
-        "rule declared with that gate, the Russian cells of the tables are to be retrained at that recipe (profile "
+        "rule declared with that gate, the ru cells of Tables 1-6 and 8-11 are to be retrained at that recipe (profile "
         "alltext8x, part ru of experiments.yaml), and their claims read there once they are.")
 
 

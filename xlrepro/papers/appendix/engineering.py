@@ -184,10 +184,14 @@ def residual_lines(folder: Path) -> list[str]:
     lines = [f"The residual stream in bf16 ({first['device']}, torch {first['torch']}, commit {str(first['commit'])[:7]}, "
              f"{str(first['date'])[:10]}; one process per case)"]
     gains = []
-    for case, d in ok.groupby("case", sort=False):
-        ms = d.set_index("engine_key")["ms_per_model_step"]
+    for case, d in table.groupby("case", sort=False):
+        d = d.drop_duplicates("engine_key", keep="last")  # a case timed again: its last row
+        status = d.set_index("engine_key")["status"]
+        ms = d[d["status"] == "ok"].set_index("engine_key")["ms_per_model_step"]
         f32, b16 = (ms.get(e) for e in RESIDUAL_ENGINES)
         if f32 is None or b16 is None:
+            states = "; ".join(f"{e} {status.get(e, 'not timed')}" for e in RESIDUAL_ENGINES)
+            lines.append(f"{case}: no comparison ({states})")
             continue
         gains.append(f32 / b16)
         best = (f"; against HF best in the same process {ms[HF_BEST] / f32:.2f}x and {ms[HF_BEST] / b16:.2f}x"

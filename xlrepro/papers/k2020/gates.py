@@ -94,16 +94,15 @@ def failing_cells(detail: str) -> list[str]:
     return [part.strip().split(" ")[0] for part in detail[len("failing: "):].split(";") if part.strip()]
 
 
-def stronger_passes(gates: pd.DataFrame, gate: str, spec: dict | None = None) -> dict[str, tuple[str, str]]:
+def stronger_passes(gates: pd.DataFrame, gate: str) -> dict[str, tuple[str, str]]:
     """For each cell that `gate` (a scaling profile's ``<profile>_base_transfers`` row of gates.csv) names as failing:
     the first base gate of a stronger recipe (a later profile of `PILOTS`) that passed with the cell among its cells
-    (`gate_cells` of gates.yaml, or of `spec`), as (gate id, recipe label). Cells no stronger recipe passed are left
-    out."""
+    (`gate_cells` of gates.yaml), as (gate id, recipe label). Cells no stronger recipe passed are left out."""
     row = gates[gates["gate"] == gate] if len(gates) else gates
     profile = gate.split("_")[0]
     if row.empty or profile not in PILOTS:
         return {}
-    spec = {g["id"]: g for g in (spec or load_gates())["gates"]}
+    spec = {g["id"]: g for g in load_gates()["gates"]}
     passed = {g: p for g, p in zip(gates["gate"], gates["passed"]) if p is True or str(p) == "True"}
     out = {}
     for cell in failing_cells(row["detail"].iloc[0]):
@@ -117,8 +116,9 @@ def stronger_passes(gates: pd.DataFrame, gate: str, spec: dict | None = None) ->
 
 def stronger_sentence(cells: list[str], gate: str, label: str) -> str:
     """How the readings name cells that fail a recipe's gate and pass `gate`, a stronger recipe's (`stronger_passes`):
-    the pass is the stronger recipe's, which differs by more than its steps (a run is not the same model at the same
-    step under a longer schedule), so the sentence does not say that the steps made it pass."""
+    the pass is the stronger recipe's, which differs in its learning-rate schedule as well as its length (a run is not
+    the same model at the same step under a longer schedule), so the sentence does not say that the steps made it
+    pass."""
     many = len(cells) > 1
     return (f"At a stronger recipe ({label}) {', '.join(cells)} pass{'' if many else 'es'} "
             f"{'their' if many else 'its'} transfer gate (`{gate}`)")

@@ -240,9 +240,10 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     any cell's curve at that recipe: a gain beyond it reads as still rising; a gain within it, at every snapshot, as
     too slow for the curve to tell; any other as flat. Then each failing cell that a stronger recipe's gate passed
     (`gates.stronger_passes`), with its curve there and, with `finals` (`recipe_table`), its runs at the gate's last
-    step beside the gate recipe's final models: the runs of the two recipes differ by more than the steps between
-    them, so the pass is said to be the stronger recipe's, not the steps'. Empty when the gate is absent, passed, or
-    none of its failing cells has a curve."""
+    step beside the gate recipe's final models (the gap and 2 SE of the difference) and how far they moved after it:
+    the two recipes differ in their learning-rate schedule as well as its length, so the pass is said to be the
+    stronger recipe's, not the steps'. Empty when the gate is absent, passed, or none of its failing cells has a
+    curve."""
     from .gates import failing_cells, load_gates, stronger_passes, stronger_sentence
     row = gates[gates["gate"] == gate] if len(gates) else gates
     if row.empty:
@@ -298,11 +299,18 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
                      f"{by_step.index[-1]:,} (mean of {runs} run{'s' if runs > 1 else ''})")
         own = (finals[(finals["recipe"] == recipe) & (finals["cell"] == cell)]
                if finals is not None and len(finals) else pd.DataFrame())
-        if last in by_step.index and len(own):
-            text += (f". At step {last:,} those runs stood at {by_step[last]:.1f}, where the final models of "
-                     f"*{recipe}* ({int(own['seeds'].iloc[0])} seeds) stood at {own['target test'].iloc[0]:.1f}: "
-                     "the two recipes' runs differ by more than the steps between them, so the curves do not show "
-                     "that the extra steps alone made it pass")
+        if last in by_step.index and len(own) and by_step.index[-1] > last:
+            there = c[c["step"] == last]["target test"]  # the stronger recipe's runs at the gate recipe's last step
+            mine, sd, n = (own[k].iloc[0] for k in ("target test", "target test sd", "seeds"))
+            gap = there.mean() - mine
+            two_se = 2 * (there.sem() ** 2 + sd ** 2 / n) ** 0.5  # as `report.mean_difference`, from mean and sd
+            text += (f". At step {last:,}, part-way through its longer schedule, those runs stood at "
+                     f"{there.mean():.1f} (sd {there.std():.1f}), where the final models of *{recipe}* ({int(n)} "
+                     f"seeds) stood at {mine:.1f} (sd {sd:.1f}): a gap of {gap:+.1f} points, "
+                     f"{'within' if abs(gap) <= two_se else 'beyond'} 2 SE of the difference ({two_se:.1f}). The two "
+                     "recipes differ in their learning-rate schedule as well as its length, so the curves cannot "
+                     f"separate the extra steps from the schedule; from step {last:,} to {by_step.index[-1]:,} those "
+                     f"runs moved by {by_step.iloc[-1] - by_step[last]:+.1f} points")
         text += "."
     return text
 
