@@ -172,6 +172,23 @@ def test_measure_warms_up_then_times_each_repeat():
     assert len(calls) == 2 + 4 * 3 and len(times) == 3 and warm >= 0 and all(t >= 0 for t in times)
 
 
+def test_each_hf_step_sets_tf32_as_its_engine_allows_and_the_reset_clears_it():
+    case = Case(TINY, 64, 2, 8)
+    inputs = bench.make_inputs(case, "cpu")
+    try:
+        bench._hf_step(case, inputs, "cpu", "hf-bf16")
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+        bench._hf_step(case, inputs, "cpu", "hf-fp32")
+        assert torch.backends.cuda.matmul.allow_tf32 is False  # float32 proper
+        bench._ours_step(case, inputs, "cpu", bench.ENGINES["ours"])
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+        bench._free(False)
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    assert [e for e in bench.ENGINES if not bench.allows_tf32(e)] == ["hf-fp32"]
+
+
 @pytest.fixture
 def tiny_cases(monkeypatch):
     monkeypatch.setitem(CASES, "small", Case(TINY, 64, 4, 16))
@@ -210,6 +227,9 @@ def test_every_engine_runs_on_a_tiny_case_and_the_rows_add_up(tiny_cases, tmp_pa
     assert ragged["tokens"] == sum(lengths) and ragged["rows"] < 6  # packed: fewer rows than documents
     assert ragged["padding_share"] == pytest.approx(1 - sum(lengths) / (6 * 16))
     assert (df["commit"] == "abc123").all() and (df["device"] == "cpu").all() and df["mfu"].isna().all()
+    # TF32 for the float32 products left under bf16 autocast: every row but float32 proper; reset after the run
+    assert not by.loc[("small", "hf-fp32"), "tf32"] and ok[ok["engine_key"] != "hf-fp32"]["tf32"].astype(bool).all()
+    assert torch.backends.cuda.matmul.allow_tf32 is False
     assert df["torch"].iloc[0] == torch.__version__ and df["date"].str.match(r"\d{4}-\d\d-\d\dT").all()
 
 

@@ -269,7 +269,8 @@ def masked_mlm_loss(model, ids: torch.Tensor, mask: torch.Tensor | None, where: 
 
 def _hf_step(case: Case, inputs: Inputs, device, engine: str, mode: str | None = None, bf16: bool | None = None):
     """One HF training step of `engine` (a closure; `.model` is the model). mode: hf-best's torch.compile mode
-    (None: eager). bf16: autocast (default: every engine but hf-fp32)."""
+    (None: eager). bf16: autocast (default: every engine but hf-fp32). TF32 as `allows_tf32` says, before compiling."""
+    torch.backends.cuda.matmul.allow_tf32 = allows_tf32(engine)
     model = init_model(case.size, case.vocab, 0, attn="sdpa", positions=max(256, case.length)).to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=case.size.lr, eps=1e-6, weight_decay=0.01,
                             fused=True if engine != "hf-fp32" else None)  # fp32: torch's default (foreach)
@@ -302,8 +303,6 @@ def _hf_step(case: Case, inputs: Inputs, device, engine: str, mode: str | None =
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    # float32 proper: no TF32 tensor cores (PyTorch's default for matmuls; set again after every engine)
-    torch.backends.cuda.matmul.allow_tf32 = False
     step.model = model
     return step
 
@@ -316,6 +315,14 @@ def hf_best_modes(cuda: bool, compile_on_cpu: bool, choice: str = "auto") -> lis
     if not cuda and not compile_on_cpu:
         return [None]
     return list(HF_BEST_MODES) if choice == "auto" else [choice]
+
+
+def allows_tf32(engine: str) -> bool:
+    """Whether `engine`'s float32 matrix products may use TF32 tensor cores: every engine but hf-fp32 (float32
+    proper). Under bf16 autocast some products stay float32 (Inductor's compiled HF step keeps its attention's in
+    float32); a careful user lets them use tensor cores (`torch.set_float32_matmul_precision("high")`, as PyTorch's
+    warning asks and nanoGPT does), so the bench does for every bf16 row, ours included."""
+    return engine != "hf-fp32"
 
 
 def _free(cuda: bool) -> None:
@@ -360,6 +367,7 @@ def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
     from .engine.packing import document_block_mask, document_mask, pack_documents
     from .engine.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
+    torch.backends.cuda.matmul.allow_tf32 = True  # every engine of ours runs bf16 (`allows_tf32`)
     m = engine.models
     models = [init_model(case.size, case.vocab, s, attn="sdpa", positions=max(256, case.length)) for s in range(m)]
     if engine.attention == "flex":
@@ -504,6 +512,7 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             if e.residual != "float32" and not cuda:
                 raise _Skip("skipped: the bf16 residual stream is timed under autocast on a GPU only")
             stack = profiled = None
+            row["tf32"] = allows_tf32(key)  # set by `_hf_step` and `_ours_step`; `_free` resets it
             if key == HF_BEST:
                 modes = hf_best_modes(cuda, compile_on_cpu, hf_best_mode)
                 warm, times, profiled, row["compile_mode"], row["note"] = _time_hf_best(
@@ -605,7 +614,8 @@ def _headline(rows: list[dict]) -> None:
 
 COLUMNS = ["case", "engine", "engine_key", "family", "models", "gpus", "status", "ms_per_step", "ms_per_step_min",
            "ms_per_step_max", "ms_per_model_step", "tokens_per_s_stack", "tokens_per_s_per_model", "tokens_per_s_all",
-           "mfu", "speedup_vs_best_hf", "best_hf_engine", "scaling_efficiency", "compile_mode", "note", "warmup_s",
+           "mfu", "speedup_vs_best_hf", "best_hf_engine", "scaling_efficiency", "compile_mode", "tf32", "note",
+           "warmup_s",
            "batch", "width", "rows", "tokens", "padding_share",
            "steps", "repeats", "warmup_steps", "device", "peak_tflops", "torch", "transformers", "commit", "date"]
 

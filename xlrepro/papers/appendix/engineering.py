@@ -163,6 +163,51 @@ def fp8_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
+FP32_CORE_KERNEL = ("f32f32", "ffma")  # a cuBLAS kernel of float32 operands on CUDA cores (no tensor cores): both parts
+
+
+def tf32_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
+    """Per case whose hf-best row was timed with TF32 off (bench.csv's ``tf32`` not true; rows from before the bench
+    allowed it have none): the time hf-best's profiled step (``profile-<case>-hf-best.txt`` and its rows of
+    ``profile.csv``) spent in float32 matrix products on CUDA cores (`FP32_CORE_KERNEL`), which TF32 moves to tensor
+    cores, and what our fastest row's ratio to HF best would be were that time zero: a bound on how far the ratios
+    measured without TF32 overstate our lead; then the cases whose hf-best row had TF32 off. Empty where every
+    hf-best row had TF32."""
+    from xlrepro.bench import HF_BEST
+    ok = table[table["status"] == "ok"]
+    prof_path = Path(profiles) / "profile.csv"
+    prof = pd.read_csv(prof_path) if prof_path.is_file() else pd.DataFrame(columns=["case", "engine_key"])
+    had = ok["tf32"].astype(str) == "True" if "tf32" in ok else pd.Series(False, index=ok.index)
+    lines = []
+    for case, d in ok.groupby("case", sort=False):
+        best = d[d["engine_key"] == HF_BEST]
+        txt = Path(profiles) / f"profile-{case}-{HF_BEST}.txt"
+        per_step = prof[(prof["case"] == case) & (prof["engine_key"] == HF_BEST)]
+        if best.empty or had[best.index].all() or not txt.is_file() or per_step.empty:
+            continue
+        kernels, total_ms = read_top_kernels(txt)
+        steps = round(total_ms / per_step["ms_per_step"].sum())  # the profiled steps: the table sums over them
+        slow = kernels["name"].str.lower().map(lambda n: all(k in n for k in FP32_CORE_KERNEL))
+        fp32 = kernels.loc[slow, "self_cuda_ms"].sum() / steps
+        if fp32 <= 0:
+            continue
+        ours = d[d["family"] == "ours"].sort_values("ms_per_model_step").iloc[0]
+        hf = best["ms_per_model_step"].iloc[0]
+        lines.append(f"{case}: TF32 was off in this run; HF best's compiled step spent {fp32:.1f} of its {hf:.1f} ms "
+                     "in float32 matrix products on CUDA cores (kernels '*f32f32*ffma*', products that Inductor's "
+                     "graph keeps in float32 under autocast), which a careful user's "
+                     "`torch.set_float32_matmul_precision(\"high\")` moves to tensor cores. Were they free, HF best "
+                     f"would take {hf - fp32:.1f} ms, and our fastest row ('{ours['engine']}', "
+                     f"{ours['ms_per_model_step']:.1f} ms) would be {(hf - fp32) / ours['ms_per_model_step']:.2f}x it, "
+                     f"not {hf / ours['ms_per_model_step']:.2f}x: the bench now allows TF32 for every bf16 row "
+                     "(`xlrepro.bench.allows_tf32`), and these ratios are to be measured again with it")
+    off = ok[(ok["engine_key"] == HF_BEST) & ~had]
+    if len(off):
+        lines.append(f"Every ratio to HF best in this appendix that comes from these rows ({', '.join(off['case'])}; "
+                     "the cost table's included) was timed with TF32 off")
+    return lines
+
+
 RESIDUAL_ENGINES = ("ours-nomask-mm", "ours-nomask-mm-bf16")  # the float32 and the bf16 residual stream, one engine
 
 
