@@ -378,7 +378,9 @@ def test_hf_best_ratios_take_each_case_from_the_first_run_that_timed_it_with_its
                          bench_row("bbert", "ours", "ours", speedup_vs_best_hf=1.25, device="NVIDIA H100 80GB HBM3"),
                          bench_row("small", "hf-best", "HF best", device="NVIDIA H100 80GB HBM3"),
                          bench_row("small", "ours", "ours", status="skipped: budget", speedup_vs_best_hf=None)])
-    assert E.hf_best_ratios(h200, h100) == {"base": (1.5, "H200"), "bbert": (1.25, "H100")}
+    assert E.hf_best_ratios(h200, h100) == {"base": (1.5, "H200, TF32 off"), "bbert": (1.25, "H100, TF32 off")}
+    with_tf32 = h200.assign(tf32=[True, True])  # hf-best timed with TF32: nothing to mark
+    assert E.hf_best_ratios(with_tf32, h100)["base"] == (1.5, "H200")
 
 
 def test_gpu_cost_table_from_hand_made_records(tmp_path):
@@ -401,7 +403,8 @@ def test_gpu_cost_table_from_hand_made_records(tmp_path):
                                 lab_shape=(256, 4, None))
     # the bench: hf-best timed for base (ours 1.5x) and mbert (ours 2x); small only against HF compile (ours 4x)
     hb = pd.DataFrame([bench_row("base", "hf-best", "HF best"), bench_row("base", "ours", "ours", speedup_vs_best_hf=1.5),
-                       bench_row("mbert", "hf-best", "HF best"), bench_row("mbert", "ours", "ours", speedup_vs_best_hf=2.0)])
+                       bench_row("mbert", "hf-best", "HF best"), bench_row("mbert", "ours", "ours", speedup_vs_best_hf=2.0)]
+                      ).assign(tf32=True)
     bench = pd.DataFrame([bench_row("small", "hf-compile", "HF compiled", best_hf_engine="HF compiled"),
                           bench_row("small", "ours", "ours", speedup_vs_best_hf=4.0, best_hf_engine="HF compiled")])
     ratios = E.hf_best_ratios(hb, bench)
@@ -551,7 +554,7 @@ def test_tf32_lines_bound_the_ratio_by_hf_best_s_float32_products_on_cuda_cores(
         "base: TF32 was off in this run; HF best's compiled step spent 5.0 of its 60.0 ms in float32 matrix products")
     assert "HF best would take 55.0 ms, and our fastest row ('ours fastest', 50.0 ms) would be 1.10x it, not 1.20x" \
         in lines[0]
-    assert lines[1] == ("Every ratio to HF best in this appendix that comes from these rows (base; the cost table's "
-                        "included) was timed with TF32 off")
+    assert lines[1] == ("The ratios to HF best of these rows (base) were timed with TF32 off; the cost table below "
+                        "marks each ratio it uses that was")
     assert E.tf32_lines(table.assign(tf32=True), tmp_path) == []  # measured with TF32: nothing to bound
     assert E.tf32_lines(table, tmp_path / "none") == [lines[1]]  # no profile kept: no bound, the rows still said

@@ -203,8 +203,8 @@ def tf32_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
                      "(`xlrepro.bench.allows_tf32`), and these ratios are to be measured again with it")
     off = ok[(ok["engine_key"] == HF_BEST) & ~had]
     if len(off):
-        lines.append(f"Every ratio to HF best in this appendix that comes from these rows ({', '.join(off['case'])}; "
-                     "the cost table's included) was timed with TF32 off")
+        lines.append(f"The ratios to HF best of these rows ({', '.join(off['case'])}) were timed with TF32 off; the "
+                     "cost table below marks each ratio it uses that was")
     return lines
 
 
@@ -1221,9 +1221,10 @@ def bench_case(shape: tuple | None) -> str | None:
 
 
 def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, tuple[float, str]]:
-    """case -> (our engine's ``speedup_vs_best_hf`` (engine_key ``ours``), the card it was timed on, short) in the
-    bench files whose best Hugging Face row is ``hf-best`` for that case: how many times faster than hf-best our
-    engine stepped on that shape. The first file that has a case gives its ratio."""
+    """case -> (our engine's ``speedup_vs_best_hf`` (engine_key ``ours``), the card it was timed on, short, with
+    ", TF32 off" where hf-best's row was timed without TF32, `tf32_lines`) in the bench files whose best Hugging Face
+    row is ``hf-best`` for that case: how many times faster than hf-best our engine stepped on that shape. The first
+    file that has a case gives its ratio."""
     out = {}
     for bench in benches:
         if "engine_key" not in bench.columns:
@@ -1231,7 +1232,10 @@ def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, tuple[float, str]]:
         for case, rows in bench.groupby("case", sort=False):
             ours = rows[(rows["engine_key"] == "ours") & (rows["status"] == "ok")]
             if (rows["engine_key"] == "hf-best").any() and len(ours) and case not in out:
-                out[case] = (float(ours["speedup_vs_best_hf"].iloc[0]), _card(str(ours["device"].iloc[0])))
+                best = rows[rows["engine_key"] == "hf-best"]
+                tf32 = "tf32" in best and str(best["tf32"].iloc[0]) == "True"
+                out[case] = (float(ours["speedup_vs_best_hf"].iloc[0]),
+                             _card(str(ours["device"].iloc[0])) + ("" if tf32 else ", TF32 off"))
     return out
 
 
