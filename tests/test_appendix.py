@@ -536,8 +536,9 @@ def test_the_second_linear_check_is_shown_as_declared_until_its_run_then_with_it
 
 def test_tf32_lines_bound_the_ratio_by_hf_best_s_float32_products_on_cuda_cores(tmp_path):
     """hf-best: 60 ms a step, profiled for 5 steps (kernels summing 300 ms); two float32 CUDA-core products of 10 and
-    15 ms over those steps (5 ms a step), one tensor-core product that does not count. Were those 5 ms free, HF best
-    would take 55 ms: our fastest row (50 ms; the slower ours row does not count) would be 1.10x it, not 1.20x."""
+    15 ms over those steps (5 ms a step); a tensor-core product and a TF32 one (f32f32 without ffma) do not count.
+    Were those 5 ms free, HF best would take 55 ms: our fastest row (50 ms) would be 1.10x it, not 1.20x, and `ours`
+    (55 ms, the cost table's) 1.00x, not 1.09x."""
     table = pd.DataFrame([bench_row("base", "hf-best", "HF best", ms_per_model_step=60.0),
                           bench_row("base", "ours", "ours", ms_per_model_step=55.0),
                           bench_row("base", "ours-nomask-mm", "ours fastest", ms_per_model_step=50.0)])
@@ -548,13 +549,17 @@ def test_tf32_lines_bound_the_ratio_by_hf_best_s_float32_products_on_cuda_cores(
         ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4...", "10.000ms", 60),
         ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna...", "15000.000us", 60),
         ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "100.000ms", 300),
-        ("triton_per_fused_gelu_0", "175.000ms", 60)], "300.000ms"))
+        ("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16", "20.000ms", 60),
+        ("triton_per_fused_gelu_0", "155.000ms", 60)], "300.000ms"))
     lines = E.tf32_lines(table, tmp_path)
     assert len(lines) == 2 and lines[0].startswith(
-        "base: TF32 was off in this run; HF best's compiled step spent 5.0 of its 60.0 ms in float32 matrix products")
-    assert "HF best would take 55.0 ms, and our fastest row ('ours fastest', 50.0 ms) would be 1.10x it, not 1.20x" \
-        in lines[0]
+        "base: TF32 was off in this run; HF best's compiled step spent about 5.0 of its 60.0 ms in float32 matrix "
+        "products on CUDA cores")
+    assert ("HF best would take 55.0 ms, and ours would be: 'ours fastest' (50.0 ms) 1.10x it, not 1.20x; 'ours' "
+            "(55.0 ms) 1.00x it, not 1.09x.") in lines[0]
     assert lines[1] == ("The ratios to HF best of these rows (base) were timed with TF32 off; the cost table below "
                         "marks each ratio it uses that was")
     assert E.tf32_lines(table.assign(tf32=True), tmp_path) == []  # measured with TF32: nothing to bound
+    assert E.tf32_lines(table.assign(tf32=["True", "1.0", "1"]), tmp_path) == []  # as a CSV may hand it back
+    assert E.tf32_lines(table.assign(tf32=[False, True, True]), tmp_path) == lines
     assert E.tf32_lines(table, tmp_path / "none") == [lines[1]]  # no profile kept: no bound, the rows still said

@@ -228,7 +228,8 @@ def test_every_engine_runs_on_a_tiny_case_and_the_rows_add_up(tiny_cases, tmp_pa
     assert ragged["padding_share"] == pytest.approx(1 - sum(lengths) / (6 * 16))
     assert (df["commit"] == "abc123").all() and (df["device"] == "cpu").all() and df["mfu"].isna().all()
     # TF32 for the float32 products left under bf16 autocast: every row but float32 proper; reset after the run
-    assert not by.loc[("small", "hf-fp32"), "tf32"] and ok[ok["engine_key"] != "hf-fp32"]["tf32"].astype(bool).all()
+    assert by.loc[("small", "hf-fp32"), "tf32"] == False  # noqa: E712 - a value read back from the CSV
+    assert ok[ok["engine_key"] != "hf-fp32"]["tf32"].eq(True).all()
     assert torch.backends.cuda.matmul.allow_tf32 is False
     assert df["torch"].iloc[0] == torch.__version__ and df["date"].str.match(r"\d{4}-\d\d-\d\dT").all()
 
@@ -247,6 +248,18 @@ def test_a_failing_engine_leaves_its_row_and_a_rerun_keeps_other_cases(tiny_case
                                                           ["base-ragged", "hf-bf16"], ["base-ragged", "ours"]]
     assert df["status"].tolist() == ["failed: RuntimeError: CUDA out of memory", "ok", "ok", "ok"]
     assert df["speedup_vs_best_hf"].isna().tolist() == [True, True, False, False]  # no HF row, no headline
+
+
+def test_tf32_round_trips_as_true_beside_older_rows_without_it(tiny_cases, tmp_path):
+    """Rows kept from before the column (blank) and new rows that all had TF32: the CSV says True, not 1.0, and the
+    appendix reads the new rows as timed with TF32 and the old ones as not."""
+    from xlrepro.papers.appendix.engineering import had_tf32
+    old = pd.DataFrame([{"case": "small", "engine": "ours", "engine_key": "ours", "status": "skipped: budget", "gpus": 1}])
+    old.to_csv(tmp_path / "bench.csv", index=False)
+    path = write_bench(["base-ragged"], ["ours"], steps=1, repeats=1, warmup=0, folder=tmp_path, device="cpu")
+    text = pd.read_csv(path, dtype=str, keep_default_na=False).set_index("case")["tf32"]
+    assert text.to_dict() == {"small": "", "base-ragged": "True"}
+    assert had_tf32(pd.read_csv(path)).tolist() == [False, True]
 
 
 def test_a_row_timed_after_a_compiled_step_failed_says_so(tiny_cases, tmp_path, monkeypatch):

@@ -319,9 +319,10 @@ def hf_best_modes(cuda: bool, compile_on_cpu: bool, choice: str = "auto") -> lis
 
 def allows_tf32(engine: str) -> bool:
     """Whether `engine`'s float32 matrix products may use TF32 tensor cores: every engine but hf-fp32 (float32
-    proper). Under bf16 autocast some products stay float32 (Inductor's compiled HF step keeps its attention's in
-    float32); a careful user lets them use tensor cores (`torch.set_float32_matmul_precision("high")`, as PyTorch's
-    warning asks and nanoGPT does), so the bench does for every bf16 row, ours included."""
+    proper). Under bf16 autocast some products may stay float32 (the profiles of Inductor's compiled HF steps show
+    float32 products on CUDA cores); a careful user lets cuBLAS use tensor cores for them
+    (`torch.set_float32_matmul_precision("high")`, as PyTorch's warning asks and nanoGPT does), so the bench does for
+    every bf16 row, ours included."""
     return engine != "hf-fp32"
 
 
@@ -512,7 +513,6 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             if e.residual != "float32" and not cuda:
                 raise _Skip("skipped: the bf16 residual stream is timed under autocast on a GPU only")
             stack = profiled = None
-            row["tf32"] = allows_tf32(key)  # set by `_hf_step` and `_ours_step`; `_free` resets it
             if key == HF_BEST:
                 modes = hf_best_modes(cuda, compile_on_cpu, hf_best_mode)
                 warm, times, profiled, row["compile_mode"], row["note"] = _time_hf_best(
@@ -523,6 +523,8 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             else:
                 step, row["rows"], stack = _ours_step(case, inputs, device, e)
                 row["compile_mode"] = stack.compiled or "none"
+            # as the step was built (`allows_tf32`); hf-best's modes, each built so, reset it once timed
+            row["tf32"] = allows_tf32(key) if key == HF_BEST else torch.backends.cuda.matmul.allow_tf32
             if key != HF_BEST:
                 warm, times = measure(step, device, steps, repeats, warmup)
                 if profile_to is not None:  # every rank steps (data parallel: the all-reduce needs them)
@@ -663,6 +665,7 @@ def write_bench(cases=DEFAULT_CASES, engines=None, steps: int = 50, repeats: int
         order = {k: i for i, k in enumerate(ENGINES)}
         df = df.sort_values(["case", "engine_key"], key=lambda s: s.map(order) if s.name == "engine_key"
                             else s.map({c: i for i, c in enumerate(CASES)}), kind="stable")
+        df["tf32"] = df["tf32"].astype("boolean")  # True/False, blank for rows from before the column (not 1.0)
         with atomic_path(path) as tmp:
             df[COLUMNS].to_csv(tmp, index=False)
         return df

@@ -166,41 +166,54 @@ def fp8_lines(table: pd.DataFrame) -> list[str]:
 FP32_CORE_KERNEL = ("f32f32", "ffma")  # a cuBLAS kernel of float32 operands on CUDA cores (no tensor cores): both parts
 
 
+def had_tf32(rows: pd.DataFrame) -> pd.Series:
+    """Per bench row: whether it was timed with TF32 allowed (bench.csv's ``tf32``, written True/False; read as text,
+    bool or number alike); False where the row has none (rows from before the bench allowed TF32)."""
+    if "tf32" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["tf32"].map(lambda v: str(v).strip().lower() in ("true", "1", "1.0"))
+
+
 def tf32_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
-    """Per case whose hf-best row was timed with TF32 off (bench.csv's ``tf32`` not true; rows from before the bench
-    allowed it have none): the time hf-best's profiled step (``profile-<case>-hf-best.txt`` and its rows of
-    ``profile.csv``) spent in float32 matrix products on CUDA cores (`FP32_CORE_KERNEL`), which TF32 moves to tensor
-    cores, and what our fastest row's ratio to HF best would be were that time zero: a bound on how far the ratios
-    measured without TF32 overstate our lead; then the cases whose hf-best row had TF32 off. Empty where every
-    hf-best row had TF32."""
+    """Per case whose hf-best row was timed with TF32 off (`had_tf32`): the time hf-best's profiled step
+    (``profile-<case>-hf-best.txt``, the profiler's top kernels, and its rows of ``profile.csv``) spent in float32
+    matrix products on CUDA cores (`FP32_CORE_KERNEL`), for which TF32 lets cuBLAS use tensor cores, and what our
+    rows' ratios to HF best (the fastest of ours, and ``ours``, the cost table's) would be were that time zero: an
+    estimate of how far the ratios measured without TF32 overstate our lead (from the top kernels only, so kernels
+    below them are missed). Then the cases whose hf-best row had TF32 off. Empty where every hf-best row had it."""
     from xlrepro.bench import HF_BEST
     ok = table[table["status"] == "ok"]
     prof_path = Path(profiles) / "profile.csv"
-    prof = pd.read_csv(prof_path) if prof_path.is_file() else pd.DataFrame(columns=["case", "engine_key"])
-    had = ok["tf32"].astype(str) == "True" if "tf32" in ok else pd.Series(False, index=ok.index)
+    prof = (pd.read_csv(prof_path) if prof_path.is_file()
+            else pd.DataFrame(columns=["case", "engine_key", "ms_per_step"]))
+    had = had_tf32(ok)
     lines = []
     for case, d in ok.groupby("case", sort=False):
         best = d[d["engine_key"] == HF_BEST]
+        ours = d[d["family"] == "ours"].sort_values("ms_per_model_step")
         txt = Path(profiles) / f"profile-{case}-{HF_BEST}.txt"
-        per_step = prof[(prof["case"] == case) & (prof["engine_key"] == HF_BEST)]
-        if best.empty or had[best.index].all() or not txt.is_file() or per_step.empty:
+        per_step = prof[(prof["case"] == case) & (prof["engine_key"] == HF_BEST)]["ms_per_step"].sum()
+        if best.empty or ours.empty or had[best.index].all() or not txt.is_file() or per_step <= 0:
             continue
         kernels, total_ms = read_top_kernels(txt)
-        steps = round(total_ms / per_step["ms_per_step"].sum())  # the profiled steps: the table sums over them
+        steps = round(total_ms / per_step)  # the profiled steps: the table sums over them
         slow = kernels["name"].str.lower().map(lambda n: all(k in n for k in FP32_CORE_KERNEL))
-        fp32 = kernels.loc[slow, "self_cuda_ms"].sum() / steps
+        fp32 = kernels.loc[slow, "self_cuda_ms"].sum() / steps if steps else 0.0
         if fp32 <= 0:
             continue
-        ours = d[d["family"] == "ours"].sort_values("ms_per_model_step").iloc[0]
         hf = best["ms_per_model_step"].iloc[0]
-        lines.append(f"{case}: TF32 was off in this run; HF best's compiled step spent {fp32:.1f} of its {hf:.1f} ms "
-                     "in float32 matrix products on CUDA cores (kernels '*f32f32*ffma*', products that Inductor's "
-                     "graph keeps in float32 under autocast), which a careful user's "
-                     "`torch.set_float32_matmul_precision(\"high\")` moves to tensor cores. Were they free, HF best "
-                     f"would take {hf - fp32:.1f} ms, and our fastest row ('{ours['engine']}', "
-                     f"{ours['ms_per_model_step']:.1f} ms) would be {(hf - fp32) / ours['ms_per_model_step']:.2f}x it, "
-                     f"not {hf / ours['ms_per_model_step']:.2f}x: the bench now allows TF32 for every bf16 row "
-                     "(`xlrepro.bench.allows_tf32`), and these ratios are to be measured again with it")
+        rows = [ours.iloc[0]] + [r for _, r in ours[ours["engine_key"] == "ours"].iterrows()
+                                 if r["engine_key"] != ours.iloc[0]["engine_key"]]
+        ratios = "; ".join(f"'{r['engine']}' ({r['ms_per_model_step']:.1f} ms) "
+                           f"{(hf - fp32) / r['ms_per_model_step']:.2f}x it, not {hf / r['ms_per_model_step']:.2f}x"
+                           for r in rows)
+        lines.append(f"{case}: TF32 was off in this run; HF best's compiled step spent about {fp32:.1f} of its "
+                     f"{hf:.1f} ms in float32 matrix products on CUDA cores (its top kernels named '*f32f32*ffma*'), "
+                     "for which a careful user's `torch.set_float32_matmul_precision(\"high\")` lets cuBLAS use "
+                     f"tensor cores. Were they free, HF best would take {hf - fp32:.1f} ms, and ours would be: "
+                     f"{ratios}. "
+                     "The bench now allows TF32 for every bf16 row (`xlrepro.bench.allows_tf32`); these ratios are to "
+                     "be measured again with it")
     off = ok[(ok["engine_key"] == HF_BEST) & ~had]
     if len(off):
         lines.append(f"The ratios to HF best of these rows ({', '.join(off['case'])}) were timed with TF32 off; the "
@@ -1232,8 +1245,7 @@ def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, tuple[float, str]]:
         for case, rows in bench.groupby("case", sort=False):
             ours = rows[(rows["engine_key"] == "ours") & (rows["status"] == "ok")]
             if (rows["engine_key"] == "hf-best").any() and len(ours) and case not in out:
-                best = rows[rows["engine_key"] == "hf-best"]
-                tf32 = "tf32" in best and str(best["tf32"].iloc[0]) == "True"
+                tf32 = had_tf32(rows[rows["engine_key"] == "hf-best"]).all()
                 out[case] = (float(ours["speedup_vs_best_hf"].iloc[0]),
                              _card(str(ours["device"].iloc[0])) + ("" if tf32 else ", TF32 off"))
     return out
