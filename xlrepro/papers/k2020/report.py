@@ -849,7 +849,7 @@ def four_language_reading(results: pd.DataFrame, base: str = "en-es-hi-ru", targ
     paper = paper_table("Table 7")
 
     def cell(name, lang):
-        return 100 * acc[(acc["experiment"] == name) & (acc["language"] == lang)]["value"].astype(float)
+        return cell_values(acc, name, lang)
 
     deep = [n for n in paper.index if n != base and all(len(cell(n, t)) for t in targets)]
     if not deep or not all(len(cell(base, t)) for t in targets):
@@ -871,8 +871,7 @@ def four_language_reading(results: pd.DataFrame, base: str = "en-es-hi-ru", targ
     for n in deep:
         gaps = []
         for t in targets:
-            d, b = cell(n, t), cell(base, t)
-            gap, two_se = d.mean() - b.mean(), 2 * (d.sem() ** 2 + b.sem() ** 2) ** 0.5
+            gap, two_se = mean_difference(cell(base, t), cell(n, t))
             beyond += abs(gap) > two_se
             below += gap < -two_se
             gaps.append(f"{t} {gap:+.1f} ({paper.loc[n, t] - paper.loc[base, t]:+.1f})")
@@ -958,9 +957,9 @@ def word_order_reading(results: pd.DataFrame) -> str:
         if 0 not in by_p or 1 not in by_p:
             continue
         first, last, major = by_p[0], by_p[1], g["majority"].iloc[0]
-        above, fall = first.mean() - major, first.mean() - last.mean()
+        above, two_se_above = first.mean() - major, 2 * first.sem()
+        fall, two_se_fall = mean_difference(last, first)
         steps = ", ".join(f"p = {p:g}: {seeds_text(x, planned)}" for p, x in sorted(by_p.items()))
-        two_se_above, two_se_fall = 2 * first.sem(), 2 * (first.sem() ** 2 + last.sem() ** 2) ** 0.5
         pp = paper[paper["language"] == lang].set_index("p")["accuracy"]
         theirs = f"; the paper's fall: {pp[0] - pp[1]:.1f}" if 0 in pp.index and 1 in pp.index else ""
         text = (f"- {lang}: {steps}. At p = 0 the model stands {abs(above):.1f} points "
