@@ -38,6 +38,16 @@ def load_gates(path: str | Path = GATES_FILE) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
+def gate_spec(gate: str) -> dict:
+    """gates.yaml's entry of `gate` (its id); an empty dict where none has it."""
+    return next((g for g in load_gates()["gates"] if g["id"] == gate), {})
+
+
+def gate_passed(value) -> bool:
+    """Whether a gates.csv ``passed`` cell says passed (True as a bool or as text; blank, pending or False: no)."""
+    return value is True or str(value) == "True"
+
+
 def _accuracy(df: pd.DataFrame, exp: str, lang: str, metric: str = "accuracy") -> pd.Series:
     """The section task's `metric` (accuracy on test, dev_accuracy on dev) of `exp` on `lang`, one value a seed."""
     rows = df[(df["experiment"] == exp) & (df["metric"] == metric) & (df["language"] == lang)
@@ -102,12 +112,11 @@ def stronger_passes(gates: pd.DataFrame, gate: str) -> dict[str, tuple[str, str]
     profile = gate.split("_")[0]
     if row.empty or profile not in PILOTS:
         return {}
-    spec = {g["id"]: g for g in load_gates()["gates"]}
-    passed = {g: p for g, p in zip(gates["gate"], gates["passed"]) if p is True or str(p) == "True"}
+    passed = {g for g, p in zip(gates["gate"], gates["passed"]) if gate_passed(p)}
     out = {}
     for cell in failing_cells(row["detail"].iloc[0]):
         for later in PILOTS[PILOTS.index(profile) + 1:]:
-            g = spec.get(f"{later}_base_transfers")
+            g = gate_spec(f"{later}_base_transfers")
             if g and g["id"] in passed and cell in gate_cells(g):
                 out[cell] = (g["id"], RECIPES[later])
                 break

@@ -38,6 +38,7 @@ from xlrepro.config import ConfigError, choose, plural
 
 from .config import PROFILES, experiments_of, load_plan
 from .constants import PILOTS, RECIPES
+from .gates import gate_passed
 
 
 def publish(profile: str, results: Path | None = None) -> Path:
@@ -244,7 +245,7 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     the two recipes differ in their learning-rate schedule as well as its length, so the pass is said to be the
     stronger recipe's, not the steps'. Empty when the gate is absent, passed, or none of its failing cells has a
     curve."""
-    from .gates import failing_cells, load_gates, stronger_passes, stronger_sentence
+    from .gates import failing_cells, gate_spec, stronger_passes, stronger_sentence
     row = gates[gates["gate"] == gate] if len(gates) else gates
     if row.empty:
         return ""
@@ -255,7 +256,7 @@ def failing_curves(curves: pd.DataFrame, gates: pd.DataFrame, gate: str = "allte
     means = at.groupby(["cell", "step"])["target test"].mean()
     noise = max((means[c].diff().abs().max() for c in means.index.get_level_values(0).unique()
                  if len(means[c]) > 1), default=0.0)
-    points = next(g["points"] for g in load_gates()["gates"] if g["id"] == gate)
+    points = gate_spec(gate)["points"]
     parts = []
     for cell in failing_cells(row["detail"].iloc[0]):
         c = at[at["cell"] == cell]
@@ -476,8 +477,8 @@ def scaling_reading(table: pd.DataFrame, gates: pd.DataFrame, points: float = 5.
         if pd.isna(g.passed) or pd.isna(g.value):
             text += f"Gate `{g.gate}`: pending ({g.detail}). "
             continue
-        passed = g.passed is True or str(g.passed) == "True"
-        text += f"Gate `{g.gate}`: {'passed' if passed else 'failed'} ({g.value:g} of {g.threshold:g}; {g.detail}). "
+        text += (f"Gate `{g.gate}`: {'passed' if gate_passed(g.passed) else 'failed'} ({g.value:g} of "
+                 f"{g.threshold:g}; {g.detail}). ")
     return text.strip()
 
 

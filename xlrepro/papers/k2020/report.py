@@ -658,7 +658,7 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     an ablation shows; then which of their ablation cells (``<base>/<variant>`` among `cells`, the chapter's cells at
     the recipe) were retrained there anyway, and which of the failing cells pass at a stronger recipe
     (`gates.stronger_passes`). Empty where the gate passed or is not published."""
-    from .gates import failing_cells, load_gates, stronger_passes, stronger_sentence
+    from .gates import failing_cells, gate_spec, stronger_passes, stronger_sentence
     path = Path(folder) / "gates.csv"
     if not path.is_file():
         return ""
@@ -672,9 +672,9 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
     by_gate = {}
     for cell, (g, label) in later.items():
         by_gate.setdefault((g, label), []).append(cell)
-    rules = {g["id"]: g.get("rule") for g in load_gates()["gates"]}
+    rules = {g: gate_spec(g).get("rule") for g, _ in by_gate}
     stronger = "".join(
-        " " + stronger_sentence(cs, g, label) + (f"; by the rule declared with that gate, {rules[g]}" if rules.get(g)
+        " " + stronger_sentence(cs, g, label) + (f"; by the rule declared with that gate, {rules[g]}" if rules[g]
                                                  else "") + "." for (g, label), cs in by_gate.items())
     plan = load_plan()
     theirs = [c for c in cells if c.split("/")[0] in failing and "/" in c]
