@@ -368,7 +368,7 @@ def _ours_step(case: Case, inputs: Inputs, device, engine: Engine):
     from .engine.packing import document_block_mask, document_mask, pack_documents
     from .engine.stacked import ModelStack, OptimConfig, compile_mode, masked_capacity, select_masked
 
-    torch.backends.cuda.matmul.allow_tf32 = True  # every engine of ours runs bf16 (`allows_tf32`)
+    torch.backends.cuda.matmul.allow_tf32 = allows_tf32("ours")  # every engine of ours runs bf16
     m = engine.models
     models = [init_model(case.size, case.vocab, s, attn="sdpa", positions=max(256, case.length)) for s in range(m)]
     if engine.attention == "flex":
@@ -523,8 +523,7 @@ def bench_case(case_name: str, engines, device, steps: int, repeats: int, warmup
             else:
                 step, row["rows"], stack = _ours_step(case, inputs, device, e)
                 row["compile_mode"] = stack.compiled or "none"
-            # as the step was built (`allows_tf32`); hf-best's modes, each built so, reset it once timed
-            row["tf32"] = allows_tf32(key) if key == HF_BEST else torch.backends.cuda.matmul.allow_tf32
+            row["tf32"] = allows_tf32(key)  # as `_hf_step` and `_ours_step` set it
             if key != HF_BEST:
                 warm, times = measure(step, device, steps, repeats, warmup)
                 if profile_to is not None:  # every rank steps (data parallel: the all-reduce needs them)

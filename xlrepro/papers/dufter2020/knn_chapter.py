@@ -453,7 +453,8 @@ def table3_pilot_text(results) -> str:
     published = _results_csv(results, "table3_pilot.csv", ["experiment", "seed", "metric", "language", "value"])
     gate, chosen, outcome = pilot_choice(pilot, published) if len(published) else (None, None, None)
     cfg = load_config()
-    applied = chosen is not None and recipe_config(cfg, chosen, pilot) == cfg  # the configuration is the variant
+    recipe = recipe_config(cfg, chosen, pilot) if chosen is not None else None
+    applied = recipe is not None and recipe == cfg  # the configuration is the variant
     head = ("**The pretraining recipe: a pilot**" if applied else "**Next: a pilot of the pretraining**")
     text = (f"{head}, declared before its run (experiments.yaml, `table3_pilot`, commit "
             f"{PILOT_DECLARED_AT}): {_models(pilot.models)}, seed {pilot.seed}, pretrained "
@@ -466,7 +467,6 @@ def table3_pilot_text(results) -> str:
                      f"({'passed' if r.passed else 'failed'})" for r in gate.itertuples())
     text += f"Its gate: {done or 'no variant finished'}. "
     if outcome == PILOT_CHOSEN:
-        recipe = recipe_config(cfg, chosen, pilot)
         return text + f"Chosen: {chosen}" + (
             f", the recipe of the run above (rate {recipe.model_size().lr:g}, {recipe.pretrain_warmup()} warm-up "
             "steps; experiments.yaml, "
