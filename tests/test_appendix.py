@@ -534,6 +534,42 @@ def test_the_second_linear_check_is_shown_as_declared_until_its_run_then_with_it
         E.linear_check2_view(tmp_path / "linear_check2", table1)[1]
 
 
+def test_unaligned_lines_name_the_time_our_step_spends_in_unaligned_products(tmp_path):
+    """mbert, profiled for 5 steps: our fastest profiled row (ours-nomask-mm, 48 ms) runs two align1 kernels of 40 and
+    20 ms over those steps (12 ms a step) beside an aligned one; HF best (46 ms) runs none. Listed with the vocabulary
+    of the case, and with the padded row once the bench has it (40 ms: 1.15x HF best). The base case, whose step runs
+    no such kernel, gets no line; nor does a case without profiles."""
+    table = pd.DataFrame([bench_row("mbert", "hf-best", "HF best", ms_per_model_step=46.0),
+                          bench_row("mbert", "ours", "ours", ms_per_model_step=52.0),
+                          bench_row("mbert", "ours-nomask-mm", "ours fastest", ms_per_model_step=48.0),
+                          bench_row("base", "hf-best", "HF best", ms_per_model_step=56.0),
+                          bench_row("base", "ours-nomask-mm", "ours fastest", ms_per_model_step=48.0)])
+    pd.DataFrame({"case": ["mbert"] * 3 + ["base"] * 2,
+                  "engine_key": ["hf-best", "ours", "ours-nomask-mm", "hf-best", "ours-nomask-mm"],
+                  "kind": ["matrix products"] * 5, "ms_per_step": [46.0, 52.0, 48.0, 56.0, 48.0]}).to_csv(
+        tmp_path / "profile.csv", index=False)
+    ours_kernels = [("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(cutlas...",
+                     "40.000ms", 5),
+                    ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1>(cutlas...",
+                     "20000.000us", 5),
+                    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "180.000ms", 300)]
+    (tmp_path / "profile-mbert-ours-nomask-mm.txt").write_text(profiler_table(ours_kernels, "240.000ms"))
+    (tmp_path / "profile-mbert-hf-best.txt").write_text(profiler_table(ours_kernels[2:], "230.000ms"))
+    (tmp_path / "profile-base-ours-nomask-mm.txt").write_text(profiler_table(ours_kernels[2:], "240.000ms"))
+    lines = E.unaligned_lines(table, tmp_path)
+    assert lines == ["mbert: our fastest profiled step ('ours fastest', 48.0 ms) spends about 12.0 ms in matrix "
+                     "products on unaligned operands (kernels named '*align1*', which cuBLAS falls back to when a "
+                     "dimension is not a multiple of 8: here the output layer's 119,547 pieces); HF best's compiled "
+                     "step runs none. `Levers(pad_vocab=64)` pads the product (bench row 'ours-nomask-mm-padv'), not "
+                     "timed in this run"]
+    padded = pd.concat([table, pd.DataFrame([bench_row("mbert", "ours-nomask-mm-padv", "padded",
+                                                       ms_per_model_step=40.0)])], ignore_index=True)
+    assert E.unaligned_lines(padded, tmp_path)[0].endswith(
+        "runs none. With the product padded to a multiple of 64 rows ('ours + no mask + bias outside the product + "
+        "vocabulary padded to 64'): 40.0 ms, 1.15x HF best")
+    assert E.unaligned_lines(table, tmp_path / "none") == []
+
+
 def test_tf32_lines_bound_the_ratio_by_hf_best_s_float32_products_on_cuda_cores(tmp_path):
     """hf-best: 60 ms a step, profiled for 5 steps (kernels summing 300 ms); two float32 CUDA-core products of 10 and
     15 ms over those steps (5 ms a step); a tensor-core product and a TF32 one (f32f32 without ffma) do not count.

@@ -325,3 +325,50 @@ def test_bf16_residual_stream_rounds_each_layer_output_and_residual_add():
         stacked_mlm_losses({}, hf(1).config, False, *inputs, residual="fp16")
     with pytest.raises(ValueError, match="runs without autocast"):  # a CPU stack: float32 products, no bf16 stream
         ModelStack([hf(1)], OPT, "cpu", levers=Levers(residual="bfloat16"))
+
+
+def test_padded_vocabulary_gives_hf_loss_and_gradients_over_an_aligned_product(monkeypatch):
+    """pad_vocab=64 (a speed switch with a training check, never a default): the decoder's product runs over the
+    50-piece vocabulary padded with zero rows to 64, whose extra logits are dropped before the softmax, so the loss
+    and every gradient are HF's (the tied embeddings' gradient has exactly the vocabulary's 50 rows). The default
+    multiplies the 50 rows as they are, and asks the head region nothing new; a padding that is no whole number of
+    rows >= 1 is refused."""
+    from xlrepro.engine import fused_bert
+    from xlrepro.engine.fused_bert import EAGER, Regions
+    g = torch.Generator().manual_seed(5)
+    docs, masked = documents(g, [6, 4, 8])
+    inputs = padded_inputs(docs, masked, 8)
+    ref_loss, ref_grads = hf_loss_and_grads(hf(2), docs, masked)
+    widths = []  # the decoder table's rows in each product of the head
+    baddbmm = torch.baddbmm
+
+    def spy(bias, x, table, **kwargs):
+        if table.shape[-1] in (VOCAB, 64):  # [M, H, V']: the decoder's product, not the transform's
+            widths.append(table.shape[-1])
+        return baddbmm(bias, x, table, **kwargs)
+    monkeypatch.setattr(fused_bert.torch, "baddbmm", spy)
+    loss, grads = fused_loss_and_grads(hf(2), inputs, Levers(pad_vocab=64))
+    torch.testing.assert_close(loss, ref_loss, rtol=1e-5, atol=1e-6)
+    assert_same_gradients(grads, ref_grads)
+    assert grads["bert.embeddings.word_embeddings.weight"].shape[0] == VOCAB
+    assert widths == [64]
+    widths.clear()
+    fused_loss_and_grads(hf(2), inputs, Levers())
+    assert widths == [VOCAB]
+    assert Levers(pad_vocab=64).options()["pad_vocab"] == 64 and "pad_vocab" not in Levers().options()
+    asked = []
+
+    def head(*args, **kwargs):
+        asked.append(kwargs.get("pad_vocab"))
+        return EAGER.head(*args, **kwargs)
+    model = hf(2)
+    params = {f"mlm.{k}": v.unsqueeze(0) for k, v in model.state_dict().items()}
+    for pad, expected in ((8, 8), (1, None)):
+        stacked_mlm_losses(params, model.config, False, *inputs, regions=Regions(EAGER.embed, EAGER.layer, head),
+                           pad_vocab=pad)
+        assert asked.pop() == expected
+    for bad in (0, -8, 2.5, True):
+        with pytest.raises(ValueError, match="whole number of rows >= 1"):
+            Levers(pad_vocab=bad)
+    with pytest.raises(ValueError, match="whole number of rows >= 1"):
+        stacked_mlm_losses(params, model.config, False, *inputs, pad_vocab=0)

@@ -71,6 +71,14 @@ class Levers:
         float32; it rounds each LayerNorm's output, and so each residual add, to bf16, which halves the bytes the adds
         and the next LayerNorm read). Changes numbers beyond float32 rounding, so a switch with a training check, never
         a default.
+    pad_vocab: the MLM decoder's product runs over the vocabulary padded with zero rows to a multiple of this many
+        (1: no padding); the padded columns' logits are dropped before the softmax, so the loss and the gradients of
+        the real rows are the same up to rounding (another matrix-product kernel). For a vocabulary whose size is
+        not a multiple of 8 (mBERT's 119,547 pieces): cuBLAS then runs the decoder's three products with kernels for
+        unaligned operands (CUTLASS's ``align1``), which an H200 profile of the mbert bench case shows taking 13 ms of
+        a 48 ms step. Inductor pads such products itself in a graph of static shapes (Hugging Face's compiled model),
+        but not in our head, whose masked count is dynamic. Rounding only, but over many updates: a switch with a
+        training check before a chapter trains with it, never a default.
     persistent_reductions: Inductor's persistent reductions (one block holds a whole row; on by default). A compile
         option, off for a stack of one BERT-small model: there one kernel of the attention backward (the softmax
         backward fused with the dropout hash) spent minutes in Triton's LLVM and ptxas passes on an H200 (torch 2.11),
@@ -84,6 +92,7 @@ class Levers:
     autotune: bool = False
     persistent_reductions: bool = True
     residual: str = "float32"
+    pad_vocab: int = 1
 
     def __post_init__(self):
         if self.attention is not None and self.attention not in ATTENTIONS:
@@ -91,6 +100,7 @@ class Levers:
         if self.linear not in ONE_MODEL_LINEARS:
             raise ValueError(f"linear={self.linear!r}: valid values are {', '.join(map(repr, ONE_MODEL_LINEARS))}")
         _check_residual(self.residual)
+        _check_pad_vocab(self.pad_vocab)
 
     def options(self) -> dict:
         """The keyword arguments of `stacked_mlm_losses` these levers set (none for a default; `autotune` is a
@@ -100,12 +110,20 @@ class Levers:
             out["linear"] = self.linear
         if self.residual != "float32":
             out["residual"] = self.residual
+        if self.pad_vocab != 1:
+            out["pad_vocab"] = self.pad_vocab
         return out
 
 
 def _check_residual(residual: str) -> None:
     if residual not in RESIDUALS:
         raise ValueError(f"residual={residual!r}: valid values are {', '.join(map(repr, RESIDUALS))}")
+
+
+def _check_pad_vocab(pad_vocab) -> None:
+    if isinstance(pad_vocab, bool) or not isinstance(pad_vocab, int) or pad_vocab < 1:
+        raise ValueError(f"pad_vocab={pad_vocab!r}: a whole number of rows >= 1 (1: no padding; 8 or 64 align the "
+                         f"decoder's product)")
 
 
 def inductor_options(levers: "Levers | None") -> dict | None:
@@ -282,19 +300,27 @@ def encoder_layer(x: torch.Tensor, p: dict, attend: torch.Tensor, heads: int, ep
     return _layer_norm(out + x, p, "output.LayerNorm", eps, residual)
 
 
-def mlm_head_logits(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, eps: float) -> torch.Tensor:
+def mlm_head_logits(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, eps: float,
+                    pad_vocab: int = 1) -> torch.Tensor:
     """[M, C, V] float32 MLM logits at the flat positions sel_index [M, C] of x [M, B*W, H]; the decoder is tied to
-    the word embeddings [M, V, H]."""
+    the word embeddings [M, V, H]. pad_vocab: the product runs over V padded to a multiple of it (`Levers`)."""
     h = x.shape[-1]
     x = torch.gather(x, 1, sel_index.unsqueeze(-1).expand(-1, -1, h))
     x = _layer_norm(F.gelu(_linear(x, p, "transform.dense")), p, "transform.LayerNorm", eps)
-    return torch.baddbmm(p["bias"].unsqueeze(1), x, word_embeddings.transpose(1, 2)).float()
+    v = word_embeddings.shape[1]
+    pad = -v % pad_vocab
+    if not pad:
+        return torch.baddbmm(p["bias"].unsqueeze(1), x, word_embeddings.transpose(1, 2)).float()
+    table = F.pad(word_embeddings, (0, 0, 0, pad))  # [M, V + pad, H], zero rows: an aligned product
+    bias = F.pad(p["bias"], (0, pad))               # [M, V + pad]
+    return torch.baddbmm(bias.unsqueeze(1), x, table.transpose(1, 2))[..., :v].float()  # [M, C, V]
 
 
-def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float):
+def mlm_head_loss(x: torch.Tensor, p: dict, word_embeddings: torch.Tensor, sel_index, sel_labels, eps: float,
+                  pad_vocab: int = 1):
     """[M] mean cross-entropies at the masked positions; the decoder is tied to the word embeddings. A model with no
     masked position in the batch (a tiny batch can draw none) gets loss 0 and zero gradients rather than 0/0 = NaN."""
-    logits = mlm_head_logits(x, p, word_embeddings, sel_index, eps)
+    logits = mlm_head_logits(x, p, word_embeddings, sel_index, eps, pad_vocab)
     nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), sel_labels.reshape(-1), ignore_index=-100,
                           reduction="none").view(x.shape[0], -1)
     return nll.sum(1) / (sel_labels != -100).sum(1).clamp_min(1)
@@ -334,9 +360,9 @@ def compiled_regions(options: dict | None = None) -> Regions:
             dynamic((attend, (0, attend.dim() - 1)))
         return c_layer(x, p, attend, *args, **kwargs)
 
-    def head_(x, p, emb, sel_index, sel_labels, eps):
+    def head_(x, p, emb, sel_index, sel_labels, eps, **kwargs):
         dynamic((x, (1,)), (sel_index, (1,)), (sel_labels, (1,)))
-        return c_head(x, p, emb, sel_index, sel_labels, eps)
+        return c_head(x, p, emb, sel_index, sel_labels, eps, **kwargs)
 
     return Regions(embed_, layer_, head_)
 
@@ -359,7 +385,7 @@ def nsp_loss(x: torch.Tensor, p: dict, nsp_labels: torch.Tensor) -> torch.Tensor
 def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_ids, attention_mask, position_ids,
                        token_type_ids, sel_index, sel_labels, nsp_labels=None, regions: Regions = EAGER,
                        attention: str | None = None, noise: Noise | None = None, fused_qkv: bool = False,
-                       linear: str = "baddbmm", residual: str = "float32") -> torch.Tensor:
+                       linear: str = "baddbmm", residual: str = "float32", pad_vocab: int = 1) -> torch.Tensor:
     """[M] losses: each model's mean cross-entropy over its own masked positions (as `MaskedPositionsLM`), plus,
     with `nsp_labels` [M, B], its mean next-sentence loss (`nsp_loss`; the models are HF `BertForPreTraining`s).
 
@@ -370,7 +396,8 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     `pack_documents`), None (no padding at all), or a flex `BlockMask` over M*B rows with attention="flex";
     fused_qkv computes queries, keys and values with one matrix product; linear: how the encoder's linear layers
     multiply (`_project`: "baddbmm", "mm", or "fp8" for one model); residual: the residual stream's dtype
-    (`Levers.residual`).
+    (`Levers.residual`); pad_vocab: the decoder's product over the vocabulary padded to a multiple of it
+    (`Levers.pad_vocab`).
     """
     attention = _resolve_attention(attention, ATTENTIONS, config)
     p = {k.removeprefix(PREFIX): v for k, v in params.items()}
@@ -379,6 +406,7 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     drop_hidden = config.hidden_dropout_prob if training else 0.0
     drop_attn = config.attention_probs_dropout_prob if training else 0.0
     _check_residual(residual)
+    _check_pad_vocab(pad_vocab)
     stream = {} if residual == "float32" else {"residual": residual}  # the default call stays what the grid compiled
     x = regions.embed(_strip(p, "bert.embeddings."), input_ids, token_type_ids, position_ids, eps, drop_hidden,
                       training, noise=noise, **stream)
@@ -402,8 +430,9 @@ def stacked_mlm_losses(params: dict, config: BertConfig, training: bool, input_i
     for i in range(config.num_hidden_layers):
         x = regions.layer(x, _strip(p, f"bert.encoder.layer.{i}."), attend, config.num_attention_heads, eps,
                           drop_hidden, drop_attn, training, attention, noise=noise, stream=streams[i], **levers)
+    padded = {} if pad_vocab == 1 else {"pad_vocab": pad_vocab}  # the default call stays what the grid compiled
     mlm = regions.head(x, _strip(p, "cls.predictions."), p["bert.embeddings.word_embeddings.weight"], sel_index,
-                       sel_labels, eps)
+                       sel_labels, eps, **padded)
     return mlm if nsp_labels is None else mlm + nsp_loss(x, p, nsp_labels)
 
 

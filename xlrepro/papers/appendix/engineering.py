@@ -191,15 +191,10 @@ def tf32_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
     for case, d in ok.groupby("case", sort=False):
         best = d[d["engine_key"] == HF_BEST]
         ours = d[d["family"] == "ours"].sort_values("ms_per_model_step")
-        txt = Path(profiles) / f"profile-{case}-{HF_BEST}.txt"
-        per_step = prof[(prof["case"] == case) & (prof["engine_key"] == HF_BEST)]["ms_per_step"].sum()
-        if best.empty or ours.empty or had[best.index].all() or not txt.is_file() or per_step <= 0:
+        if best.empty or ours.empty or had[best.index].all():
             continue
-        kernels, total_ms = read_top_kernels(txt)
-        steps = round(total_ms / per_step)  # the profiled steps: the table sums over them
-        slow = kernels["name"].str.lower().map(lambda n: all(k in n for k in FP32_CORE_KERNEL))
-        fp32 = kernels.loc[slow, "self_cuda_ms"].sum() / steps if steps else 0.0
-        if fp32 <= 0:
+        fp32 = _profiled_ms(prof, profiles, case, HF_BEST, lambda n: all(k in n for k in FP32_CORE_KERNEL))
+        if fp32 is None or fp32 <= 0:
             continue
         hf = best["ms_per_model_step"].iloc[0]
         shown = ours[(ours.index == ours.index[0]) | (ours["engine_key"] == "ours")]  # the fastest, and `ours`
@@ -217,6 +212,64 @@ def tf32_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
     if len(off):
         lines.append(f"The ratios to HF best of these rows ({', '.join(off['case'])}) were timed with TF32 off; the "
                      "cost table below marks each ratio it uses that was")
+    return lines
+
+
+UNALIGNED_KERNEL = "align1"  # CUTLASS's kernels for operands whose leading dimension is not a multiple of 8
+PADDED_VOCAB_ENGINE = "ours-nomask-mm-padv"  # the fastest engine with the decoder's product padded (`Levers.pad_vocab`)
+
+
+def _profiled_ms(prof: pd.DataFrame, profiles: Path, case: str, engine: str, match) -> float | None:
+    """ms per step that `engine`'s profiled step of `case` spent in the kernels of its profiler table
+    (``profile-<case>-<engine>.txt``) whose lower-cased name `match` accepts; None without that profile."""
+    txt = Path(profiles) / f"profile-{case}-{engine}.txt"
+    per_step = prof[(prof["case"] == case) & (prof["engine_key"] == engine)]["ms_per_step"].sum()
+    if not txt.is_file() or per_step <= 0:
+        return None
+    kernels, total_ms = read_top_kernels(txt)
+    steps = round(total_ms / per_step)  # the profiled steps: the table sums over them
+    chosen = kernels["name"].str.lower().map(match)
+    return kernels.loc[chosen, "self_cuda_ms"].sum() / steps if steps else 0.0
+
+
+def unaligned_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
+    """Per case where our fastest profiled engine spends at least 1 ms a step in matrix products on unaligned
+    operands (`UNALIGNED_KERNEL` in a kernel's name, in the profiler's top kernels): that time, hf-best's in the same
+    kernels, the case's vocabulary, and the padded-vocabulary row (`PADDED_VOCAB_ENGINE`) where the bench timed it."""
+    from xlrepro.bench import CASES, ENGINES, HF_BEST
+    ok = table[table["status"] == "ok"]
+    prof_path = Path(profiles) / "profile.csv"
+    if not prof_path.is_file():
+        return []
+    prof = pd.read_csv(prof_path)
+    lines = []
+    for case, d in ok.groupby("case", sort=False):
+        profiled = set(prof.loc[prof["case"] == case, "engine_key"])
+        ours = d[(d["family"] == "ours") & d["engine_key"].isin(profiled)].sort_values("ms_per_model_step")
+        if ours.empty or case not in CASES:
+            continue
+        fastest = ours.iloc[0]
+        unaligned = lambda name: UNALIGNED_KERNEL in name  # noqa: E731
+        mine = _profiled_ms(prof, profiles, case, fastest["engine_key"], unaligned)
+        if mine is None or mine < 1.0:
+            continue
+        theirs = _profiled_ms(prof, profiles, case, HF_BEST, unaligned)
+        hf = ("" if theirs is None else
+              f"; HF best's compiled step {'runs none' if theirs < 0.05 else f'{theirs:.1f} ms'}")
+        padded = d[d["engine_key"] == PADDED_VOCAB_ENGINE]
+        best = d[d["engine_key"] == HF_BEST]
+        if len(padded) and len(best):
+            row = padded.iloc[0]
+            after = (f". With the product padded to a multiple of 64 rows ('{ENGINES[PADDED_VOCAB_ENGINE].label}'): "
+                     f"{row['ms_per_model_step']:.1f} ms, "
+                     f"{best['ms_per_model_step'].iloc[0] / row['ms_per_model_step']:.2f}x HF best")
+        else:
+            after = (f". `Levers(pad_vocab=64)` pads the product (bench row '{PADDED_VOCAB_ENGINE}'), not timed in "
+                     f"this run")
+        lines.append(f"{case}: our fastest profiled step ('{fastest['engine']}', {fastest['ms_per_model_step']:.1f} ms) "
+                     f"spends about {mine:.1f} ms in matrix products on unaligned operands (kernels named "
+                     f"'*{UNALIGNED_KERNEL}*', which cuBLAS falls back to when a dimension is not a multiple of 8: "
+                     f"here the output layer's {CASES[case].vocab:,} pieces){hf}{after}")
     return lines
 
 
@@ -384,8 +437,7 @@ def step_profile(folder: Path) -> StepProfile:
         f"that "
         f"starts from a broadcast bias is slower, and ATen first copies the bias into the output. So 50% MFU needs "
         f"the work outside the matrix products to shrink {non_gemm / (at_half - mm):.1f}-fold; "
-        f"none of the levers measured here comes near that. The gap to Hugging Face's compiled model is larger on "
-        f"mBERT, whose 119,547-piece output layer we compute at the masked pieces only.")
+        f"none of the levers measured here comes near that.")
     return StepProfile(kernel_table(prof), kernels_run, bounds, bounds_run, reading, matmul_share)
 
 
