@@ -82,10 +82,10 @@ def test_fp8_lines_compare_with_the_bf16_engine_and_say_whether_the_check_is_wor
 
 def test_residual_lines_compare_the_two_streams_in_one_process(tmp_path):
     assert E.residual_lines(tmp_path) == []  # nothing published
-    pd.DataFrame([bench_row("base", "hf-best", "HF best", ms_per_model_step=60.0),
-                  bench_row("base", "ours-nomask-mm", "f32", ms_per_model_step=50.0),
-                  bench_row("base", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=48.0)]
-                 ).to_csv(tmp_path / "bench-base.csv", index=False)
+    base = [bench_row("base", "hf-best", "HF best", ms_per_model_step=60.0, tf32=True),
+            bench_row("base", "ours-nomask-mm", "f32", ms_per_model_step=50.0, tf32=True),
+            bench_row("base", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=48.0, tf32=True)]
+    pd.DataFrame(base).to_csv(tmp_path / "bench-base.csv", index=False)
     pd.DataFrame([bench_row("mbert", "ours-nomask-mm", "f32", ms_per_model_step=40.0),
                   bench_row("mbert", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=39.0,
                             status="failed: out of memory")]).to_csv(tmp_path / "bench-mbert.csv", index=False)
@@ -97,6 +97,8 @@ def test_residual_lines_compare_the_two_streams_in_one_process(tmp_path):
         "mbert: no comparison (ours-nomask-mm ok; ours-nomask-mm-bf16 failed: out of memory)",
         "The bf16 stream makes no step at least 5% faster, so no chapter trains with it and no training check is "
         "declared for it"]
+    pd.DataFrame([{**r, "tf32": False} for r in base]).to_csv(tmp_path / "bench-base.csv", index=False)
+    assert E.residual_lines(tmp_path)[1].endswith("1.20x and 1.25x, HF best with TF32 off)")
     pd.DataFrame([bench_row("base", "ours-nomask-mm", "f32", ms_per_model_step=50.0),
                   bench_row("base", "ours-nomask-mm-bf16", "bf16", ms_per_model_step=45.0)]
                  ).to_csv(tmp_path / "bench-base.csv", index=False)  # 1.11x

@@ -304,7 +304,8 @@ def residual_lines(folder: Path) -> list[str]:
             lines.append(f"{case}: no comparison ({states})")
             continue
         gains.append(f32 / b16)
-        best = (f"; against HF best in the same process {ms[HF_BEST] / f32:.2f}x and {ms[HF_BEST] / b16:.2f}x"
+        tf32 = "" if had_tf32(d[d["engine_key"] == HF_BEST]).all() else ", HF best with TF32 off"
+        best = (f"; against HF best in the same process {ms[HF_BEST] / f32:.2f}x and {ms[HF_BEST] / b16:.2f}x{tf32}"
                 if HF_BEST in ms.index else "")
         lines.append(f"{case}: {b16:.2f} ms per model-step with the bf16 stream against {f32:.2f} ms with the float32 "
                      f"one ({gains[-1]:.3f}x{best})")
