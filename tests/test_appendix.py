@@ -372,7 +372,7 @@ def _write(path, obj):
     path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
 
 
-def test_hf_best_ratios_take_each_case_from_the_first_run_that_timed_it_with_its_card():
+def test_hf_best_ratios_take_each_case_from_the_first_run_that_timed_it_with_tf32_else_the_first_with_its_card():
     h200 = pd.DataFrame([bench_row("base", "hf-best", "HF best"), bench_row("base", "ours", "ours", speedup_vs_best_hf=1.5)])
     h100 = pd.DataFrame([bench_row("base", "hf-best", "HF best", device="NVIDIA H100 80GB HBM3"),
                          bench_row("base", "ours", "ours", speedup_vs_best_hf=9.0, device="NVIDIA H100 80GB HBM3"),
@@ -383,6 +383,8 @@ def test_hf_best_ratios_take_each_case_from_the_first_run_that_timed_it_with_its
     assert E.hf_best_ratios(h200, h100) == {"base": (1.5, "H200, TF32 off"), "bbert": (1.25, "H100, TF32 off")}
     with_tf32 = h200.assign(tf32=[True, True])  # hf-best timed with TF32: nothing to mark
     assert E.hf_best_ratios(with_tf32, h100)["base"] == (1.5, "H200")
+    later = h100.assign(tf32=True)  # a later run with TF32 outranks an earlier one without it
+    assert E.hf_best_ratios(h200, later) == {"base": (9.0, "H100"), "bbert": (1.25, "H100")}
 
 
 def test_gpu_cost_table_from_hand_made_records(tmp_path):

@@ -1289,17 +1289,21 @@ def hf_best_ratios(*benches: pd.DataFrame) -> dict[str, tuple[float, str]]:
     """case -> (our engine's ``speedup_vs_best_hf`` (engine_key ``ours``), the card it was timed on, short, with
     ", TF32 off" where hf-best's row was timed without TF32, `tf32_lines`) in the bench files whose best Hugging Face
     row is ``hf-best`` for that case: how many times faster than hf-best our engine stepped on that shape. The first
-    file that has a case gives its ratio."""
-    out = {}
+    file that timed a case with TF32 gives its ratio; a case no file timed with TF32, the first file that has it."""
+    found = {}  # case -> [(ratio, card, with TF32)] in the order of the files
     for bench in benches:
         if "engine_key" not in bench.columns:
             continue
         for case, rows in bench.groupby("case", sort=False):
             ours = rows[(rows["engine_key"] == "ours") & (rows["status"] == "ok")]
-            if (rows["engine_key"] == "hf-best").any() and len(ours) and case not in out:
-                tf32 = had_tf32(rows[rows["engine_key"] == "hf-best"]).all()
-                out[case] = (float(ours["speedup_vs_best_hf"].iloc[0]),
-                             _card(str(ours["device"].iloc[0])) + ("" if tf32 else ", TF32 off"))
+            if (rows["engine_key"] == "hf-best").any() and len(ours):
+                tf32 = bool(had_tf32(rows[rows["engine_key"] == "hf-best"]).all())
+                found.setdefault(case, []).append((float(ours["speedup_vs_best_hf"].iloc[0]),
+                                                   _card(str(ours["device"].iloc[0])), tf32))
+    out = {}
+    for case, runs in found.items():
+        ratio, card, tf32 = next((r for r in runs if r[2]), runs[0])
+        out[case] = (ratio, card + ("" if tf32 else ", TF32 off"))
     return out
 
 
