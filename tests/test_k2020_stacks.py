@@ -815,3 +815,38 @@ def test_a_cell_with_its_own_linear_layers_trains_alone_with_that_lever(tmp_path
     StackTrainer([(mm, 0)])._new_stack()
     StackTrainer([(base, 0)])._new_stack()
     assert given[0].linear == "mm" and given[1] is None
+
+
+def test_a_stack_is_timed_by_the_speed_of_stacks_of_its_size(tmp_path):
+    """One shape timed in two stacks of 2 models (1.5 s a model-step) and one of 3 (1.0 s): pooled, 1.5 s (the
+    median of the three); by size, a stack of 2 or fewer at 1.5 s (no smaller stack was timed), of 3 or more at 1.0 s
+    (a larger stack's model-steps cost no more). Four seeds of 100 steps in a call of 500 s (455 s of training after a
+    stack's 45 s start-up): by the pooled speed a stack holds 3 models at most (450 s), so the plan cuts the four into
+    two stacks of 2; by the stacked one it holds 4 (400 s), so the plan makes one stack of 4, timed at 4 x 100 x 1.0 s
+    + 45 s."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of, measured_step_ms, stack_seconds, stacked_step_ms
+    plan = smoke_plan(steps=100)
+    cell = Cell(plan, "smoke", "enfake-ru/L1H12", [0, 1, 2, 3], root=tmp_path)
+    shape = cell.size.name
+    for key, ms, n in (("a", 1500.0, 2), ("b", 1500.0, 2), ("c", 1000.0, 3)):
+        (tmp_path / "stacks" / key).mkdir(parents=True)
+        (tmp_path / "stacks" / key / "timing.json").write_text(json.dumps(
+            {"shape": shape, "ms_per_model_step": ms, "members": [f"x/{i}" for i in range(n)]}))
+    measured = measured_step_ms(tmp_path / "stacks")
+    assert measured == {shape: 1500.0, f"{shape}@2": 1500.0, f"{shape}@3": 1000.0}
+    assert [stacked_step_ms(measured, shape, n) for n in (1, 2, 3, 4, 16)] == [1500.0, 1500.0, 1000.0, 1000.0, 1000.0]
+    assert stacked_step_ms(measured, "other", 3) is None
+    members = [(cell, s) for s in cell.seeds]
+    assert stack_seconds(members, measured) == 4 * 100 * 1.0 + 45
+    assert stack_seconds(members[:1], measured) == 100 * 1.5 + 45
+    stacks = [j["members"] for j in jobs_of([cell], slots=1, time_limit=500) if j["kind"] == "stack"]
+    assert stacks == [[[cell.name, s] for s in (0, 1, 2, 3)]]
+    pooled = {shape: 1500.0}  # the same records without their members
+    for key in "abc":
+        record = json.loads((tmp_path / "stacks" / key / "timing.json").read_text())
+        del record["members"]
+        (tmp_path / "stacks" / key / "timing.json").write_text(json.dumps(record))
+    assert measured_step_ms(tmp_path / "stacks") == pooled
+    stacks = [j["members"] for j in jobs_of([cell], slots=1, time_limit=500) if j["kind"] == "stack"]
+    assert sorted(map(len, stacks)) == [2, 2]

@@ -77,13 +77,19 @@ def speed_key(shape: str, tokenization: str = "wordpiece") -> str:
     return shape if tokenization == "wordpiece" else f"{shape}/{tokenization}"
 
 
+STACKED = "@"  # measured_step_ms's key of a shape's stacks of n models: "<speed_key>@<n>"
+
+
 def measured_step_ms(folder, gpu: str | None = None, compiled: bool | None = None) -> dict[str, float]:
     """Median milliseconds per model-step of each shape (`speed_key`: `ModelSize.name`, with the tokenization where
     it is not word pieces; a record without one was timed on word pieces) over the finished stacks' timing.json
     files under `folder` (one folder or several); with `gpu` ("H100", "H200"), only those timed on such a GPU; with
     `compiled` (True, False), only stacks trained compiled (``--compile``) or not. The FLOP model (`config.step_ms`)
     misses what kernels and launch overheads make of a shape: measured stacks ran 0.5 to 2.8 times its estimate
-    (L18H12 at width 156, head dim 13: 54 ms against 31)."""
+    (L18H12 at width 156, head dim 13: 54 ms against 31). Where the records name their members, also the median over
+    the shape's stacks of n models, under "<key>@<n>" (`STACKED`): a model-step costs less in a larger stack (the
+    compiled L12H12d192 B-BERT on an H200: 10.8 ms in stacks of 2, 8.8 in stacks of 3), which `shape_step_ms`
+    reads for a stack of known size."""
     if gpu is not None:
         choose("gpu", gpu, GPUS)
     times: dict[str, list[float]] = {}
@@ -92,8 +98,10 @@ def measured_step_ms(folder, gpu: str | None = None, compiled: bool | None = Non
         t = json.loads(f.read_text())
         if (gpu is None or gpu in t.get("device", "")) and (
                 compiled is None or (t.get("compile", "none") != "none") == compiled):
-            times.setdefault(speed_key(t["shape"], t.get("tokenization", "wordpiece")), []).append(
-                t["ms_per_model_step"])
+            key = speed_key(t["shape"], t.get("tokenization", "wordpiece"))
+            times.setdefault(key, []).append(t["ms_per_model_step"])
+            if t.get("members"):
+                times.setdefault(f"{key}{STACKED}{len(t['members'])}", []).append(t["ms_per_model_step"])
     return {shape: float(np.median(v)) for shape, v in times.items()}
 
 
@@ -109,14 +117,31 @@ def planning_step_ms(folder, gpu: str | None = None, compiled: bool | None = Non
 SIMILAR_WIDTH = 0.25  # a measured shape of the same depth calibrates the FLOP model within this relative width
 
 
-def shape_step_ms(c: Cell, measured: dict[str, float], gpu: str = "H200") -> tuple[float, str]:
+def stacked_step_ms(measured: dict[str, float], key: str, models: int) -> float | None:
+    """The measured ms per model-step of shape `key` in a stack of `models` (`measured_step_ms`'s "<key>@<n>"): that
+    of the largest measured stack size not above `models`, whose model-steps cost at least as much; where every
+    measured size is larger, the smallest of them. None where no stack of the shape was measured by its size."""
+    sizes = {int(k.rsplit(STACKED, 1)[1]): ms for k, ms in measured.items()
+             if STACKED in k and k.rsplit(STACKED, 1)[0] == key}
+    if not sizes:
+        return None
+    below = [n for n in sizes if n <= models]
+    return sizes[max(below) if below else min(sizes)]
+
+
+def shape_step_ms(c: Cell, measured: dict[str, float], gpu: str = "H200",
+                  models: int | None = None) -> tuple[float, str]:
     """Milliseconds per model-step of cell `c`'s shape and where the number comes from: "measured" (its shape and
-    tokenization, `speed_key`); else "similar shape": the FLOP model calibrated on the measured word-piece shape of
+    tokenization, `speed_key`; with `models`, in a stack of that many, `stacked_step_ms`, where stacks of the shape
+    were measured by their size); else "similar shape": the FLOP model calibrated on the measured word-piece shape of
     the same depth nearest in width (within SIMILAR_WIDTH; deep narrow shapes ran about twice the FLOP model's time,
     which the calibration carries over), at `c`'s padded width (so a char cell is calibrated on its word-piece
     twin: 1.7 times its time by the FLOP model, 1.8 measured on an H100); else "FLOP model" for `gpu`. Shape names
     are `config.model_size`'s L{layers}H{heads}d{hidden}."""
     key = speed_key(c.size.name, c.exp.tokenization)
+    stacked = None if models is None else stacked_step_ms(measured, key, models)
+    if stacked is not None:
+        return stacked, "measured"
     if key in measured:
         return measured[key], "measured"
     flop = lambda hidden, layers, tok: step_ms(hidden, layers, PADDED_WIDTH[tok], c.planned_rows,  # noqa: E731
@@ -134,10 +159,10 @@ def shape_step_ms(c: Cell, measured: dict[str, float], gpu: str = "H200") -> tup
 
 def stack_seconds(stack, measured: dict[str, float], gpu: str = "H200") -> float:
     """Estimated training seconds of a stack of (cell, seed) members, all steps: the shape's milliseconds per
-    model-step (`shape_step_ms`: measured with two training workers per GPU, else calibrated on a similar measured
-    shape, else the FLOP model's for `gpu`), plus the start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
+    model-step in a stack of this size (`shape_step_ms`: measured, else calibrated on a similar measured shape, else
+    the FLOP model's for `gpu`), plus the start-up of a stack (`config.STACK_OVERHEAD_SECONDS`)."""
     c = stack[0][0]
-    ms, _ = shape_step_ms(c, measured, gpu)
+    ms, _ = shape_step_ms(c, measured, gpu, models=len(stack))
     return len(stack) * c.profile.pretrain.steps * ms / 1000 + STACK_OVERHEAD_SECONDS
 
 
@@ -217,7 +242,7 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     for stack, est, slot in zip(stacks, ests, taken):
         shape = stack[0][0].size.name
         rows.append({"slot": slot, "shape": shape, "models": len(stack), "estimated s": round(est),
-                     "speed": shape_step_ms(stack[0][0], measured, gpu or "H200")[1],
+                     "speed": shape_step_ms(stack[0][0], measured, gpu or "H200", models=len(stack))[1],
                      "cells": ", ".join(sorted({c.name for c, _ in stack}))})
     count = lambda kind: sum(j["kind"] == kind for j in jobs)  # noqa: E731
     evals = [by_name[j["members"][0][0]] for j in jobs if j["kind"] == "eval"]
@@ -315,7 +340,11 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     paused = paused_stacks(left)
     taken = {(c.name, s) for st in paused for c, s in st}
     measured = planning_step_ms(speed_folders(cells[0]), None, compiled) if cells else {}
-    model_seconds = lambda c: shape_step_ms(c, measured)[0] * c.profile.pretrain.steps / 1000  # noqa: E731
+    # a model's seconds in the largest stack the plan may make: how many models a stack of a call's length holds and
+    # which cells fit; the plan's stacks are then timed by their own size (`stack_seconds`) and cut where they
+    # do not fit (`busiest_slot` below)
+    model_seconds = lambda c: (shape_step_ms(c, measured, models=max_stack)[0]  # noqa: E731
+                               * c.profile.pretrain.steps / 1000)
     fresh = [(c, s) for c, s in left if (c.name, s) not in taken]
     if time_total is not None:
         kept = set(cells_that_fit(paused, fresh, slots, time_total, model_seconds, measured))
