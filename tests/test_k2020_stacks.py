@@ -850,3 +850,22 @@ def test_a_stack_is_timed_by_the_speed_of_stacks_of_its_size(tmp_path):
     assert measured_step_ms(tmp_path / "stacks") == pooled
     stacks = [j["members"] for j in jobs_of([cell], slots=1, time_limit=500) if j["kind"] == "stack"]
     assert sorted(map(len, stacks)) == [2, 2]
+
+
+def test_a_cell_passed_over_fills_a_slot_that_a_dropped_cell_left_idle(tmp_path):
+    """As above (--time-limit 200: stacks of one 100 s model, 145 s each; 2 slots, 600 s, evaluations 240 s), with a
+    third cell C of one seed after B in the part. Evenly shared, A and B fit (2 x 345 / 2 + 240 = 585) and C does not
+    (835 / 2 + 240 = 657), but dealt, A and B do not, so B is dropped. C is tried again then: A's three stacks and
+    C's one, dealt two to a slot, take 290 s + 240 = 530, so C is planned; B is tried again too and still waits."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of
+    plan = smoke_plan(steps=100)
+    a, b = (Cell(plan, "smoke", n, [0, 1, 2], root=tmp_path) for n in ("enfake-ru/L1H12", "enfake-ru/L12H1"))
+    c = Cell(plan, "smoke", "enfake-ru/L2H12", [0], root=tmp_path)
+    assert len({a.size.name, b.size.name, c.size.name}) == 3
+    _timed(tmp_path, a, b, c)
+    jobs = jobs_of([a, b, c], slots=2, time_limit=200, time_total=600)
+    stacks = sorted([f"{n}/{s}" for n, s in j["members"]] for j in jobs if j["kind"] == "stack")
+    assert stacks == [["enfake-ru/L1H12/0"], ["enfake-ru/L1H12/1"], ["enfake-ru/L1H12/2"], ["enfake-ru/L2H12/0"]]
+    evals = sorted(f"{n}/{s}" for j in jobs if j["kind"] == "eval" for n, s in j["members"])
+    assert evals == ["enfake-ru/L1H12/0", "enfake-ru/L1H12/1", "enfake-ru/L1H12/2", "enfake-ru/L2H12/0"]

@@ -56,7 +56,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-total", type=float, default=None,
                    help="seconds left for the part, this call's and those of the calls that resume it (at least "
                         "--time-limit; without --time-limit this call may use them all): only the cells that fit are "
-                        "planned, in the part's order, stacks are cut to finish within one --time-limit, and no stack "
+                        "planned, in the part's order (one passed over is taken where it fills a slot left idle), "
+                        "stacks are cut to finish within one --time-limit, and no stack "
                         "or NSP model starts that cannot finish and be evaluated within it; the others wait for a "
                         "later run (changes no number). --last-call is --time-total equal to --time-limit")
     p.add_argument("--dry-run", action="store_true",

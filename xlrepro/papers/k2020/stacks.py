@@ -333,7 +333,9 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     stacks. Its members get their models together, so a stack's checkpoint folder stays the same until it is done.
     With `time_limit` (this call's seconds), no fresh stack is planned longer than the call less a stack's start-up
     where one model fits in it. With `time_total` (the seconds left for the part, this call and the calls that
-    resume it), only the cells that fit are planned (`cells_that_fit`); the others wait for a later run."""
+    resume it), only the cells that fit are planned (`cells_that_fit`), the last of them dropped while the plan dealt
+    to the slots does not fit, then each stacked cell passed over tried again in the part's order and kept where the
+    plan still fits with it (a small cell fills a slot a dropped one left idle); the others wait for a later run."""
     members = [(c, s) for c in cells for s in c.seeds]
     needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
     left = [m for m in members if needs(*m)]
@@ -357,13 +359,25 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
         else None)
     stacks = plan(fresh)
     if time_total is not None:  # the plan itself, dealt to the slots, must fit too: drop the last cells until it does
-        tail = lambda: max((eval_seconds(c) for c, _ in fresh + [m for st in paused for m in st]),  # noqa: E731
-                           default=0.0)
-        while fresh and busiest_slot(stacks, slots, measured) + tail() > time_total:
+        tail = lambda fresh: max((eval_seconds(c) for c, _ in fresh + [m for st in paused for m in st]),  # noqa: E731
+                                 default=0.0)
+        fits = lambda stacks, fresh: busiest_slot(stacks, slots, measured) + tail(fresh) <= time_total  # noqa: E731
+        while fresh and not fits(stacks, fresh):
             last = fresh[-1][0].name
             fresh = [(c, s) for c, s in fresh if c.name != last]
-            members = [(c, s) for c, s in members if c.name != last or not needs(c, s)]
             stacks = plan(fresh)
+        # then each stacked cell passed over, in the part's order, is taken where the plan still fits with it: a
+        # small cell fills a slot that a larger one, dropped, left idle
+        chosen = {c.name for c, _ in fresh}
+        for name in dict.fromkeys(c.name for c, s in left if (c.name, s) not in taken and not c.alone):
+            if name in chosen:
+                continue
+            trial = fresh + [(c, s) for c, s in left if c.name == name and (c.name, s) not in taken]
+            if fits(trial_stacks := plan(trial), trial):
+                fresh, stacks = trial, trial_stacks
+                chosen.add(name)
+        planned = taken | {(c.name, s) for c, s in fresh}
+        members = [(c, s) for c in cells for s in c.seeds if not needs(c, s) or (c.name, s) in planned]
     # the slowest stack starts first: it sets the end of the call
     jobs = [{"kind": "stack", "members": [[c.name, s] for c, s in st]}
             for st in sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)]
