@@ -455,3 +455,48 @@ def test_the_tables_collect_the_plan_s_seeds_only_so_a_curve_run_s_extra_seed_st
     monkeypatch.setattr(R, "Cell", FakeCell)
     frame = R.collect(["en-hi"], "alltext4x")
     assert sorted(frame[frame["experiment"] == "en-hi"]["seed"]) == [0, 1, 2]
+
+
+def test_restore_writes_the_published_results_back_where_the_planner_skips_them(tmp_path):
+    """Published at alltext8x: en-ru in pilot_alltext8x.csv (seeds 0-2, sections and NER; seed 3 of a curve run;
+    the majority rows) and enfake-ru/id (sections and NER) in recipe_alltext8x/linguistic.csv, with a stack's timing
+    record. Restored:
+    each (cell, seed, task) gets its results file with the published rows as they were written, so every seed of
+    both cells reads as evaluated, seed 3 gets nothing, the timing record lands under stacks/. A file already there
+    is left as it is; an unknown task, or nothing published, is refused."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.config import load_plan
+    published, runs = tmp_path / "results", tmp_path / "runs"
+    (published / "recipe_alltext8x").mkdir(parents=True)
+    rows = [row("majority/en-ru", -1, "ru", "accuracy", 0.25)]
+    for seed in (0, 1, 2, 3):
+        rows += [row("en-ru", seed, "ru", "accuracy", 0.5 + seed / 100),
+                 {**row("en-ru", seed, "ru", "f1", 0.4), "task": "ner"}]
+    pd.DataFrame(rows).to_csv(published / "pilot_alltext8x.csv", index=False)
+    pd.DataFrame([row("enfake-ru/id", s, "ru", "accuracy", 0.123456789012345678) for s in (0, 1, 2)]
+                 + [{**row("enfake-ru/id", s, "ru", "f1", 0.3), "task": "ner"} for s in (0, 1, 2)]
+                 + [row("enfake-ru/id", 0, "ru", "top_prediction_class", "Psalms")]).to_csv(
+        published / "recipe_alltext8x" / "linguistic.csv", index=False)
+    (published / "recipe_alltext8x" / "stack_abc.json").write_text(json.dumps({"shape": "L12H12d192",
+                                                                               "ms_per_model_step": 8.8}))
+    assert pilots.restore("alltext8x", published, runs) == ["en-ru", "enfake-ru/id"]
+    plan = load_plan()
+    en, fake = Cell(plan, "alltext8x", "en-ru", root=runs), Cell(plan, "alltext8x", "enfake-ru/id", root=runs)
+    assert all(c.evaluated(s) for c in (en, fake) for s in (0, 1, 2)) and en.dir.parent == runs
+    assert not (en.dir / "results_3.csv").exists() and not en.ner_results_path(3).exists()
+    assert pd.read_csv(en.dir / "results_1.csv")["value"].tolist() == [0.51]
+    assert pd.read_csv(en.ner_results_path(2))["metric"].tolist() == ["f1"]
+    text = (fake.dir / "results_0.csv").read_text()
+    assert "Psalms" in text and "0.12345678901234568" in text  # as pandas wrote the published value
+    assert json.loads((runs / "stacks" / "abc" / "timing.json").read_text())["ms_per_model_step"] == 8.8
+    (en.dir / "results_0.csv").write_text("kept")
+    pilots.restore("alltext8x", published, runs)
+    assert (en.dir / "results_0.csv").read_text() == "kept"
+    pd.DataFrame([{**row("en-ru", 0, "ru", "accuracy", 0.5), "task": "xnli"}]).to_csv(
+        published / "pilot_alltext8x.csv", index=False)
+    with pytest.raises(ConfigError, match="valid choices: sections, ner, adjacency"):
+        pilots.restore("alltext8x", published, runs)
+    with pytest.raises(ConfigError, match="nothing of profile alltext4x is published"):
+        pilots.restore("alltext4x", published, runs)
+    with pytest.raises(ConfigError, match="valid choices: alltext, alltext2x, alltext4x, alltext8x"):
+        pilots.restore("lab", published, runs)

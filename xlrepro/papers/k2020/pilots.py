@@ -23,6 +23,12 @@ cells of Tables 1-3 and 8-11 whose target is Spanish at ``alltext4x``) as a stro
 each claim is read on it where it holds every model the claim reads (`xlrepro.claims.claims_table`'s ``recipes``):
 
     python -m xlrepro.papers.k2020.pilots alltext4x --part es
+
+`restore` goes the other way: a profile's published results and stack timings back into runs/k2020/<profile>, so
+that a machine with the book but not the runs carries on the profile's parts (the planner skips the published cells
+and plans with their measured speeds):
+
+    python -m xlrepro.papers.k2020.pilots alltext8x --restore
 """
 from __future__ import annotations
 
@@ -139,6 +145,53 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
     recipes.sort(key=lambda r: -strength.get(r["name"], -1))
     atomic.write_json(index, recipes)
     return folder
+
+
+def restore(profile: str, results: Path | None = None, root: Path | None = None) -> list[str]:
+    """Write `profile`'s published results back into its run folder (runs/k2020/<profile>/, or `root`), so that a
+    machine with the book but not the runs carries on the profile's parts where they stand: the published cells
+    (``pilot_<profile>.csv`` and the chapters' CSVs of ``recipe_<profile>/``) get each task's results file for each of
+    the plan's seeds, so that `Cell.evaluated` holds and the planner trains them no more (their weights stayed
+    where they trained: "evaluated elsewhere"); the published stacks' timing records go to
+    ``stacks/<key>/timing.json``, the planner's measured speeds. A file already there is left as it is. Returns the
+    cells restored; fails, naming the files read, where nothing of the profile is published."""
+    from xlrepro.results import results_dir
+
+    from . import report as R
+    from .bbert import ADJACENCY_TASK, NER_TASK, RESULT_COLUMNS, Cell
+    from .constants import CHAPTERS
+    choose("profile", profile, list(PILOTS))
+    results = Path(results) if results is not None else results_dir("k2020")
+    sources = [results / f"pilot_{profile}.csv", *(results / f"recipe_{profile}" / f"{c}.csv" for c in CHAPTERS)]
+    sources = [f for f in sources if f.is_file()]
+    if not sources:
+        raise ConfigError(f"nothing of profile {profile} is published in {results} (pilot_{profile}.csv, "
+                          f"recipe_{profile}/<chapter>.csv)")
+    # as text, so that each value is written back as it was published
+    frame = pd.concat([pd.read_csv(f, dtype={"experiment": str, "language": str, "value": str}) for f in sources],
+                      ignore_index=True).drop_duplicates()
+    frame = frame[~frame["experiment"].str.startswith("majority/")]
+    plan = load_plan()
+    restored = []
+    for name, rows in frame.groupby("experiment", sort=False):
+        cell = Cell(plan, profile, name, root=root)
+        for (seed, task), d in rows.groupby(["seed", "task"], sort=False):
+            if int(seed) not in cell.seeds:  # a curve run's extra seed: not a table's
+                continue
+            paths = {"sections": cell.dir / f"results_{int(seed)}.csv", NER_TASK: cell.ner_results_path(int(seed)),
+                     ADJACENCY_TASK: cell.adjacency_results_path(int(seed))}
+            path = paths[choose("task", task, list(paths))]
+            if not path.exists():
+                with atomic.atomic_path(path) as tmp:
+                    d[RESULT_COLUMNS].to_csv(tmp, index=False)
+        restored.append(name)
+    stacks = Path(root) if root is not None else R.run_folder(profile)
+    for timing in [*sorted((results / f"pilot_{profile}").glob("stack_*.json")),
+                   *sorted((results / f"recipe_{profile}").glob("stack_*.json"))]:
+        target = stacks / "stacks" / timing.stem.removeprefix("stack_") / "timing.json"
+        if not target.exists():
+            atomic.write_json(target, json.loads(timing.read_text()))
+    return restored
 
 
 def all_evaluated(record: dict, frame: pd.DataFrame) -> bool:
@@ -549,13 +602,23 @@ def main(argv=None) -> None:
     p.add_argument("--part", action="append", default=None,
                    help="publish the table cells of this part (experiments.yaml `parts`, e.g. es; repeatable) as a "
                         "stronger recipe beside the lab results (`publish_recipe`) instead of the base cells")
+    p.add_argument("--restore", action="store_true",
+                   help="the other way: write the profile's published results and stack timings back into its run "
+                        "folder (`restore`), so that a machine without the runs carries on its parts")
     a = p.parse_args(argv)
+    from . import report
+    if a.restore and a.part:
+        raise ConfigError("--restore writes back every published cell of the profile: give it without --part")
     for profile in a.profiles:
         choose("profile", profile, [q for q in PROFILES if q in PILOTS])
     for part in a.part or []:
         choose("part", part, list(load_plan().parts))
     for profile in a.profiles:
-        print(publish_recipe(profile, a.part) if a.part else publish(profile))
+        if a.restore:
+            cells = restore(profile)
+            print(f"{profile}: {len(cells)} cells restored into {report.run_folder(profile)}")
+        else:
+            print(publish_recipe(profile, a.part) if a.part else publish(profile))
 
 
 if __name__ == "__main__":
