@@ -117,3 +117,15 @@ def test_untranslated_check_needs_english(tmp_path, monkeypatch):
     monkeypatch.setenv(L.ENV_ROOT, str(tmp_path / "help"))
     with pytest.raises(ConfigError, match="libreoffice-help-en-us"):
         L.paragraphs("ru", tmp_path / "cache")
+
+
+def test_the_module_prepares_the_languages_it_is_given_and_refuses_an_unknown_one(monkeypatch, capsys):
+    """`python -m xlrepro.data.libreoffice LANG ...`: an unknown language exits 2 before anything is built, naming the
+    valid ones; known ones go to `prepare_libreoffice` in the order given, with --force passed on."""
+    from xlrepro.data import libreoffice as L
+    asked = []
+    monkeypatch.setattr(L, "prepare_libreoffice", lambda langs, force=False: asked.append((list(langs), force)))
+    assert L.main(["ru", "en", "--force"]) == 0 and asked == [(["ru", "en"], True)]
+    monkeypatch.setattr(L, "prepare_libreoffice", lambda langs, force=False: [L.check_help_language(x) for x in langs])
+    assert L.main(["en", "xx"]) == 2
+    assert "unknown LibreOffice help language 'xx'; valid choices: en, zh" in capsys.readouterr().err

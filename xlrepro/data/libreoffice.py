@@ -260,3 +260,24 @@ def prepare_libreoffice(langs: Iterable[str], cache_dir: str | os.PathLike | Non
         print(f"libreoffice help {lang}: {out[lang]['paragraphs']} paragraphs, {out[lang]['words']} words "
               f"({out[lang]['files']} files)")
     return out
+
+
+def main(argv=None) -> int:
+    """``python -m xlrepro.data.libreoffice LANG ...``: build the help caches of these languages (`prepare_libreoffice`)
+    where the Debian packages are installed, e.g. before `scripts/node_cache.sh` copies them to a machine without."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="python -m xlrepro.data.libreoffice", description=main.__doc__.split("\n")[0])
+    p.add_argument("languages", nargs="+", help=f"of {', '.join(LANGUAGE_CODES)}")
+    p.add_argument("--force", action="store_true", help="rebuild a cache that exists")
+    a = p.parse_args(argv)
+    try:
+        prepare_libreoffice(a.languages, force=a.force)
+    except ConfigError as err:
+        print(f"xlrepro.data.libreoffice: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
