@@ -280,6 +280,7 @@ def test_a_recipe_names_the_commands_that_retrain_and_publish_it():
     assert "xlrepro train k2020 --part es,t7 --profile alltext4x --compile --no-snapshots --time-limit 540" in text
     assert "python -m xlrepro.papers.k2020.pilots alltext4x --part es --part t7" in text
     assert "xlrepro verdicts k2020" in text
+    assert text.index("python -m xlrepro.papers.k2020.pilots alltext4x --restore") < text.index("xlrepro train")
     assert R.recipe_commands({"name": "x", "label": "l", "folder": "f"}) == ""  # no parts recorded: no command
 
 

@@ -693,13 +693,15 @@ def recipe_gate_line(folder, recipe: dict, cells: list[str]) -> str:
 
 
 def recipe_commands(recipe: dict) -> str:
-    """The commands that retrain and publish a recipe's parts (recipes.json's ``parts``; empty where none is
-    named), as a Markdown block to append to its heading."""
+    """The commands that carry on, retrain and publish a recipe's parts (recipes.json's ``parts``; empty where none
+    is named), as a Markdown block to append to its heading: on a machine without the runs, `pilots.restore` first."""
     parts = ",".join(recipe.get("parts") or [])
     if not parts:
         return ""
     flags = " ".join(f"--part {p}" for p in recipe["parts"])
-    return (f"\n\n```bash\nxlrepro train k2020 --part {parts} --profile {recipe['name']} --compile --no-snapshots "
+    return (f"\n\n```bash\npython -m xlrepro.papers.k2020.pilots {recipe['name']} --restore   # without the runs here: "
+            f"the published cells are not trained again\n"
+            f"xlrepro train k2020 --part {parts} --profile {recipe['name']} --compile --no-snapshots "
             f"--time-limit 540   # resumable: repeat it until nothing is left\n"
             f"python -m xlrepro.papers.k2020.pilots {recipe['name']} {flags}   # publish the complete cells\n"
             f"xlrepro verdicts k2020\n```")
