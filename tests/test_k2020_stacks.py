@@ -869,3 +869,51 @@ def test_a_cell_passed_over_fills_a_slot_that_a_dropped_cell_left_idle(tmp_path)
     assert stacks == [["enfake-ru/L1H12/0"], ["enfake-ru/L1H12/1"], ["enfake-ru/L1H12/2"], ["enfake-ru/L2H12/0"]]
     evals = sorted(f"{n}/{s}" for j in jobs if j["kind"] == "eval" for n, s in j["members"])
     assert evals == ["enfake-ru/L1H12/0", "enfake-ru/L1H12/1", "enfake-ru/L1H12/2", "enfake-ru/L2H12/0"]
+
+
+def test_a_stack_is_bounded_by_the_speed_of_its_own_size(tmp_path):
+    """Stacks timed at 2 models (1.5 s a model-step) and at 5 (1.0 s); four seeds of 100 steps; a call of 500 s
+    (455 s of training). At the cheapest speed a stack would hold 4 models (400 s), but a stack of 4 is timed at its
+    nearest measured size not above it, 2: 600 s, too long; 3 at that speed take 450 s: the plan cuts the four into
+    stacks of at most 3, none of one where more are left."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.stacks import jobs_of
+    plan = smoke_plan(steps=100)
+    cell = Cell(plan, "smoke", "enfake-ru/L1H12", [0, 1, 2, 3], root=tmp_path)
+    for key, ms, n in (("a", 1500.0, 2), ("b", 1000.0, 5)):
+        (tmp_path / "stacks" / key).mkdir(parents=True)
+        (tmp_path / "stacks" / key / "timing.json").write_text(json.dumps(
+            {"shape": cell.size.name, "ms_per_model_step": ms, "members": [f"x/{i}" for i in range(n)]}))
+    stacks = [j["members"] for j in jobs_of([cell], slots=1, time_limit=500) if j["kind"] == "stack"]
+    assert sorted(map(len, stacks)) == [2, 2]
+
+
+def test_an_nsp_model_keeps_its_time_when_a_passed_over_cell_is_tried_again(tmp_path):
+    """One slot, 10,000 steps: stacked models of 100 s (10 ms a step), a stack's start-up 45 s, an NSP model 520 s
+    (NSP_STEP_MS), evaluations 240 s. A (145 s) and then the NSP cell N (565 s with its start-up) fit 951 s (950 with
+    the evaluation); B (145 s) after them does not. Tried again, B does not fit either: with N's 520 s the slot would
+    take 810 s + 240; only the stacks (290 s + 240) would have let it in."""
+    from xlrepro.papers.k2020.bbert import Cell
+    from xlrepro.papers.k2020.config import NSP_STEP_MS
+    from xlrepro.papers.k2020.stacks import jobs_of
+    assert NSP_STEP_MS == 52.0
+    plan = smoke_plan(steps=10_000)
+    a, n, b = (Cell(plan, "smoke", x, [0], root=tmp_path) for x in ("enfake-ru/L1H12", "enfake-ru/nsp",
+                                                                   "enfake-ru/L12H1"))
+    assert n.alone and not a.alone and not b.alone
+    _timed(tmp_path, a, b, ms=10.0)
+    jobs = jobs_of([a, n, b], slots=1, time_total=951)
+    trained = sorted((j["kind"], m) for j in jobs if j["kind"] in ("stack", "nsp") for m, _ in j["members"])
+    assert trained == [("nsp", "enfake-ru/nsp"), ("stack", "enfake-ru/L1H12")]
+
+
+def test_speeds_by_stack_size_come_from_the_closest_source_that_timed_the_shape():
+    """Pooled (eager and compiled): s at 25 ms in stacks of 2; compiled alone: s at 8 ms in stacks of 3. A compiled
+    plan reads s from the compiled source, with its sizes only, so a compiled stack of 2 is not timed at the eager
+    25 ms; t, timed in the pooled source alone, keeps its sizes from there."""
+    from xlrepro.papers.k2020.stacks import closest_first, stacked_step_ms
+    pooled = {"s": 20.0, "s@2": 25.0, "s@3": 8.0, "t": 50.0, "t@1": 50.0}
+    compiled = {"s": 8.0, "s@3": 8.0}
+    merged = closest_first([pooled, compiled])
+    assert merged == {"s": 8.0, "s@3": 8.0, "t": 50.0, "t@1": 50.0}
+    assert stacked_step_ms(merged, "s", 2) == 8.0  # the smallest size timed there, not the pooled 25 ms

@@ -110,8 +110,20 @@ def planning_step_ms(folder, gpu: str | None = None, compiled: bool | None = Non
     the `compiled` mode, else in that mode on any card, else on that card in any mode, else any (`measured_step_ms`).
     A compiled stack of 192-wide B-BERTs steps about three times as fast as an eager one (8 against 23-28 ms per
     model-step on an H200), so pooling the two misplans a call."""
-    return {**measured_step_ms(folder), **measured_step_ms(folder, gpu),
-            **measured_step_ms(folder, None, compiled), **measured_step_ms(folder, gpu, compiled)}
+    return closest_first([measured_step_ms(folder), measured_step_ms(folder, gpu),
+                          measured_step_ms(folder, None, compiled), measured_step_ms(folder, gpu, compiled)])
+
+
+def closest_first(sources: list[dict[str, float]]) -> dict[str, float]:
+    """`measured_step_ms` dicts merged, the last the closest measurement: each shape's speed, and its speeds by stack
+    size ("<key>@<n>"), from the closest source that timed the shape at all, so that a stack size timed only in a
+    farther source (another card, another compile mode) is not read beside the closest one's."""
+    out = {}
+    for key in {k for src in sources for k in src if STACKED not in k}:
+        src = next(src for src in reversed(sources) if key in src)
+        out[key] = src[key]
+        out.update({k: v for k, v in src.items() if k.startswith(key + STACKED)})
+    return out
 
 
 SIMILAR_WIDTH = 0.25  # a measured shape of the same depth calibrates the FLOP model within this relative width
@@ -227,8 +239,8 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     by_name = {c.name: c for c in cells}
     folders = speed_folders(cells[0]) if cells else []
     # with `gpu`, that card's measurements alone (the `compiled` mode's first); without, `planning_step_ms`
-    measured = ({**measured_step_ms(folders, gpu), **measured_step_ms(folders, gpu, compiled)} if gpu is not None
-                else planning_step_ms(folders, None, compiled))
+    measured = (closest_first([measured_step_ms(folders, gpu), measured_step_ms(folders, gpu, compiled)])
+                if gpu is not None else planning_step_ms(folders, None, compiled))
     jobs = jobs_of(cells, slots, max_stack, compiled, snapshots, time_limit, time_total)
     planned = {n for j in jobs for n, _ in j["members"]}
     waiting = [c.name for c in cells if c.name not in planned
@@ -288,11 +300,12 @@ def paused_stacks(left: list) -> list[list]:
     return out
 
 
-def busiest_slot(stacks: list[list], slots: int, measured: dict[str, float], gpu: str = "H200") -> float:
+def busiest_slot(stacks: list[list], slots: int, measured: dict[str, float], gpu: str = "H200",
+                 after: list[float] = ()) -> float:
     """Seconds of training (`stack_seconds_left`) of the busiest of `slots` slots when the stacks are dealt as
-    `jobs_of` hands them out, the longest first (`take_slots`)."""
+    `jobs_of` hands them out, the longest first (`take_slots`), then the jobs of `after` seconds (the NSP models)."""
     ordered = sorted((st for st in stacks if st), key=lambda st: stack_seconds(st, measured), reverse=True)
-    return max(take_slots([stack_seconds_left(st, measured, gpu) for st in ordered], slots)[1])
+    return max(take_slots([stack_seconds_left(st, measured, gpu) for st in ordered] + list(after), slots)[1])
 
 
 def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: float, model_seconds,
@@ -334,8 +347,9 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     With `time_limit` (this call's seconds), no fresh stack is planned longer than the call less a stack's start-up
     where one model fits in it. With `time_total` (the seconds left for the part, this call and the calls that
     resume it), only the cells that fit are planned (`cells_that_fit`), the last of them dropped while the plan dealt
-    to the slots does not fit, then each stacked cell passed over tried again in the part's order and kept where the
-    plan still fits with it (a small cell fills a slot a dropped one left idle); the others wait for a later run."""
+    to the slots (the NSP models after the stacks) does not fit, then each cell passed over tried again in the part's
+    order and kept where the plan still fits with it (a small cell fills a slot a dropped one left idle); the others
+    wait for a later run."""
     members = [(c, s) for c in cells for s in c.seeds]
     needs = lambda c, s: not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s)  # noqa: E731
     left = [m for m in members if needs(*m)]
@@ -354,22 +368,26 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
         planned = taken | {(c.name, s) for c, s in fresh}
         members = [(c, s) for c, s in members if not needs(c, s) or (c.name, s) in planned]
     longest = None if time_limit is None else time_limit - STACK_OVERHEAD_SECONDS
+    sized = lambda c, k: shape_step_ms(c, measured, models=k)[0] * c.profile.pretrain.steps / 1000  # noqa: E731
     plan = lambda fresh: paused + plan_stacks(  # noqa: E731
         fresh, slots, max_stack, seconds=model_seconds, max_seconds=longest if longest is not None and longest > 0
-        else None)
+        else None, sized=sized)
     stacks = plan(fresh)
     if time_total is not None:  # the plan itself, dealt to the slots, must fit too: drop the last cells until it does
         tail = lambda fresh: max((eval_seconds(c) for c, _ in fresh + [m for st in paused for m in st]),  # noqa: E731
                                  default=0.0)
-        fits = lambda stacks, fresh: busiest_slot(stacks, slots, measured) + tail(fresh) <= time_total  # noqa: E731
+        from .config import NSP_STEP_MS
+        alone = lambda fresh: [c.profile.pretrain.steps * NSP_STEP_MS / 1000 for c, _ in fresh if c.alone]  # noqa
+        fits = lambda stacks, fresh: (busiest_slot(stacks, slots, measured, after=alone(fresh))  # noqa: E731
+                                      + tail(fresh) <= time_total)
         while fresh and not fits(stacks, fresh):
             last = fresh[-1][0].name
             fresh = [(c, s) for c, s in fresh if c.name != last]
             stacks = plan(fresh)
-        # then each stacked cell passed over, in the part's order, is taken where the plan still fits with it: a
-        # small cell fills a slot that a larger one, dropped, left idle
+        # then each cell passed over, in the part's order, is taken where the plan still fits with it: a small cell
+        # fills a slot that a larger one, dropped, left idle
         chosen = {c.name for c, _ in fresh}
-        for name in dict.fromkeys(c.name for c, s in left if (c.name, s) not in taken and not c.alone):
+        for name in dict.fromkeys(c.name for c, s in left if (c.name, s) not in taken):
             if name in chosen:
                 continue
             trial = fresh + [(c, s) for c, s in left if c.name == name and (c.name, s) not in taken]

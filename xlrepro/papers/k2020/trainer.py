@@ -126,14 +126,16 @@ def stack_folder(members, root: Path | None = None) -> Path:
 
 
 def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=None,
-                max_seconds: float | None = None) -> list[list]:
+                max_seconds: float | None = None, sized=None) -> list[list]:
     """(cell, seed) members grouped by `stack_shape`, each group cut into stacks so that the `slots` (GPUs x
     workers), each taking the next stack when free, finish together (the engine's `wrap_stacks`: a group's models are
     cut where the slots' equal shares of the whole time end, no stack of one where its group has more, none above
     `max_stack`). `seconds(cell)`: a model's estimated training seconds (None: the same for all). `max_seconds` (with
     `seconds`): no stack above that many seconds of training where a stack of one fits in it, so that a stack
-    started at a call's beginning finishes within the call rather than waiting on a checkpoint for the next one. The
-    plan changes no number. Members trained one by one (`Cell.alone`) are left out."""
+    started at a call's beginning finishes within the call rather than waiting on a checkpoint for the next one;
+    `sized(cell, k)`, where given, a model's seconds in a stack of k, which then bounds each stack by its own size
+    (a model-step costs less in a larger stack). The plan changes no number. Members trained one by one
+    (`Cell.alone`) are left out."""
     if slots < 1 or max_stack < 1:
         raise ConfigError(f"slots and max_stack must be >= 1; got {slots}, {max_stack}")
     if max_seconds is not None and (seconds is None or max_seconds <= 0):
@@ -146,8 +148,14 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=Non
     sizes = [len(g) for g in groups.values()]
     times = [1.0 if seconds is None else float(seconds(g[0][0])) for g in groups.values()]
     stacks = []
-    caps = [max_stack if max_seconds is None or t <= 0 else max(1, min(max_stack, int(max_seconds // t)))
-            for t in times]
+    def cap(cell, t):
+        if max_seconds is None or t <= 0:
+            return max_stack
+        k = max(1, min(max_stack, int(max_seconds // t)))
+        while sized is not None and k > 1 and k * sized(cell, k) > max_seconds:
+            k -= 1
+        return k
+    caps = [cap(g[0][0], t) for g, t in zip(groups.values(), times)]
     # a cell with its own linear layers (`Experiment.linear`: the FP8 switch's check) trains one model per stack
     caps = [1 if g[0][0].exp.linear else cap for g, cap in zip(groups.values(), caps)]
     for group, pieces in zip(groups.values(), wrap_stacks(sizes, times, slots, caps)):
