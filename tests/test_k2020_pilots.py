@@ -460,8 +460,9 @@ def test_the_tables_collect_the_plan_s_seeds_only_so_a_curve_run_s_extra_seed_st
 
 def test_restore_writes_the_published_results_back_where_the_planner_skips_them(tmp_path):
     """Published at alltext8x: en-ru in pilot_alltext8x.csv (seeds 0-2, sections and NER; seed 3 of a curve run;
-    the majority rows) and enfake-ru/id (sections and NER) in recipe_alltext8x/linguistic.csv, with a stack's timing
-    record. Restored:
+    the majority rows; its config with the plan's run key) and enfake-ru/id (sections and NER; first with a config
+    of another run key: an engine or recipe changed since, so it is not restored) in recipe_alltext8x/linguistic.csv,
+    with a stack's timing record. Restored:
     each (cell, seed, task) gets its results file with the published rows as they were written, so every seed of
     both cells reads as evaluated, seed 3 gets nothing, the timing record lands under stacks/. A file already there
     is left as it is; an unknown task, or nothing published, is refused."""
@@ -480,9 +481,16 @@ def test_restore_writes_the_published_results_back_where_the_planner_skips_them(
         published / "recipe_alltext8x" / "linguistic.csv", index=False)
     (published / "recipe_alltext8x" / "stack_abc.json").write_text(json.dumps({"shape": "L12H12d192",
                                                                                "ms_per_model_step": 8.8}))
-    assert pilots.restore("alltext8x", published, runs) == ["en-ru", "enfake-ru/id"]
     plan = load_plan()
     en, fake = Cell(plan, "alltext8x", "en-ru", root=runs), Cell(plan, "alltext8x", "enfake-ru/id", root=runs)
+    (published / "pilot_alltext8x").mkdir()
+    config = {"key": en.key, "config": {"engine": "e"}, "recorded": {}}
+    (published / "pilot_alltext8x" / "config_en-ru.json").write_text(json.dumps(config))
+    (published / "recipe_alltext8x" / "config_enfake-ru__id.json").write_text(json.dumps({**config, "key": "old"}))
+    assert pilots.restore("alltext8x", published, runs) == ["en-ru"]  # enfake-ru/id: another key, trained again
+    assert json.loads((en.dir / "config.json").read_text()) == config and not fake.dir.exists()
+    (published / "recipe_alltext8x" / "config_enfake-ru__id.json").unlink()  # no config published: restored
+    assert pilots.restore("alltext8x", published, runs) == ["en-ru", "enfake-ru/id"]
     assert all(c.evaluated(s) for c in (en, fake) for s in (0, 1, 2)) and en.dir.parent == runs
     assert not (en.dir / "results_3.csv").exists() and not en.ner_results_path(3).exists()
     assert pd.read_csv(en.dir / "results_1.csv")["value"].tolist() == [0.51]

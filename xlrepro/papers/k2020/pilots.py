@@ -136,6 +136,10 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
         record = json.loads(timing.read_text())
         if all_evaluated(record, every):
             atomic.write_json(aside / f"stack_{timing.parent.name}.json", record)
+    for name in sorted(set(every["experiment"]) - {n for n in every["experiment"] if n.startswith("majority/")}):
+        config = Cell(plan, profile, name).dir / "config.json"
+        if config.is_file():
+            atomic.write_json(aside / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
     if folder.exists():
         shutil.rmtree(folder)
     aside.rename(folder)
@@ -153,8 +157,11 @@ def restore(profile: str, results: Path | None = None, root: Path | None = None)
     (``pilot_<profile>.csv`` and the chapters' CSVs of ``recipe_<profile>/``) get each task's results file for each of
     the plan's seeds, so that `Cell.evaluated` holds and the planner trains them no more (their weights stayed
     where they trained: "evaluated elsewhere"); the published stacks' timing records go to
-    ``stacks/<key>/timing.json``, the planner's measured speeds. A file already there is left as it is. Returns the
-    cells restored; fails, naming the files read, where nothing of the profile is published."""
+    ``stacks/<key>/timing.json``, the planner's measured speeds, and the published ``config_<cell>.json`` is the
+    cell's config.json. A cell whose published config names another run key than the plan gives it now (its engine
+    or recipe changed since) is not restored, and is said so: it is to be trained again. A file already there is
+    left as it is. Returns the cells restored; fails, naming the files read, where nothing of the profile is
+    published."""
     from xlrepro.results import results_dir
 
     from . import report as R
@@ -173,8 +180,19 @@ def restore(profile: str, results: Path | None = None, root: Path | None = None)
     frame = frame[~frame["experiment"].str.startswith("majority/")]
     plan = load_plan()
     restored = []
+    configs = {f.stem.removeprefix("config_").replace("__", "/"): f
+               for folder in (results / f"pilot_{profile}", results / f"recipe_{profile}")
+               for f in sorted(folder.glob("config_*.json"))}
     for name, rows in frame.groupby("experiment", sort=False):
         cell = Cell(plan, profile, name, root=root)
+        if name in configs:
+            config = json.loads(configs[name].read_text())
+            if config.get("key") != cell.key:
+                print(f"{name}: published with run key {config.get('key')}, the plan now gives {cell.key}; "
+                      f"not restored (to be trained again)")
+                continue
+            if not (cell.dir / "config.json").exists():
+                atomic.write_json(cell.dir / "config.json", config)
         for (seed, task), d in rows.groupby(["seed", "task"], sort=False):
             if int(seed) not in cell.seeds:  # a curve run's extra seed: not a table's
                 continue
