@@ -570,7 +570,11 @@ def test_unaligned_lines_name_the_time_our_step_spends_in_unaligned_products(tmp
                                                        ms_per_model_step=40.0)])], ignore_index=True)
     assert E.unaligned_lines(padded, tmp_path)[0].endswith(
         "runs none. With the product padded to a multiple of 64 rows ('ours + no mask + bias outside the product + "
-        "vocabulary padded to 64'): 40.0 ms, 1.15x HF best")
+        "vocabulary padded to 64'): 40.0 ms, 1.15x HF best, HF best with TF32 off")
+    assert E.unaligned_lines(padded.assign(tf32=True), tmp_path)[0].endswith("40.0 ms, 1.15x HF best")
+    failed = padded.assign(status=["ok"] * 5 + ["failed: out of memory"])
+    assert E.unaligned_lines(failed, tmp_path)[0].endswith(
+        "runs none. The row with the product padded ('ours-nomask-mm-padv'): failed: out of memory")
     assert E.unaligned_lines(table, tmp_path / "none") == []
 
 

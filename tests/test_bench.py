@@ -37,7 +37,8 @@ def test_ragged_lengths_are_fixed_and_bounded():
 def test_each_case_gets_its_engines():
     assert engines_for("small") == ["hf-fp32", "hf-bf16", "hf-compile", "hf-best", "ours", "ours-nomask", "ours-qkv",
                                     "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16",
-                                    "ours-nomask-mm-padv", "ours-nomask-mm-tuned", "ours-stack"]
+                                    "ours-nomask-mm-tuned", "ours-stack"]
+    assert "ours-nomask-mm-padv" in engines_for("mbert") and "ours-nomask-mm-padv" not in engines_for("base")
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     assert all("hf-best" in engines_for(c) for c in ("small", "base", "mbert", "base-ragged"))
     assert bench.RUN_ORDER[:2] == ("hf-best", "ours")  # the headline's pair first: a time limit cuts it last

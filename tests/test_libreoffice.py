@@ -120,12 +120,19 @@ def test_untranslated_check_needs_english(tmp_path, monkeypatch):
 
 
 def test_the_module_prepares_the_languages_it_is_given_and_refuses_an_unknown_one(monkeypatch, capsys):
-    """`python -m xlrepro.data.libreoffice LANG ...`: an unknown language exits 2 before anything is built, naming the
-    valid ones; known ones go to `prepare_libreoffice` in the order given, with --force passed on."""
+    """`python -m xlrepro.data.libreoffice LANG ...`: known languages are built in the order given, with --force
+    passed on; an unknown one exits 2 before any language is built, naming the valid ones."""
+    import pandas as pd
+
     from xlrepro.data import libreoffice as L
-    asked = []
-    monkeypatch.setattr(L, "prepare_libreoffice", lambda langs, force=False: asked.append((list(langs), force)))
-    assert L.main(["ru", "en", "--force"]) == 0 and asked == [(["ru", "en"], True)]
-    monkeypatch.setattr(L, "prepare_libreoffice", lambda langs, force=False: [L.check_help_language(x) for x in langs])
-    assert L.main(["en", "xx"]) == 2
+    built = []
+
+    def paragraphs(lang, cache_dir=None, force=False):
+        built.append((lang, force))
+        return pd.DataFrame({"file": ["a", "b"], "para_id": ["p1", "p2"], "text": ["one two three", "four five six"]})
+    monkeypatch.setattr(L, "paragraphs", paragraphs)
+    assert L.main(["ru", "en", "--force"]) == 0 and built == [("ru", True), ("en", True)]
+    assert "libreoffice help ru: 2 paragraphs, 6 words (2 files)" in capsys.readouterr().out
+    built.clear()
+    assert L.main(["en", "xx"]) == 2 and built == []
     assert "unknown LibreOffice help language 'xx'; valid choices: en, zh" in capsys.readouterr().err

@@ -256,20 +256,26 @@ def unaligned_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
         theirs = _profiled_ms(prof, profiles, case, HF_BEST, unaligned)
         hf = ("" if theirs is None else
               f"; HF best's compiled step {'runs none' if theirs < 0.05 else f'{theirs:.1f} ms'}")
-        padded = d[d["engine_key"] == PADDED_VOCAB_ENGINE]
+        pad = ENGINES[PADDED_VOCAB_ENGINE].pad_vocab
+        row = table[(table["case"] == case) & (table["engine_key"] == PADDED_VOCAB_ENGINE)]
         best = d[d["engine_key"] == HF_BEST]
-        if len(padded) and len(best):
-            row = padded.iloc[0]
-            after = (f". With the product padded to a multiple of 64 rows ('{ENGINES[PADDED_VOCAB_ENGINE].label}'): "
+        if len(row) and row["status"].iloc[0] == "ok" and len(best):
+            row = row.iloc[0]
+            tf32 = "" if had_tf32(best).all() else ", HF best with TF32 off"
+            after = (f". With the product padded to a multiple of {pad} rows ('{ENGINES[PADDED_VOCAB_ENGINE].label}'): "
                      f"{row['ms_per_model_step']:.1f} ms, "
-                     f"{best['ms_per_model_step'].iloc[0] / row['ms_per_model_step']:.2f}x HF best")
+                     f"{best['ms_per_model_step'].iloc[0] / row['ms_per_model_step']:.2f}x HF best{tf32}")
+        elif len(row):
+            after = f". The row with the product padded ('{PADDED_VOCAB_ENGINE}'): {row['status'].iloc[0]}"
         else:
-            after = (f". `Levers(pad_vocab=64)` pads the product (bench row '{PADDED_VOCAB_ENGINE}'), not timed in "
-                     f"this run")
+            after = (f". `Levers(pad_vocab={pad})` pads the product (bench row '{PADDED_VOCAB_ENGINE}'), not timed "
+                     f"in this run")
+        vocab = CASES[case].vocab
+        why = (f": here the output layer's {vocab:,} pieces" if vocab % 8 else "")
         lines.append(f"{case}: our fastest profiled step ('{fastest['engine']}', {fastest['ms_per_model_step']:.1f} ms) "
                      f"spends about {mine:.1f} ms in matrix products on unaligned operands (kernels named "
-                     f"'*{UNALIGNED_KERNEL}*', which cuBLAS falls back to when a dimension is not a multiple of 8: "
-                     f"here the output layer's {CASES[case].vocab:,} pieces){hf}{after}")
+                     f"'*{UNALIGNED_KERNEL}*', which cuBLAS falls back to when a dimension is not a multiple of 8"
+                     f"{why}){hf}{after}")
     return lines
 
 
@@ -280,8 +286,9 @@ def residual_lines(folder: Path) -> list[str]:
     """The bf16 residual stream (`Levers.residual`) against the same engine with the float32 stream, timed in one
     process per case (``<folder>/bench-<case>.csv``, `xlrepro bench --engines ours-nomask-mm ours-nomask-mm-bf16`,
     with hf-best where it was timed beside them): where it ran, then per case the two speeds, the gain and, where
-    hf-best is in the same process, both against it; then whether the switch is worth a training check (at least
-    SWITCH_WORTH faster in some case). Empty where nothing was published."""
+    hf-best is in the same process, both against it (marked where hf-best's row had TF32 off, `had_tf32`); then
+    whether the switch is worth a training check (at least SWITCH_WORTH faster in some case). Empty where nothing
+    was published."""
     from xlrepro.bench import HF_BEST
     files = sorted(Path(folder).glob("bench-*.csv"))
     if not files:
