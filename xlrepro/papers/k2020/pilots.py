@@ -75,10 +75,7 @@ def publish(profile: str, results: Path | None = None) -> Path:
         record = json.loads(timing.read_text())
         if all_evaluated(record, shown):
             atomic.write_json(folder / f"stack_{timing.parent.name}.json", record)
-    for config in sorted(R.run_folder(profile).glob("*/config.json")):
-        name = config.parent.name.rsplit("-", 1)[0].replace("__", "/")  # <cell>-<run key>, "/" written "__"
-        if name in trained:
-            atomic.write_json(folder / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
+    write_configs(profile, trained, folder)
     with atomic.atomic_path(results / f"pilot_{profile}_corpus.csv") as tmp:
         R.corpus_card(profile).to_csv(tmp, index=False)
     if not curve.empty:
@@ -136,10 +133,7 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
         record = json.loads(timing.read_text())
         if all_evaluated(record, every):
             atomic.write_json(aside / f"stack_{timing.parent.name}.json", record)
-    for name in sorted(set(every["experiment"]) - {n for n in every["experiment"] if n.startswith("majority/")}):
-        config = Cell(plan, profile, name).dir / "config.json"
-        if config.is_file():
-            atomic.write_json(aside / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
+    write_configs(profile, every["experiment"], aside)
     if folder.exists():
         shutil.rmtree(folder)
     aside.rename(folder)
@@ -149,6 +143,18 @@ def publish_recipe(profile: str, parts, results: Path | None = None) -> Path:
     recipes.sort(key=lambda r: -strength.get(r["name"], -1))
     atomic.write_json(index, recipes)
     return folder
+
+
+def write_configs(profile: str, names, folder: Path) -> None:
+    """``config_<cell>.json`` in `folder` ("/" written "__"): the config.json of each cell of `names` (the
+    ``majority/<cell>`` rows' names skipped) that has one in its run folder at the plan's run key, which `restore`
+    checks before it writes a published cell back."""
+    from .bbert import Cell
+    plan = load_plan()
+    for name in sorted({n for n in names if not n.startswith("majority/")}):
+        config = Cell(plan, profile, name).dir / "config.json"
+        if config.is_file():
+            atomic.write_json(Path(folder) / f"config_{name.replace('/', '__')}.json", json.loads(config.read_text()))
 
 
 def restore(profile: str, results: Path | None = None, root: Path | None = None) -> list[str]:
@@ -203,10 +209,10 @@ def restore(profile: str, results: Path | None = None, root: Path | None = None)
                 with atomic.atomic_path(path) as tmp:
                     d[RESULT_COLUMNS].to_csv(tmp, index=False)
         restored.append(name)
-    stacks = Path(root) if root is not None else R.run_folder(profile)
+    runs = Path(root) if root is not None else R.run_folder(profile)
     for timing in [*sorted((results / f"pilot_{profile}").glob("stack_*.json")),
                    *sorted((results / f"recipe_{profile}").glob("stack_*.json"))]:
-        target = stacks / "stacks" / timing.stem.removeprefix("stack_") / "timing.json"
+        target = runs / "stacks" / timing.stem.removeprefix("stack_") / "timing.json"
         if not target.exists():
             atomic.write_json(target, json.loads(timing.read_text()))
     return restored

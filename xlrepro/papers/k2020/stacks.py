@@ -356,19 +356,15 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     paused = paused_stacks(left)
     taken = {(c.name, s) for st in paused for c, s in st}
     measured = planning_step_ms(speed_folders(cells[0]), None, compiled) if cells else {}
-    # a model's seconds in the largest stack the plan may make: how many models a stack of a call's length holds and
-    # which cells fit; the plan's stacks are then timed by their own size (`stack_seconds`) and cut where they
-    # do not fit (`busiest_slot` below)
-    model_seconds = lambda c: (shape_step_ms(c, measured, models=max_stack)[0]  # noqa: E731
-                               * c.profile.pretrain.steps / 1000)
+    # a model's seconds in a stack of k; at the largest stack the plan may make, how many models a stack of a call's
+    # length may hold and which cells fit, before the plan's stacks are timed by their own size (`stack_seconds`)
+    sized = lambda c, k: shape_step_ms(c, measured, models=k)[0] * c.profile.pretrain.steps / 1000  # noqa: E731
+    model_seconds = lambda c: sized(c, max_stack)  # noqa: E731
     fresh = [(c, s) for c, s in left if (c.name, s) not in taken]
     if time_total is not None:
         kept = set(cells_that_fit(paused, fresh, slots, time_total, model_seconds, measured))
         fresh = [(c, s) for c, s in fresh if c.name in kept]
-        planned = taken | {(c.name, s) for c, s in fresh}
-        members = [(c, s) for c, s in members if not needs(c, s) or (c.name, s) in planned]
     longest = None if time_limit is None else time_limit - STACK_OVERHEAD_SECONDS
-    sized = lambda c, k: shape_step_ms(c, measured, models=k)[0] * c.profile.pretrain.steps / 1000  # noqa: E731
     plan = lambda fresh: paused + plan_stacks(  # noqa: E731
         fresh, slots, max_stack, seconds=model_seconds, max_seconds=longest if longest is not None and longest > 0
         else None, sized=sized)

@@ -148,14 +148,15 @@ def plan_stacks(members, slots: int = 1, max_stack: int = MAX_STACK, seconds=Non
     sizes = [len(g) for g in groups.values()]
     times = [1.0 if seconds is None else float(seconds(g[0][0])) for g in groups.values()]
     stacks = []
-    def cap(cell, t):
+
+    def size_cap(cell, t):  # the most models a stack of `cell`'s group may hold within max_seconds
         if max_seconds is None or t <= 0:
             return max_stack
         k = max(1, min(max_stack, int(max_seconds // t)))
         while sized is not None and k > 1 and k * sized(cell, k) > max_seconds:
             k -= 1
         return k
-    caps = [cap(g[0][0], t) for g, t in zip(groups.values(), times)]
+    caps = [size_cap(g[0][0], t) for g, t in zip(groups.values(), times)]
     # a cell with its own linear layers (`Experiment.linear`: the FP8 switch's check) trains one model per stack
     caps = [1 if g[0][0].exp.linear else cap for g, cap in zip(groups.values(), caps)]
     for group, pieces in zip(groups.values(), wrap_stacks(sizes, times, slots, caps)):
