@@ -3,12 +3,13 @@
 Each `record_<path>(tmp)` trains at tiny sizes in the folder `tmp` and returns a JSON-able dict of its losses and
 metrics and a checksum of its weights. `tests/test_engine_equivalence.py` compares the dict with
 `tests/fixtures/engine_equivalence/<path>.json`, recorded before the training loops moved into `xlrepro/engine/`;
-moving a loop must leave every number identical. To record them again (only when a change is MEANT to change
-numbers, and say so in the commit):
+moving a loop must leave every number as it was (integers exactly, floats to the CPU's rounding: see `differences`).
+To record them again (only when a change is MEANT to change numbers, and say so in the commit):
 
     XLREPRO_RECORD_EQUIVALENCE=1 OMP_NUM_THREADS=1 python -m pytest tests/test_engine_equivalence.py
 
-Every run is single-threaded CPU float32 (the test suite sets one thread), which is deterministic run to run.
+Every run is single-threaded CPU float32 (the test suite sets one thread), which is deterministic run to run on one
+machine; CPUs of another instruction set may round a sum differently.
 """
 from __future__ import annotations
 
@@ -262,3 +263,23 @@ def finite(x) -> bool:
     if isinstance(x, (list, tuple)):
         return all(finite(v) for v in x)
     return not isinstance(x, float) or math.isfinite(x)
+
+
+def differences(got, recorded, rel: float, where: str = "") -> list[str]:
+    """Where two nested records differ: keys, lengths, integers and strings exactly; floats beyond a relative
+    tolerance `rel` (float32 kernels are chosen by the CPU's instruction set, so two CPUs may differ in the last
+    bits of a sum, and training carries that on; a changed random draw or recipe moves the numbers by far more)."""
+    if isinstance(recorded, dict):
+        if not isinstance(got, dict) or set(got) != set(recorded):
+            return [f"{where or '/'}: keys {sorted(got) if isinstance(got, dict) else got!r} != {sorted(recorded)}"]
+        return [d for k in sorted(recorded) for d in differences(got[k], recorded[k], rel, f"{where}/{k}")]
+    if isinstance(recorded, list):
+        if not isinstance(got, list) or len(got) != len(recorded):
+            return [f"{where}: {got!r} != {recorded!r}"]
+        return [d for i, (g, r) in enumerate(zip(got, recorded)) for d in differences(g, r, rel, f"{where}[{i}]")]
+    if isinstance(recorded, float) or isinstance(got, float):
+        if isinstance(got, bool) or isinstance(recorded, bool) or not isinstance(got, (int, float)) \
+                or not math.isclose(got, recorded, rel_tol=rel, abs_tol=0.0):
+            return [f"{where}: {got!r} != {recorded!r}"]
+        return []
+    return [] if got == recorded and type(got) is type(recorded) else [f"{where}: {got!r} != {recorded!r}"]
