@@ -246,6 +246,32 @@ def test_cache_files_and_manifest(cache):
     assert list(cards.index) == list(LANGS) and (cards["tokens"] > 400_000).all()
 
 
+def test_corpus_counts_are_counted_again_when_the_file_changes_and_callers_get_their_own_copy(tmp_path, monkeypatch):
+    import gzip
+    import os
+    import xlrepro.data.multilingual as ml
+
+    path = tmp_path / "bible.en.tsv.gz"
+    monkeypatch.setattr(ml, "_ensure_cached", lambda lang, cache_dir: path)
+
+    def write(text, mtime):
+        with gzip.open(path, "wt", encoding="utf-8") as f:
+            f.write("book\tchapter\tverse\tsplit\tspan\ttext\n1\t1\t1\ttrain\t1\t" + text + "\n1\t1\t2\tdev\t1\tGod.\n")
+        os.utime(path, ns=(mtime, mtime))
+
+    write("In the beginning, God; the end.", 10**18)
+    a = ml.corpus_counts("en", "train", tmp_path)
+    assert a == {"in": 1, "the": 2, "beginning": 1, "god": 1, "end": 1}
+    a["the"] = 99
+    assert ml.corpus_counts("en", "train", tmp_path)["the"] == 2
+    assert ml.corpus_counts("en", "dev", tmp_path) == {"god": 1}
+    assert ml.corpus_counts("en", None, tmp_path) == {"in": 1, "the": 2, "beginning": 1, "god": 2, "end": 1}
+    write("Light.", 2 * 10**18)
+    assert ml.corpus_counts("en", "train", tmp_path) == {"light": 1}
+    with pytest.raises(ValueError, match="valid splits: train, dev, test"):
+        ml.corpus_counts("en", "tset", tmp_path)
+
+
 def test_tokenize_and_counts():
     assert ml.tokenize("“Hello,” said God.", "en") == ["hello", "said", "god"]
     assert ml.tokenize("İsa Israil’e", "tr") == ["isa", "ısrail’e"]

@@ -480,6 +480,7 @@ def lowercase(text: str, lang: str) -> str:
     return text.lower()
 
 
+@functools.lru_cache(maxsize=None)  # a few thousand distinct characters; called twice per token
 def _is_punct(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "PSZ" or ch in "\u200c\u200d"
 
@@ -834,8 +835,21 @@ def load_parallel(langs: Sequence[str], split: str | None = None,
 
 def corpus_counts(lang: str, split: str = "train", cache_dir: str | os.PathLike | None = None,
                   vocabulary: Iterable[str] | None = None) -> Counter:
-    """Token counts of one split (see `tokenize`; `vocabulary` for zh/ja, see `count_tokens`)."""
-    return count_tokens(load_verses(lang, split, cache_dir)["text"], lang, vocabulary)
+    """Token counts of one split (see `tokenize`; `vocabulary` for zh/ja, see `count_tokens`). Each caller gets its
+    own copy of the counts of the file's last reading (counted again once the file changes on disk)."""
+    if vocabulary is not None:
+        return count_tokens(load_verses(lang, split, cache_dir)["text"], lang, vocabulary)
+    check_language(lang)
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    path = _ensure_cached(lang, cache_dir)
+    st = path.stat()
+    return Counter(_split_counts(str(path), st.st_mtime_ns, st.st_size, lang, split))
+
+
+@functools.lru_cache(maxsize=64)
+def _split_counts(path: str, mtime_ns: int, size: int, lang: str, split: str | None) -> Counter:
+    return count_tokens(_read_cache_file(Path(path), split)["text"], lang)
 
 
 def data_card(lang: str, cache_dir: str | os.PathLike | None = None) -> dict:
