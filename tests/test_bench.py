@@ -37,7 +37,7 @@ def test_ragged_lengths_are_fixed_and_bounded():
 def test_each_case_gets_its_engines():
     assert engines_for("small") == ["hf-fp32", "hf-bf16", "hf-compile", "hf-best", "ours", "ours-nomask", "ours-qkv",
                                     "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16",
-                                    "ours-nomask-mm-tuned", "ours-stack"]
+                                    "ours-nomask-mm-tuned", "ours-stack", "ours-stack-tuned"]
     assert "ours-nomask-mm-padv" in engines_for("mbert") and "ours-nomask-mm-padv" not in engines_for("base")
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     assert all("hf-best" in engines_for(c) for c in ("small", "base", "mbert", "base-ragged"))
@@ -196,6 +196,8 @@ def tiny_cases(monkeypatch):
     monkeypatch.setitem(CASES, "base-ragged", Case(TINY, 64, 6, 16, ragged=True))
     monkeypatch.setattr(bench, "STACK", 3)
     monkeypatch.setitem(bench.ENGINES, "ours-stack", bench.Engine("ours, 3 stacked", "ours", "small", models=3))
+    monkeypatch.setitem(bench.ENGINES, "ours-stack-tuned", bench.Engine("ours, 3 stacked + autotuned", "ours", "small",
+                                                                        models=3, autotune=True))
 
 
 def test_every_engine_runs_on_a_tiny_case_and_the_rows_add_up(tiny_cases, tmp_path):
