@@ -266,20 +266,20 @@ def finite(x) -> bool:
 
 
 def differences(got, recorded, rel: float, where: str = "") -> list[str]:
-    """Where two nested records differ: keys, lengths, integers and strings exactly; floats beyond a relative
-    tolerance `rel` (float32 kernels are chosen by the CPU's instruction set, so two CPUs may differ in the last
-    bits of a sum, and training carries that on; a changed random draw or recipe moves the numbers by far more)."""
+    """Where two nested records differ: keys, lengths, types, integers and strings exactly; two floats beyond a
+    relative tolerance `rel` (float32 kernels are chosen by the CPU's instruction set, so two CPUs may differ in the
+    last bits of a sum, and training carries that on; a changed random draw or recipe step moves the numbers by more)."""
+    here = where or "/"
     if isinstance(recorded, dict):
-        if not isinstance(got, dict) or set(got) != set(recorded):
-            return [f"{where or '/'}: keys {sorted(got) if isinstance(got, dict) else got!r} != {sorted(recorded)}"]
+        if not isinstance(got, dict):
+            return [f"{here}: {got!r} != a record with keys {sorted(recorded)}"]
+        if set(got) != set(recorded):
+            return [f"{here}: keys {sorted(got)} != {sorted(recorded)}"]
         return [d for k in sorted(recorded) for d in differences(got[k], recorded[k], rel, f"{where}/{k}")]
-    if isinstance(recorded, list):
-        if not isinstance(got, list) or len(got) != len(recorded):
-            return [f"{where}: {got!r} != {recorded!r}"]
+    if isinstance(recorded, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(got) != len(recorded):
+            return [f"{here}: {got!r} != {recorded!r}"]
         return [d for i, (g, r) in enumerate(zip(got, recorded)) for d in differences(g, r, rel, f"{where}[{i}]")]
-    if isinstance(recorded, float) or isinstance(got, float):
-        if isinstance(got, bool) or isinstance(recorded, bool) or not isinstance(got, (int, float)) \
-                or not math.isclose(got, recorded, rel_tol=rel, abs_tol=0.0):
-            return [f"{where}: {got!r} != {recorded!r}"]
-        return []
-    return [] if got == recorded and type(got) is type(recorded) else [f"{where}: {got!r} != {recorded!r}"]
+    if type(got) is float and type(recorded) is float:
+        return [] if math.isclose(got, recorded, rel_tol=rel, abs_tol=0.0) else [f"{here}: {got!r} != {recorded!r}"]
+    return [] if type(got) is type(recorded) and got == recorded else [f"{here}: {got!r} != {recorded!r}"]

@@ -502,7 +502,8 @@ def test_gain_lines_split_each_case_s_speed_up_into_algorithmic_and_kernel_steps
     assert "and our kernels: 4.00x (hf-compile 24.00 to ours 6.00 ms; both together: hf-best was not timed" in small
     assert "several models stacked in one step: 1.50x (ours 6.00 to ours-stack 4.00 ms; algorithmic" in small
     assert "1.20x (ours 6.00 to ours-nomask-mm 5.00 ms" in small
-    assert small.endswith("the stack's batched products autotuned (Triton templates, the bias added in the product): "
+    assert small.endswith("the stack's batched products autotuned (Triton templates where they win, which add the bias in the "
+                          "product): "
                           "1.25x (ours-stack 4.00 to ours-stack-tuned 3.20 ms; kernels)")
 
 

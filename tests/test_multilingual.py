@@ -246,10 +246,8 @@ def test_cache_files_and_manifest(cache):
     assert list(cards.index) == list(LANGS) and (cards["tokens"] > 400_000).all()
 
 
-def test_corpus_counts_are_counted_again_when_the_file_changes_and_callers_get_their_own_copy(tmp_path, monkeypatch):
-    import gzip
+def test_corpus_counts_are_counted_once_per_file_version_and_callers_get_their_own_copy(tmp_path, monkeypatch):
     import os
-    import xlrepro.data.multilingual as ml
 
     path = tmp_path / "bible.en.tsv.gz"
     monkeypatch.setattr(ml, "_ensure_cached", lambda lang, cache_dir: path)
@@ -259,17 +257,22 @@ def test_corpus_counts_are_counted_again_when_the_file_changes_and_callers_get_t
             f.write("book\tchapter\tverse\tsplit\tspan\ttext\n1\t1\t1\ttrain\t1\t" + text + "\n1\t1\t2\tdev\t1\tGod.\n")
         os.utime(path, ns=(mtime, mtime))
 
-    write("In the beginning, God; the end.", 10**18)
+    write("In the beginning, God; the end. Light.", 10**18)
     a = ml.corpus_counts("en", "train", tmp_path)
-    assert a == {"in": 1, "the": 2, "beginning": 1, "god": 1, "end": 1}
+    assert a == {"in": 1, "the": 2, "beginning": 1, "god": 1, "end": 1, "light": 1}
     a["the"] = 99
+    counted = ml._split_counts.cache_info().misses
     assert ml.corpus_counts("en", "train", tmp_path)["the"] == 2
+    assert ml._split_counts.cache_info().misses == counted  # read from the cache, not counted again
     assert ml.corpus_counts("en", "dev", tmp_path) == {"god": 1}
-    assert ml.corpus_counts("en", None, tmp_path) == {"in": 1, "the": 2, "beginning": 1, "god": 2, "end": 1}
-    write("Light.", 2 * 10**18)
-    assert ml.corpus_counts("en", "train", tmp_path) == {"light": 1}
+    assert ml.corpus_counts("en", None, tmp_path) == {"in": 1, "the": 2, "beginning": 1, "god": 2, "end": 1,
+                                                       "light": 1}
+    write("In the beginning, God; the end. Night.", 2 * 10**18)  # the same size, a new time: counted again
+    assert ml.corpus_counts("en", "train", tmp_path)["night"] == 1
     with pytest.raises(ValueError, match="valid splits: train, dev, test"):
         ml.corpus_counts("en", "tset", tmp_path)
+    with pytest.raises(ValueError, match="unknown language 'xx'; valid languages: en, fr"):
+        ml.corpus_counts("xx", "train", tmp_path)
 
 
 def test_tokenize_and_counts():

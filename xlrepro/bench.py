@@ -22,7 +22,8 @@ Engines (rows; `ENGINES`), each applicable to some cases (`engines_for`):
                    regional torch.compile and a CUDA graph per step on a GPU): the engine the grid trains with
   ours + lever     the same with one speed lever of `fused_bert.Levers` or of the inputs (no attention mask on full
                    rows, fused QKV, packed documents with SDPA or FlexAttention), each measured, none assumed
-  ours, stacked    16 small models in one stack (small only): per-stack and per-model figures
+  ours, stacked    16 small models in one stack (small only): per-stack and per-model figures; also with Inductor's
+                   matrix-product autotuning
   data parallel    (base-dp only) HF compiled inside DistributedDataParallel (`torch.compile(DDP(model))`, as
                    PyTorch's DDP notes advise); ours with the gradient all-reduce after the backward, with eager
                    steps or with the all-reduce captured in the step's CUDA graph

@@ -480,7 +480,7 @@ def lowercase(text: str, lang: str) -> str:
     return text.lower()
 
 
-@functools.lru_cache(maxsize=None)  # a few thousand distinct characters; called twice per token
+@functools.lru_cache(maxsize=None)  # a few thousand distinct characters, asked for millions of times
 def _is_punct(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "PSZ" or ch in "\u200c\u200d"
 
@@ -698,17 +698,28 @@ def _ensure_cached(lang: str, cache_dir) -> Path:
 def _read_cache_file(path: Path, split: str | None):
     """A prepared verse file (<cache>/multilingual/...tsv.gz) as a DataFrame with `COLUMNS`, one split or all.
     Each caller gets its own copy of the file's last reading (a file is read again once it changes on disk)."""
-    st = Path(path).stat()
-    df = _parse_cache_file(str(path), st.st_mtime_ns, st.st_size)
+    df = _parse_cache_file(*_file_state(path))
     if split is not None:
         df = df[df["split"] == split]
     return df.reset_index(drop=True)  # a new frame: callers may change it
 
 
+def _file_state(path) -> tuple[str, int, int, int]:
+    """(path, inode, mtime, size): what keys a cache of a file's contents to the file's state (a prepared file is
+    replaced by an atomic rename, so a new version has a new inode even within the clock's resolution)."""
+    st = Path(path).stat()
+    return str(path), st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _check_split(split: str | None) -> None:
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+
+
 @functools.lru_cache(maxsize=8)
-def _parse_cache_file(path: str, mtime_ns: int, size: int):
+def _parse_cache_file(path: str, inode: int, mtime_ns: int, size: int):
     # the evaluation bookkeeping asks for the same few files hundreds of times (every test language of every
-    # cell, each split); parsing a gzipped Bible takes about 0.05 s. mtime and size key the cache to the file's state
+    # cell, each split); parsing a gzipped Bible takes about 0.05 s. `_file_state` keys the cache to the file's state
     import pandas as pd
 
     return pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False,
@@ -719,11 +730,14 @@ def _parse_cache_file(path: str, mtime_ns: int, size: int):
 def load_verses(lang: str, split: str | None = None, cache_dir: str | os.PathLike | None = None):
     """`lang`'s cleaned verses as a DataFrame (book, chapter, verse, split, span, text), optionally
     one split only. Reads the prepared cache, preparing this language first if it is missing."""
+    return _read_cache_file(_verses_file(lang, split, cache_dir), split)
+
+
+def _verses_file(lang: str, split: str | None, cache_dir) -> Path:
+    """`lang`'s prepared verse file (prepared first where missing), after checking the language and the split."""
     check_language(lang)
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
-    path = _ensure_cached(lang, cache_dir)
-    return _read_cache_file(path, split)
+    _check_split(split)
+    return _ensure_cached(lang, cache_dir)
 
 
 EDITIONS_SUBDIR = "editions"
@@ -804,8 +818,7 @@ def load_edition_verses(lang: str, edition: str, split: str | None = None,
     JSON sidecar that names the cache version and rules: a changed rule prepares it again; see `prepare_edition`).
     The manifest and the data cards stay those of the languages' own editions."""
     ed = edition_for(lang, edition)
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    _check_split(split)
     if ed.code == EDITIONS[lang]:
         return load_verses(lang, split, cache_dir)
     return _read_cache_file(prepare_edition(lang, ed.code, cache_dir), split)
@@ -835,20 +848,16 @@ def load_parallel(langs: Sequence[str], split: str | None = None,
 
 def corpus_counts(lang: str, split: str = "train", cache_dir: str | os.PathLike | None = None,
                   vocabulary: Iterable[str] | None = None) -> Counter:
-    """Token counts of one split (see `tokenize`; `vocabulary` for zh/ja, see `count_tokens`). Each caller gets its
-    own copy of the counts of the file's last reading (counted again once the file changes on disk)."""
+    """Token counts of one split (see `tokenize`; `vocabulary` for zh/ja, see `count_tokens`). Without a
+    `vocabulary`, a split is counted once per version of its file, and each caller gets its own copy of the counts;
+    with one, the counts are made anew at every call."""
     if vocabulary is not None:
         return count_tokens(load_verses(lang, split, cache_dir)["text"], lang, vocabulary)
-    check_language(lang)
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
-    path = _ensure_cached(lang, cache_dir)
-    st = path.stat()
-    return Counter(_split_counts(str(path), st.st_mtime_ns, st.st_size, lang, split))
+    return Counter(_split_counts(*_file_state(_verses_file(lang, split, cache_dir)), lang, split))
 
 
-@functools.lru_cache(maxsize=64)
-def _split_counts(path: str, mtime_ns: int, size: int, lang: str, split: str | None) -> Counter:
+@functools.lru_cache(maxsize=16)
+def _split_counts(path: str, inode: int, mtime_ns: int, size: int, lang: str, split: str | None) -> Counter:
     return count_tokens(_read_cache_file(Path(path), split)["text"], lang)
 
 

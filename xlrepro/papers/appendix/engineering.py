@@ -116,8 +116,8 @@ GAIN_STEPS = (
     ("hf-best", "ours", "our fused loss and regionally compiled step, the same algorithm", "kernels"),
     ("ours", "ours-nomask-mm", "no attention mask on full rows and the bias outside the product", "kernels: layout"),
     ("ours", "ours-stack", "several models stacked in one step", "algorithmic: batched products across models"),
-    ("ours-stack", "ours-stack-tuned", "the stack's batched products autotuned (Triton templates, the bias added in "
-     "the product)", "kernels"),
+    ("ours-stack", "ours-stack-tuned", "the stack's batched products autotuned (Triton templates where they win, "
+     "which add the bias in the product)", "kernels"),
 )
 
 
