@@ -568,17 +568,20 @@ def test_unaligned_lines_name_the_time_our_step_spends_in_unaligned_products(tmp
     assert lines == ["mbert: our fastest profiled step ('ours fastest', 48.0 ms) spends about 12.0 ms in matrix "
                      "products on unaligned operands (kernels named '*align1*', which cuBLAS falls back to when a "
                      "dimension is not a multiple of 8: here the output layer's 119,547 pieces); HF best's compiled "
-                     "step runs none. `Levers(pad_vocab=64)` pads the product (bench row 'ours-nomask-mm-padv'), not "
+                     "step runs none (Inductor pads the `mm`, `bmm` and `addmm` products of a compiled graph to "
+                     "aligned sizes where its timing favours it, `torch._inductor.fx_passes.pad_mm`: HF's output layer "
+                     "is an `addmm`, ours a `baddbmm`, which that pass leaves alone). `Levers(pad_vocab=64)` pads the "
+                     "product (bench row 'ours-nomask-mm-padv'), not "
                      "timed in this run"]
     padded = pd.concat([table, pd.DataFrame([bench_row("mbert", "ours-nomask-mm-padv", "padded",
                                                        ms_per_model_step=40.0)])], ignore_index=True)
     assert E.unaligned_lines(padded, tmp_path)[0].endswith(
-        "runs none. With the product padded to a multiple of 64 rows ('ours + no mask + bias outside the product + "
+        "leaves alone). With the product padded to a multiple of 64 rows ('ours + no mask + bias outside the product + "
         "vocabulary padded to 64'): 40.0 ms, 1.15x HF best, HF best with TF32 off")
     assert E.unaligned_lines(padded.assign(tf32=True), tmp_path)[0].endswith("40.0 ms, 1.15x HF best")
     failed = padded.assign(status=["ok"] * 5 + ["failed: out of memory"])
     assert E.unaligned_lines(failed, tmp_path)[0].endswith(
-        "runs none. The row with the product padded ('ours-nomask-mm-padv'): failed: out of memory")
+        "leaves alone). The row with the product padded ('ours-nomask-mm-padv'): failed: out of memory")
     assert E.unaligned_lines(table, tmp_path / "none") == []
 
 

@@ -218,6 +218,11 @@ def tf32_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
 
 
 UNALIGNED_KERNEL = "align1"  # CUTLASS's kernels for operands whose leading dimension is not a multiple of 8
+# Why a compiled HF step runs no unaligned product (read in torch 2.13's torch/_inductor/fx_passes/pad_mm.py):
+# Inductor's shape padding pattern-matches mm, bmm and addmm only
+WHY_HF_PADS = (" (Inductor pads the `mm`, `bmm` and `addmm` products of a compiled graph to aligned sizes where its "
+               "timing favours it, `torch._inductor.fx_passes.pad_mm`: HF's output layer is an `addmm`, ours a "
+               "`baddbmm`, which that pass leaves alone)")
 PADDED_VOCAB_ENGINE = "ours-nomask-mm-padv"  # the fastest engine with the decoder's product padded (`Levers.pad_vocab`)
 
 
@@ -257,7 +262,7 @@ def unaligned_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
             continue
         theirs = _profiled_ms(prof, profiles, case, HF_BEST, unaligned)
         hf = ("" if theirs is None else
-              f"; HF best's compiled step {'runs none' if theirs < 0.05 else f'{theirs:.1f} ms'}")
+              f"; HF best's compiled step {f'runs none{WHY_HF_PADS}' if theirs < 0.05 else f'{theirs:.1f} ms'}")
         pad = ENGINES[PADDED_VOCAB_ENGINE].pad_vocab
         row = table[(table["case"] == case) & (table["engine_key"] == PADDED_VOCAB_ENGINE)]
         best = d[d["engine_key"] == HF_BEST]
