@@ -76,9 +76,10 @@ class Levers:
         the real rows are the same up to rounding (another matrix-product kernel). For a vocabulary whose size is
         not a multiple of 8 (mBERT's 119,547 pieces): cuBLAS then runs the decoder's three products with kernels for
         unaligned operands (CUTLASS's ``align1``), which an H200 profile of the mbert bench case shows taking 13 ms of
-        a 48 ms step; Hugging Face's compiled model (static shapes, where Inductor may pad a product) runs no such
-        kernel in the same profile. Rounding only, but over many updates: a switch with a training check before a
-        chapter trains with it, never a default.
+        a 48 ms step; Hugging Face's compiled model runs no such kernel in the same profile (Inductor pads the
+        unaligned `mm`, `bmm` and `addmm` products of a compiled graph, `torch._inductor.fx_passes.pad_mm`; HF's
+        decoder is an `addmm`, ours a `baddbmm`, which that pass leaves alone). Rounding only, but over many
+        updates: a switch with a training check before a chapter trains with it, never a default.
     persistent_reductions: Inductor's persistent reductions (one block holds a whole row; on by default). A compile
         option, off for a stack of one BERT-small model: there one kernel of the attention backward (the softmax
         backward fused with the dropout hash) spent minutes in Triton's LLVM and ptxas passes on an H200 (torch 2.11),

@@ -45,7 +45,7 @@ from xlrepro.engine.stacked import compile_mode
 
 from .bbert import ADJACENCY_TASK, NER_TASK, RESULT_COLUMNS, TASK, Cell
 from .config import (ADJACENCY_COST, EVAL_MARGIN, EVAL_SLACK, EVAL_TESTING_SECONDS, FINETUNE_FIXED_SHARE, GPUS,
-                     PADDED_WIDTH, STACK_OVERHEAD_SECONDS, step_ms)
+                     NSP_STEP_MS, PADDED_WIDTH, STACK_OVERHEAD_SECONDS, step_ms)
 from .trainer import (MAX_STACK, PairTable, StackTrainer,  # noqa: F401  (PairTable, shared_bin, stack_shape: read as
                       plan_stacks, shared_bin, stack_folder, stack_shape)  # stacks.<name>)
 
@@ -318,7 +318,6 @@ def cells_that_fit(paused: list[list], fresh: list, slots: int, time_total: floa
     (STACK_OVERHEAD_SECONDS) beside its models' seconds. A cell that does not fit is passed over, its evaluation with
     it, and the next one tried. A model trained one at a time (`Cell.alone`) counts at NSP_STEP_MS a step. An
     estimate: `job_runner` still starts no stack that cannot finish."""
-    from .config import NSP_STEP_MS
     work = sum(stack_seconds_left(st, measured) for st in paused)
     tail = max((eval_seconds(c) for st in paused for c, _ in st), default=0.0)  # the paused stacks' evaluations
     counts: dict[str, list] = {}
@@ -372,7 +371,6 @@ def jobs_of(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, compiled:
     if time_total is not None:  # the plan itself, dealt to the slots, must fit too: drop the last cells until it does
         tail = lambda fresh: max((eval_seconds(c) for c, _ in fresh + [m for st in paused for m in st]),  # noqa: E731
                                  default=0.0)
-        from .config import NSP_STEP_MS
         alone = lambda fresh: [c.profile.pretrain.steps * NSP_STEP_MS / 1000 for c, _ in fresh if c.alone]  # noqa
         fits = lambda stacks, fresh: (busiest_slot(stacks, slots, measured, after=alone(fresh))  # noqa: E731
                                       + tail(fresh) <= time_total)
@@ -637,7 +635,6 @@ def too_long(spec: dict, cells: dict[str, Cell], left: float, measured: dict[str
     if spec["kind"] == "stack":
         need = stack_seconds_left(members, measured, gpu)
     elif spec["kind"] == "nsp":
-        from .config import NSP_STEP_MS
         need = members[0][0].profile.pretrain.steps * NSP_STEP_MS / 1000
     else:
         return False
