@@ -757,6 +757,28 @@ def test_time_total_is_checked_and_a_last_call_is_its_own_time_limit():
         check_time_total(540, 600, last_call=True)
 
 
+def test_the_plan_fills_the_seconds_left_after_start_up_and_data_preparation(tmp_path, monkeypatch):
+    """A call of 1080 s whose preparation took 120 s plans for 960 s: a plan made with the whole call held two
+    stacks of 888 s that the runner then refused (they could not finish and be evaluated in the 959 s left), and their
+    GPUs stayed idle."""
+    from xlrepro.papers.k2020 import stacks
+    assert stacks.seconds_after(1080, 1080, 120) == (960, 960)
+    assert stacks.seconds_after(540, 1500, 40.5) == (499.5, 1459.5)
+    assert stacks.seconds_after(None, None, 120) == (None, None)
+    assert stacks.seconds_after(100, 300, 250) == (0, 50)  # nothing is planned past the end
+    clock = iter([1000.0, 1120.0])  # the call's start, then the end of the preparation
+    monkeypatch.setattr(stacks, "launched_at", lambda: next(clock))
+    monkeypatch.setattr(stacks.time, "time", lambda: next(clock))
+    monkeypatch.setattr(stacks, "prepare", lambda *a, **k: None)
+    planned = []
+    monkeypatch.setattr(stacks, "jobs_of", lambda *a: planned.append(a[-2:]) or [])
+    monkeypatch.setattr(stacks, "run_queue", lambda *a, **k: None)
+    monkeypatch.setattr(stacks, "collect", lambda cells: None)
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))
+    stacks.run_part("t11", "smoke", [0], time_limit=1080, time_total=1080, progress=False)
+    assert planned == [(960.0, 960.0)]
+
+
 def test_a_stack_that_cannot_finish_within_the_calls_that_follow_is_not_started(tmp_path, capsys):
     """The 485 s stack (2 models of 100 s, start-up 45 s, an evaluation 240 s) with 400 s left in this call: 50 s in
     the calls that follow leave 450 s, too few; the runner leaves it and says so."""

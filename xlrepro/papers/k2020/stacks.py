@@ -247,6 +247,11 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
                and any(not (c.dir / f"model_{s}.safetensors").exists() and not c.evaluated(s) for s in c.seeds)]
     later = (f"\nleft for a later run (they do not fit in {time_total:.0f} s): {', '.join(waiting)}"
              if waiting and time_total is not None else "")
+    if time_total is not None or time_limit is not None:  # the run plans again once its data is ready (`run_part`)
+        tables = sum(not (c.dir / "pairs.npz").exists() for c in cells)
+        later += ("\nthis plan counts the whole time from now; the run plans again after its start-up and data "
+                  "preparation, with the seconds then left" + (f" ({plural(tables, 'pair table')} still to build)"
+                                                               if tables else ""))
     stacks = [[(by_name[n], s) for n, s in j["members"]] for j in jobs if j["kind"] == "stack"]
     ests = [stack_seconds_left(stack, measured, gpu or "H200") for stack in stacks]
     taken, loads = take_slots(ests, slots)
@@ -531,6 +536,16 @@ def check_time_total(time_limit: float | None, time_total: float | None,
     return time_limit, time_total
 
 
+def seconds_after(time_limit: float | None, time_total: float | None,
+                  spent: float) -> tuple[float | None, float | None]:
+    """(time_limit, time_total) less the `spent` seconds since the call's start (torchrun's start-up, the data
+    preparation), at least 0: the seconds the plan may fill. The runner counts its seconds left from the call's start
+    too (`run_queue(started=...)`, `job_runner`), so a plan made with the whole call would hold stacks that the runner
+    then refuses to start, and their slots would stay idle."""
+    less = lambda s: None if s is None else max(0.0, s - spent)  # noqa: E731
+    return less(time_limit), less(time_total)
+
+
 def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_limit: float | None = None,
              progress: bool = True, cache_dir=None, root=None, workers_per_gpu: int = 1,
              compile=None, graphs: bool = True, max_stack: int = MAX_STACK,
@@ -564,7 +579,8 @@ def run_part(part: str, profile: str = "lab", seeds=None, device="cpu", time_lim
     if rank == 0:  # the plan: the other ranks wait for it in the queue's store
         prepare(cells, part, profile, seeds, cache_dir, root, progress)
         jobs = queue_jobs(jobs_of(cells, max(1, world * workers_per_gpu // per_gpu), max_stack,
-                                  compile_mode(compile, device) is not None, snapshots, time_limit, time_total))
+                                  compile_mode(compile, device) is not None, snapshots,
+                                  *seconds_after(time_limit, time_total, time.time() - t0)))
     tag = f"rank {rank}{' (evaluations)' if lanes else ''}"
     by_name = {c.name: c for c in cells}
     later = None if time_total is None else time_total - time_limit
