@@ -62,6 +62,14 @@ def test_bench_lines_name_failed_rows_stacks_fallbacks_the_fastest_and_what_was_
     assert lines[3].startswith("small: not measured in this run: hf-fp32, hf-bf16, hf-compile, ours-nomask,")
     not_measured = lines[3].split(": ", 2)[-1].split(", ")
     assert "ours-stack" not in not_measured and "ours-stack-tuned" in not_measured and len(lines) == 4
+    # the fastest row is a speed row (the padded vocabulary): the fastest step the chapters train with is named too
+    mbert = pd.DataFrame([bench_row("mbert", "ours", "ours", ms_per_model_step=52.0, speedup_vs_best_hf=0.9, mfu=0.2),
+                          bench_row("mbert", "ours-nomask-mm-padv", "padded", ms_per_model_step=37.0,
+                                    speedup_vs_best_hf=1.28, mfu=0.29)])
+    assert E.bench_case_lines(mbert)[1] == (
+        "mbert: fastest of ours is 'padded', 1.28x the best Hugging Face row ('HF best'), MFU 29.0%; a speed row, "
+        "which no chapter trains with before a training check passes; the fastest step the chapters train with is "
+        "'ours', 0.90x, MFU 20.0%")
 
 
 def test_fp8_lines_compare_with_the_bf16_engine_and_say_whether_the_check_is_worth_running():

@@ -490,3 +490,12 @@ def test_the_operators_of_a_stack_are_profiled_without_its_graphs_and_the_graphs
         with stack.eager_steps():
             raise RuntimeError("stopped")
     assert stack._graph_runner is runner
+
+
+def test_speed_rows_are_the_engines_that_step_differently_from_the_chapters_training():
+    from xlrepro.bench import speed_row
+    assert not speed_row("ours") and not speed_row("ours-nomask") and not speed_row("ours-stack")
+    assert not speed_row("hf-best")  # a Hugging Face row is never ours
+    for key in ("ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16", "ours-nomask-mm-padv",
+                "ours-nomask-mm-tuned", "ours-stack-tuned", "ours-qkv", "ours-packed", "ours-flex"):
+        assert speed_row(key), key

@@ -171,6 +171,16 @@ RUN_ORDER = ("hf-best", "ours", "hf-compile", "hf-bf16", "ours-fp8", "ours-nomas
 assert sorted(RUN_ORDER) == sorted(ENGINES)
 
 
+def speed_row(key: str) -> bool:
+    """Whether an engine of ours steps differently from the chapters' training (`engine.planner`: the bias inside the
+    batched product, separate query, key and value products, SDPA on padded rows, a float32 residual stream, the
+    vocabulary unpadded, no autotuning): then it is a speed row, which no chapter trains with until a training check,
+    its criterion written before the run, passes. No attention mask on full rows (``nomask``) is the same step."""
+    e = ENGINES[key]
+    return e.family == "ours" and (e.linear != "baddbmm" or e.residual != "float32" or e.pad_vocab != 1
+                                   or e.autotune or e.fused_qkv or e.packed or e.attention is not None)
+
+
 def engines_for(case: str) -> list[str]:
     """The engines that apply to a case, in `ENGINES` order."""
     c = CASES[case]

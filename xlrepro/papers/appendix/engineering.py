@@ -82,7 +82,7 @@ def bench_row_lines(table: pd.DataFrame) -> list[str]:
 def bench_case_lines(table: pd.DataFrame) -> list[str]:
     """Per case: where and how it ran; the rows that fell back to eager; the fastest of ours against the best
     Hugging Face row; the engines of the case (`xlrepro.bench.engines_for`) that the run did not measure."""
-    from xlrepro.bench import engines_for
+    from xlrepro.bench import ENGINES, engines_for, speed_row
 
     lines = []
     for case, d in table.groupby("case", sort=False):  # each case ran in its own process, maybe on another day
@@ -96,8 +96,16 @@ def bench_case_lines(table: pd.DataFrame) -> list[str]:
     ok = table[(table["status"] == "ok") & (table["family"] == "ours")]
     for case, d in ok.groupby("case", sort=False):
         best = d.loc[d["ms_per_model_step"].idxmin()]
-        lines.append(f"{case}: fastest of ours is '{best['engine']}', {best['speedup_vs_best_hf']:.2f}x the best "
-                     f"Hugging Face row ('{best['best_hf_engine']}'), MFU {best['mfu']:.1%}")
+        line = (f"{case}: fastest of ours is '{best['engine']}', {best['speedup_vs_best_hf']:.2f}x the best "
+                f"Hugging Face row ('{best['best_hf_engine']}'), MFU {best['mfu']:.1%}")
+        if best["engine_key"] in ENGINES and speed_row(best["engine_key"]):
+            trained = d[[k in ENGINES and not speed_row(k) for k in d["engine_key"]]]
+            line += "; a speed row, which no chapter trains with before a training check passes"
+            if len(trained):
+                t = trained.loc[trained["ms_per_model_step"].idxmin()]
+                line += (f"; the fastest step the chapters train with is '{t['engine']}', "
+                         f"{t['speedup_vs_best_hf']:.2f}x, MFU {t['mfu']:.1%}")
+        lines.append(line)
     for case, d in table.groupby("case", sort=False):
         missing = [e for e in engines_for(case) if e not in set(d["engine_key"])]
         if missing:
