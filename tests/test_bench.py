@@ -39,6 +39,7 @@ def test_each_case_gets_its_engines():
                                     "ours-nomask-qkv", "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16",
                                     "ours-nomask-mm-tuned", "ours-stack", "ours-stack-tuned"]
     assert "ours-nomask-mm-padv" in engines_for("mbert") and "ours-nomask-mm-padv" not in engines_for("base")
+    assert "ours-padv" in engines_for("mbert") and "ours-padv" not in engines_for("base")
     assert "ours-stack" not in engines_for("base") and "ours-packed" not in engines_for("mbert")
     assert all("hf-best" in engines_for(c) for c in ("small", "base", "mbert", "base-ragged"))
     assert bench.RUN_ORDER[:2] == ("hf-best", "ours")  # the headline's pair first: a time limit cuts it last
@@ -496,6 +497,6 @@ def test_speed_rows_are_the_engines_that_step_differently_from_the_chapters_trai
     from xlrepro.bench import speed_row
     assert not speed_row("ours") and not speed_row("ours-nomask") and not speed_row("ours-stack")
     assert not speed_row("hf-best")  # a Hugging Face row is never ours
-    for key in ("ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16", "ours-nomask-mm-padv",
+    for key in ("ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16", "ours-padv", "ours-nomask-mm-padv",
                 "ours-nomask-mm-tuned", "ours-stack-tuned", "ours-qkv", "ours-packed", "ours-flex"):
         assert speed_row(key), key

@@ -35,7 +35,7 @@ from .paths import repo_root, runs_dir
 
 BENCH_CASES = ("small", "base", "mbert", "base-ragged", "base-dp", "bbert")  # xlrepro.bench.CASES (checked in test_cli)
 BENCH_ENGINES = ("hf-fp32", "hf-bf16", "hf-compile", "hf-best", "ours", "ours-nomask", "ours-qkv", "ours-nomask-qkv",
-                 "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16", "ours-nomask-mm-padv",
+                 "ours-mm", "ours-nomask-mm", "ours-fp8", "ours-nomask-mm-bf16", "ours-nomask-mm-padv", "ours-padv",
                  "ours-nomask-mm-tuned", "ours-packed", "ours-packed-qkv", "ours-flex", "ours-stack", "ours-stack-tuned",
                  "hf-compile-ddp", "ours-ddp", "ours-ddp-graph")  # xlrepro.bench.ENGINES (test_cli)
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt
+from .fused_bert import Levers
 from .masking import mask_tokens
 from .stacked import ENGINES, ModelStack, OptimConfig, masked_capacity, select_masked
 
@@ -208,7 +209,8 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
                       weights: np.ndarray, sizes: np.ndarray, starts: np.ndarray, *, seed: int, steps: int,
                       batch_size: int, mask_id: int, vocab_size: int, mlm_probability: float, checkpoint: Path,
                       time_limit: float | None, t0: float, progress: bool, desc: str, loss_every: int = 100,
-                      compile: bool = False, on_eval=None, eval_every: int | None = None):
+                      compile: bool = False, on_eval=None, eval_every: int | None = None,
+                      levers: Levers | None = None):
     """Masked-LM pretraining of one model on rows of several languages, each batch drawn from one language with
     probability `weights` (`draw_batch`). Resumable from `checkpoint`.
 
@@ -216,12 +218,13 @@ def train_sampled_mlm(model, optim: OptimConfig, device: torch.device, ids: torc
     Returns (stack, losses, seconds) when finished, None when stopped by `time_limit` (checkpoint saved).
     compile: run the fused loss (`fused_bert.py`, SDPA attention, dropout from PyTorch's generator) compiled
     region by region instead of HF's model; the random draws differ from the HF path, so callers key runs on it.
-    on_eval / eval_every: evaluation points (`pretrain_loop`).
+    on_eval / eval_every: evaluation points (`pretrain_loop`). levers: the fused loss's speed options
+    (`fused_bert.Levers`, with compile only; None: the defaults); callers key runs on any that changes numbers.
     """
     host_lengths = lengths.numpy()
     ids, lengths = ids.to(device), lengths.to(device)
     stack = new_stack([model], optim, device, engine="fused" if compile else "hf",
-                      compile="regional" if compile else None)
+                      compile="regional" if compile else None, levers=levers)
 
     # Inputs are built from device tensors only (`rows` is refilled every step), so on a GPU a step can be
     # captured as a CUDA graph per padded width (ModelStack.step).

@@ -124,6 +124,8 @@ GAIN_STEPS = (
     ("hf-best", "ours", "our fused loss and regionally compiled step, the same algorithm", "kernels"),
     ("ours", "ours-nomask-mm", "no attention mask on full rows and the bias outside the product", "kernels: layout"),
     ("ours", "ours-stack", "several models stacked in one step", "algorithmic: batched products across models"),
+    ("ours", "ours-padv", "the output layer's product over the vocabulary padded to a multiple of 64 (aligned "
+     "kernels), on the chapters' step", "kernels: layout"),
     ("ours-nomask-mm", "ours-nomask-mm-padv", "the output layer's product over the vocabulary padded to a multiple "
      "of 64 (aligned kernels)", "kernels: layout"),
     ("ours-stack", "ours-stack-tuned", "the stack's batched products autotuned (Triton templates where they win, "
@@ -295,9 +297,14 @@ def unaligned_lines(table: pd.DataFrame, profiles: Path) -> list[str]:
                      f"'*{UNALIGNED_KERNEL}*', which cuBLAS falls back to when a dimension is not a multiple of 8"
                      f"{why}){hf}{after}")
         if timed:
+            from xlrepro.papers.liu2020 import padv_check as check
             lines.append(f"{case}: the padded product changes numbers by rounding alone (another kernel sums in "
                          "another order), but over many updates: it stays a speed row, and no chapter trains with it, "
-                         "until a training check with its criterion written before the run passes")
+                         "until its training check passes (`python -m xlrepro.papers.liu2020.padv_check`, its "
+                         f"criterion written before any run: Liu et al.'s lab BERT for {check.STEPS:,} steps, seeds "
+                         f"{', '.join(map(str, check.SEEDS))}, padded to {check.PADS[1]} and not; the seed means of "
+                         f"the final MLM loss within {check.LOSS_TOLERANCE} nats of each other, and within 2 SE of "
+                         f"the unpadded seeds' or {check.DIFFERENCE_FLOOR} nats)")
     return lines
 
 

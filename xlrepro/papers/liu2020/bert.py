@@ -7,7 +7,9 @@ batch tokens_per_step // 512 rows, 20-rows tokens_per_step // 20), so the two wi
 tokens; languages are drawn per row with mini-mBERT's smoothed probabilities (alpha 0.7). MLM 15 % (80/10/10).
 
 Runs are resumable (checkpoint.pt every few minutes and at `time_limit`), in
-``runs/liu2020/lab/bert/<size>-w<window>/``; `load_bert` returns the finished HF BertForMaskedLM.
+``runs/liu2020/lab/bert/<size>-w<window>/``; `load_bert` returns the finished HF BertForMaskedLM. `pad_vocab` (the
+fused loss's `Levers.pad_vocab`, a speed switch) stays 1 in every chapter's run until its training check
+(`padv_check`) adopts it.
 Word vectors for retrieval: `word_vectors` averages a word's hidden states over all its occurrences (every layer).
 """
 from __future__ import annotations
@@ -84,6 +86,9 @@ class BertRunConfig:
     # True: the fused loss (xlrepro/engine/fused_bert.py) compiled region by region, SDPA attention (the GPU
     # runs); False: HF's BertForMaskedLM. Different random draws (dropout), so part of the run's config.
     compile: bool = False
+    # the MLM decoder's product over the vocabulary padded with zero rows to a multiple of this many (the fused
+    # loss's `Levers.pad_vocab`; 1: no padding): rounding only, but a speed switch with a training check (`padv_check`)
+    pad_vocab: int = 1
 
     def __post_init__(self):
         from .corpora import SIZES
@@ -93,6 +98,12 @@ class BertRunConfig:
         choose("window", self.window, WINDOWS)
         if self.tokens_per_step < 512:
             raise ConfigError(f"tokens_per_step must be >= 512 (one 512-token row); got {self.tokens_per_step}")
+        if isinstance(self.pad_vocab, bool) or not isinstance(self.pad_vocab, int) or self.pad_vocab < 1:
+            raise ConfigError(f"pad_vocab must be a whole number of rows >= 1 (1: no padding; e.g. 8 or 64 align the "
+                              f"decoder's product); got {self.pad_vocab!r}")
+        if self.pad_vocab != 1 and not self.compile:
+            raise ConfigError(f"pad_vocab={self.pad_vocab} pads the fused loss's decoder, which only compile=True "
+                              f"trains with; valid values with compile=False: 1")
 
     @property
     def batch_size(self) -> int:
@@ -100,7 +111,17 @@ class BertRunConfig:
 
     @property
     def name(self) -> str:
-        return f"{self.size}-w{self.window}"
+        """<size>-w<window>, with -padv<pad_vocab> where the vocabulary is padded: a padded run never resumes, nor is
+        read as, an unpadded one."""
+        return f"{self.size}-w{self.window}" + ("" if self.pad_vocab == 1 else f"-padv{self.pad_vocab}")
+
+    def as_dict(self) -> dict:
+        """The config as runs save and key it (`asdict`), with pad_vocab left out where it is 1 (no padding): a run
+        made before the switch existed keeps its config.json and its key."""
+        out = asdict(self)
+        if self.pad_vocab == 1:
+            del out["pad_vocab"]
+        return out
 
     def folder(self, root: str | Path | None = None) -> Path:
         from xlrepro.paths import runs_dir
@@ -135,6 +156,7 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
     from safetensors.torch import save_model
 
     from xlrepro.data.mbert_vocab import mbert_tokenizer
+    from xlrepro.engine.fused_bert import Levers
     from xlrepro.engine.models import device_name, init_model
     from xlrepro.engine.pretrain import sampling_weights, train_sampled_mlm
     from xlrepro.engine.stacked import OptimConfig
@@ -143,7 +165,7 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
 
     langs = tuple(languages or LANGUAGES)
     out = config.folder(root)
-    cfg_json = json.loads(json.dumps({**asdict(config), "languages": list(langs)}))
+    cfg_json = json.loads(json.dumps({**config.as_dict(), "languages": list(langs)}))
     if (out / "config.json").exists():
         if json.loads((out / "config.json").read_text()) != cfg_json:
             raise ConfigError(f"{out} holds a run of another config; delete it or pass another root")
@@ -168,7 +190,8 @@ def pretrain_bert(config: BertRunConfig, device: str | torch.device = "cpu", roo
                              vocab_size=vocab_size, mlm_probability=config.mlm_probability,
                              checkpoint=out / "checkpoint.pt", time_limit=time_limit, t0=t0, progress=progress,
                              desc=config.name, loss_every=loss_every, compile=config.compile, on_eval=on_eval,
-                             eval_every=eval_every)
+                             eval_every=eval_every,
+                             levers=None if config.pad_vocab == 1 else Levers(pad_vocab=config.pad_vocab))
     if done is None:
         return out
     stack, losses, seconds = done

@@ -281,9 +281,7 @@ def bert_rows(corpora: WikiCorpora, size: str, window: int):
 
 def bert_folder(corpora: WikiCorpora, config: BertRunConfig, root: str | os.PathLike | None = None) -> Path:
     """Where `train_bert` keeps the run of `config` on `corpora`."""
-    from dataclasses import asdict
-
-    key = {"corpus": corpora.fingerprints[config.size], "config": asdict(config), "languages": corpora.languages}
+    key = {"corpus": corpora.fingerprints[config.size], "config": config.as_dict(), "languages": corpora.languages}
     return config.folder(_root("bert", key, root))
 
 

@@ -39,7 +39,7 @@ import argparse
 import json
 import math
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -226,7 +226,7 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
     name = EXPERIMENT + ("" if shape == "base" else f"-{shape}") + ("" if lr is None else f"-lr{lr:g}")
     langs = setup.languages
     folder = config.folder(work)
-    cfg_json = json.loads(json.dumps({**asdict(config), "languages": list(langs)}))
+    cfg_json = json.loads(json.dumps({**config.as_dict(), "languages": list(langs)}))
     if (folder / "config.json").exists() and json.loads((folder / "config.json").read_text()) != cfg_json:
         old = json.loads((folder / "config.json").read_text())
         raise ConfigError(f"{work} holds a pilot of another config (steps {old.get('steps')}): pass --steps "
@@ -250,7 +250,7 @@ def run_pilot(steps: int, eval_every: int, device: str = "cpu", time_limit: floa
             "steps_done": 0, "train_seconds": 0.0, "eval_seconds": 0.0, "device": device_name(dev),
             "tokens_per_step": config.tokens_per_step, "batch_size": config.batch_size,
             "languages": list(langs), "retrieval_languages": sorted(chance), "finished": False,
-            "config": json.loads(json.dumps(asdict(config))), "calls": []}
+            "config": json.loads(json.dumps(config.as_dict())), "calls": []}
     curve = Curve(work, out, config.seed, info, name)
     info["calls"].append(call)
     info["eval_seconds"] = sum(c["eval_seconds"] for c in info["calls"])
