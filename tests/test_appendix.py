@@ -594,6 +594,15 @@ def test_unaligned_lines_name_the_time_our_step_spends_in_unaligned_products(tmp
     assert E.unaligned_lines(padded, tmp_path)[1].startswith("mbert: the padded product changes numbers by rounding "
                                                             "alone")
     assert len(E.unaligned_lines(table, tmp_path)) == 1  # no speed row to speak of before it is timed
+    # the padded row profiled too (no unaligned kernel, and faster): the line still reads the unpadded engine
+    prof = pd.read_csv(tmp_path / "profile.csv")
+    pd.concat([prof, pd.DataFrame([{"case": "mbert", "engine_key": "ours-nomask-mm-padv", "kind": "matrix products",
+                                    "ms_per_step": 40.0}])]).to_csv(tmp_path / "profile.csv", index=False)
+    (tmp_path / "profile-mbert-ours-nomask-mm-padv.txt").write_text(profiler_table(ours_kernels[2:], "200.000ms"))
+    assert E.unaligned_lines(padded.assign(tf32=True), tmp_path)[0] == lines[0].replace(
+        "`Levers(pad_vocab=64)` pads the product (bench row 'ours-nomask-mm-padv'), not timed in this run",
+        "With the product padded to a multiple of 64 rows ('ours + no mask + bias outside the product + vocabulary "
+        "padded to 64'): 40.0 ms, 1.15x HF best")
     failed = padded.assign(status=["ok"] * 5 + ["failed: out of memory"])
     assert E.unaligned_lines(failed, tmp_path)[0].endswith(
         "leaves alone). The row with the product padded ('ours-nomask-mm-padv'): failed: out of memory")
