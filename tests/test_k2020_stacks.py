@@ -779,6 +779,25 @@ def test_the_plan_fills_the_seconds_left_after_start_up_and_data_preparation(tmp
     assert planned == [(960.0, 960.0)]
 
 
+def test_only_cells_with_work_left_get_their_pair_tables_built(tmp_path, monkeypatch):
+    """Of three cells: one evaluated for every seed (as `pilots --restore` leaves it) and one whose table exists are
+    left alone; the third is built."""
+    from xlrepro.papers.k2020 import stacks
+    monkeypatch.setenv("XLREPRO_RUNS", str(tmp_path))
+    cells = stacks.part_cells("t11", "smoke", [0, 1])
+    done, built, left = cells
+    for seed in (0, 1):
+        done.dir.mkdir(parents=True, exist_ok=True)
+        (done.dir / f"results_{seed}.csv").write_text("experiment\n")
+        for path in (done.ner_results_path(seed), done.adjacency_results_path(seed)):
+            path.write_text("experiment\n")
+    built.dir.mkdir(parents=True, exist_ok=True)
+    (built.dir / "pairs.npz").write_bytes(b"")
+    assert [c.name for c in stacks.tables_to_build(cells)] == [left.name]
+    (done.dir / "results_1.csv").unlink()  # a seed to evaluate again: its table is needed
+    assert [c.name for c in stacks.tables_to_build(cells)] == [done.name, left.name]
+
+
 def test_a_stack_that_cannot_finish_within_the_calls_that_follow_is_not_started(tmp_path, capsys):
     """The 485 s stack (2 models of 100 s, start-up 45 s, an evaluation 240 s) with 400 s left in this call: 50 s in
     the calls that follow leave 450 s, too few; the runner leaves it and says so."""

@@ -248,7 +248,7 @@ def dry_run(cells: list[Cell], slots: int, max_stack: int = MAX_STACK, gpu: str 
     later = (f"\nleft for a later run (they do not fit in {time_total:.0f} s): {', '.join(waiting)}"
              if waiting and time_total is not None else "")
     if time_total is not None or time_limit is not None:  # the run plans again once its data is ready (`run_part`)
-        tables = sum(not (c.dir / "pairs.npz").exists() for c in cells)
+        tables = len(tables_to_build(cells))
         later += ("\nthis plan counts the whole time from now; the run plans again after its start-up and data "
                   "preparation, with the seconds then left" + (f" ({plural(tables, 'pair table')} still to build)"
                                                                if tables else ""))
@@ -597,9 +597,17 @@ def _prepare_one(args) -> str:
     return name
 
 
+def tables_to_build(cells: list[Cell]) -> list[Cell]:
+    """The cells whose pair table `prepare` builds: those without one that have a seed still to train or evaluate. A
+    cell evaluated for every seed (one restored from the book, `pilots --restore`) needs none; anything a later job
+    reads is built on first use anyway (`Cell.table`, `Cell.tokenizer`)."""
+    return [c for c in cells if not (c.dir / "pairs.npz").exists() and not all(c.evaluated(s) for s in c.seeds)]
+
+
 def prepare(cells: list[Cell], part, profile, seeds, cache_dir, root, progress: bool = True) -> None:
     """Each cell's tokenizer and pair table (CPU, ~10 s a cell on one core; kept in the cell's folder, so a later call
-    reuses them), in parallel processes: one per cell, at most one per CPU core; and the NER stand-in's silver labels
+    reuses them), for the cells with a seed still to train or evaluate, in parallel processes: one per cell, at most
+    one per CPU core; and the NER stand-in's silver labels
     when a cell declares that task (spaCy on every English verse once, ~2 min; cached)."""
     from concurrent.futures import ProcessPoolExecutor
 
@@ -613,7 +621,7 @@ def prepare(cells: list[Cell], part, profile, seeds, cache_dir, root, progress: 
         else:  # a small profile: only the verses it reads
             prepare_entities(cache_dir, ["train"], max_verses=f.max_train_pairs, progress=progress)
             prepare_entities(cache_dir, ["dev", "test"], max_verses=f.max_test_pairs, progress=progress)
-    todo = [c.name for c in cells if not (c.dir / "pairs.npz").exists()]
+    todo = [c.name for c in tables_to_build(cells)]
     processes = min(len(todo), os.cpu_count() or 1)
     if processes <= 1:
         for c in tqdm([c for c in cells if c.name in todo], desc="pair tables", disable=not progress):
