@@ -137,12 +137,8 @@ ENGINES = {
                                   nomask=True, linear="mm", residual="bfloat16"),
     # the decoder's product over the vocabulary padded with zero rows to a multiple of 64 (mBERT's 119,547 pieces run
     # unaligned kernels otherwise); rounding only, but a speed row until a training check passes, like the two above.
-    # The check's criterion, written before any run (one definition, with the check in Liu et al.'s padv_check module,
-    # which trains and reads it): their lab BERT recipe (big corpus, window 512) for 2,000 steps, seeds 0-2, each
-    # trained with pad_vocab 1 and 64; provided every unpadded run's final MLM loss (the mean of its last five recorded
-    # points) is below the languages' mean unigram entropy (else the check is inconclusive), the seed means of the
-    # final loss differ by at most 0.02 nats and by less than 2 SE of the unpadded seeds (or by at most 0.005 nats);
-    # only then may a chapter train with it.
+    # The check's criterion, written before any run, is defined once, with the check, in Liu et al.'s padv_check
+    # module (the chapters that train with mBERT's vocabulary are theirs).
     # Timed only where the vocabulary is not a multiple of 64 already (`engines_for`: the mbert case)
     "ours-nomask-mm-padv": Engine("ours + no mask + bias outside the product + vocabulary padded to 64", "ours",
                                   "dense", nomask=True, linear="mm", pad_vocab=64),

@@ -1,7 +1,7 @@
 """The training check of the engine's padded vocabulary (`xlrepro.engine.fused_bert.Levers.pad_vocab`, the bench's
 ``ours-nomask-mm-padv``).
 
-Its criterion was written before any run (`xlrepro.bench`, beside the ``ours-nomask-mm-padv`` engine):
+Its criterion, written here before any run (the bench's ``ours-nomask-mm-padv`` row points to it):
 
 - Runs: Liu et al.'s lab BERT recipe (experiments.yaml ``bert``) on the big corpus, window 512, for `STEPS` = 2,000
   steps (a quarter of the recipe's 8,000: the switch changes rounding only, and the check asks whether training
